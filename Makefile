@@ -1,0 +1,65 @@
+# privaudit — developer and user entry points.
+#   make audit   set up the environment if needed, run the DVC pipeline, print the verdict
+#   make test    set up the environment if needed, run the test suite
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+# torch is installed first, on its own, so that nothing else can drag in a CUDA build.
+TORCH_VERSION ?= 2.13.0
+# Where a CPU torch comes from when no local wheel is on PIP_FIND_LINKS. Set TORCH_INDEX to a
+# CUDA index (or pre-install your own torch into .venv) to get a GPU build: setup keeps it.
+TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
+STAMP  := $(VENV)/.privaudit-installed
+
+export DO_NOT_TRACK := 1
+export DVC_NO_ANALYTICS := 1
+export PREFECT_SERVER_ANALYTICS_ENABLED := false
+export PYTHONHASHSEED := 0
+
+.PHONY: help setup audit test test-all browser verdict clean-outputs
+
+help:
+	@echo "make audit    - set up .venv if needed, run 'dvc repro', print the release verdict"
+	@echo "make test     - set up .venv if needed, run the test suite"
+	@echo "make test-all - also the slow, server and browser tests"
+	@echo "make setup    - only create/refresh .venv"
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	@if ! $(BIN)/python -c "import torch" 2>/dev/null; then \
+	  if ls $${PIP_FIND_LINKS:-/nonexistent}/torch-$(TORCH_VERSION)+cpu-*.whl >/dev/null 2>&1; then \
+	    echo "setup: installing torch==$(TORCH_VERSION) (CPU wheel from $$PIP_FIND_LINKS)"; \
+	    $(BIN)/pip install -q "torch==$(TORCH_VERSION)"; \
+	  else \
+	    echo "setup: installing torch==$(TORCH_VERSION) from $(TORCH_INDEX)"; \
+	    $(BIN)/pip install -q "torch==$(TORCH_VERSION)" --extra-index-url $(TORCH_INDEX); \
+	  fi; \
+	fi
+	@$(BIN)/python -c "import torch; print('torch==' + torch.__version__)" > $(VENV)/constraints.txt
+	@echo "setup: keeping $$(cat $(VENV)/constraints.txt); installing privaudit[test]"
+	@$(BIN)/pip install -q -c $(VENV)/constraints.txt -e ".[test]"
+	@touch $@
+
+audit: setup
+	$(BIN)/dvc repro
+	@$(BIN)/privaudit verdict --gate metrics/gate.json
+
+verdict: setup
+	@$(BIN)/privaudit verdict --gate metrics/gate.json
+
+test: setup
+	$(BIN)/python -m pytest -n 2 -q
+
+test-all: setup browser
+	$(BIN)/python -m pytest -n 2 -q -m ""
+
+browser: setup
+	@bash tests/report/install_browser.sh $(BIN)/pip $(VENV)/constraints.txt
+
+clean-outputs:
+	rm -rf data/source data/split data/features data/defenders data/ltu data/canaries data/audit metrics reports

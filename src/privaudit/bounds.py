@@ -1,0 +1,47 @@
+"""Theoretical membership-inference bounds next to the measured attack accuracy.
+
+For every defender that claims an ε, the upper bounds on MI accuracy of Thudi et al. 2022
+(Theorem 1, at ``bounds.p_member``), Yeom, Erlingsson (with δ) and Sablayrolles (Thudi
+Table 1), and Izzo et al. 2023's MIP η (Theorem 4). The empirical LTU accuracy of the
+strongest attacker sits beside them; ``exceeds_theory`` flags an empirical accuracy above the
+tightest bound *beyond its error bar* — evidence of an implementation or accounting bug.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from privaudit.stats import mi_accuracy_bound, mip_eta
+
+KINDS = ("thudi", "yeom", "erlingsson", "sablayrolles")
+
+
+def defender_bounds(
+    claimed_epsilon: float | None, claimed_delta: float | None, ltu: dict[str, Any] | None, p_member: float
+) -> dict[str, Any]:
+    """One row of ``metrics/bounds.json``: bounds (None without a claimed ε) + empirical accuracy."""
+    empirical = None if ltu is None else ltu.get("accuracy")
+    row: dict[str, Any] = {k: None for k in KINDS}
+    row.update(mip_eta=None, empirical_accuracy=empirical, p_member=p_member, exceeds_theory=False)
+    if claimed_epsilon is None:
+        return row
+    delta = float(claimed_delta or 0.0)
+    for kind in KINDS:
+        row[kind] = mi_accuracy_bound(claimed_epsilon, p_member=p_member, kind=kind,
+                                      delta=delta if kind == "erlingsson" else 0.0)
+    row["mip_eta"] = mip_eta(claimed_epsilon)
+    if empirical is not None:
+        # LTU accuracy is measured on balanced pairs: compare with the p = 1/2 Thudi bound,
+        # allowing two standard errors (stderr of accuracy = privacy_stderr / 2, Eq. 1).
+        bound = mi_accuracy_bound(claimed_epsilon, p_member=0.5, kind="thudi")
+        slack = 2 * 0.5 * float(ltu.get("privacy_stderr") or 0.0)
+        row["exceeds_theory"] = bool(empirical - slack > bound)
+    return row
+
+
+def compute_bounds(infos: dict[str, dict[str, Any]], ltu: dict[str, Any], p_member: float) -> dict[str, Any]:
+    """``metrics/bounds.json``: {defender: row} for every defender in ``infos`` (name → info.json)."""
+    return {
+        name: defender_bounds(info.get("claimed_epsilon"), info.get("claimed_delta"), ltu.get(name), p_member)
+        for name, info in sorted(infos.items())
+    }

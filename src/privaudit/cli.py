@@ -1,0 +1,177 @@
+"""The ``privaudit`` console command.
+
+Subcommands are registered in :func:`_commands` (name → :class:`Command`); adding one means
+writing an ``add_arguments`` function and a handler returning an exit code.
+
+``privaudit verdict [--gate metrics/gate.json]`` prints the release-gate verdict and exits
+0 on pass, 1 on fail, 2 when the gate file is missing or corrupt.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TextIO
+
+from privaudit.report.gate import validate_gate_result
+
+__all__ = ["EXIT_FAIL", "EXIT_PASS", "EXIT_USAGE", "main", "print_verdict"]
+
+EXIT_PASS = 0
+EXIT_FAIL = 1
+EXIT_USAGE = 2
+
+
+@dataclass(frozen=True)
+class Command:
+    """A subcommand: help text, an argument adder and a handler returning the exit code."""
+
+    help: str
+    add_arguments: Callable[[argparse.ArgumentParser], None]
+    handler: Callable[[argparse.Namespace, TextIO, TextIO], int]
+
+
+# --------------------------------------------------------------------------- verdict
+
+
+def _verdict_arguments(parser: argparse.ArgumentParser) -> None:
+    """Arguments of ``privaudit verdict``."""
+    parser.add_argument(
+        "--gate",
+        type=Path,
+        default=Path("metrics/gate.json"),
+        help="gate result written by the report stage (default: %(default)s)",
+    )
+    color = parser.add_mutually_exclusive_group()
+    color.add_argument(
+        "--rich", dest="rich", action="store_true", default=None, help="force rich output"
+    )
+    color.add_argument("--plain", dest="rich", action="store_false", help="force plain text output")
+
+
+def load_gate(path: Path) -> dict[str, Any]:
+    """Read and validate a ``metrics/gate.json`` file.
+
+    Raises:
+        ValueError: the file is missing, unreadable, not JSON, or not the gate shape.
+    """
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ValueError(
+            f"gate file {path} does not exist; run the report stage first (dvc repro report)"
+        ) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ValueError(f"gate file {path} cannot be read: {exc}") from exc
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"gate file {path} is not valid JSON: {exc}") from exc
+    return validate_gate_result(data, where=str(path))
+
+
+def _plain_verdict(gate: dict[str, Any], out: TextIO) -> None:
+    """Plain-text verdict: PASS/FAIL line, per-defender lines, reasons indented."""
+    out.write(f"privaudit verdict: {'PASS' if gate['passed'] else 'FAIL'}\n")
+    for name, entry in gate["defenders"].items():
+        out.write(f"  {'PASS' if entry['passed'] else 'FAIL'}  {name}\n")
+        for reason in entry["reasons"]:
+            out.write(f"        - {reason}\n")
+    listed = {r for e in gate["defenders"].values() for r in e["reasons"]}
+    extra = [r for r in gate["reasons"] if r not in listed]
+    for reason in extra:
+        out.write(f"  - {reason}\n")
+
+
+def _rich_verdict(gate: dict[str, Any], out: TextIO) -> None:
+    """Verdict with rich (colours, a table); user strings are escaped from rich markup."""
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.table import Table
+
+    console = Console(file=out, force_terminal=True, highlight=False)
+    style = "bold white on green" if gate["passed"] else "bold white on red"
+    console.print(f"[{style}] {'PASS' if gate['passed'] else 'FAIL'} [/] privaudit release gate")
+    table = Table(show_header=True, header_style="bold")
+    table.add_column("Defender")
+    table.add_column("Gate")
+    table.add_column("Reasons")
+    for name, entry in gate["defenders"].items():
+        verdict = "[green]PASS[/]" if entry["passed"] else "[red]FAIL[/]"
+        reasons = (
+            "\n".join(f"• {escape(r)}" for r in entry["reasons"]) or "[dim]all checks passed[/]"
+        )
+        table.add_row(escape(str(name)), verdict, reasons)
+    if gate["defenders"]:
+        console.print(table)
+    listed = {r for e in gate["defenders"].values() for r in e["reasons"]}
+    for reason in (r for r in gate["reasons"] if r not in listed):
+        console.print(f"[red]•[/] {escape(reason)}")
+
+
+def print_verdict(gate: dict[str, Any], out: TextIO, use_rich: bool) -> None:
+    """Print a validated gate result to ``out`` (rich or plain)."""
+    (_rich_verdict if use_rich else _plain_verdict)(gate, out)
+
+
+def _verdict(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """Handler of ``privaudit verdict``."""
+    try:
+        gate = load_gate(args.gate)
+    except ValueError as exc:
+        err.write(f"privaudit verdict: error: {exc}\n")
+        return EXIT_USAGE
+    use_rich = args.rich if args.rich is not None else bool(getattr(out, "isatty", lambda: False)())
+    print_verdict(gate, out, use_rich)
+    return EXIT_PASS if gate["passed"] else EXIT_FAIL
+
+
+# --------------------------------------------------------------------------- entry point
+
+
+def _commands() -> dict[str, Command]:
+    """The subcommands, by name."""
+    return {
+        "verdict": Command(
+            help="print the release-gate verdict; exit 0 on pass, 1 on fail, 2 if the file is missing/corrupt",
+            add_arguments=_verdict_arguments,
+            handler=_verdict,
+        ),
+    }
+
+
+def build_parser(commands: dict[str, Command] | None = None) -> argparse.ArgumentParser:
+    """The argument parser with one subparser per command."""
+    commands = commands if commands is not None else _commands()
+    parser = argparse.ArgumentParser(
+        prog="privaudit", description="Membership-inference and differential-privacy audits."
+    )
+    from privaudit import __version__
+
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name, command in commands.items():
+        command.add_arguments(sub.add_parser(name, help=command.help, description=command.help))
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the ``privaudit`` command; returns the exit code (argparse errors exit 2)."""
+    commands = _commands()
+    parser = build_parser(commands)
+    try:
+        args = parser.parse_args(list(argv) if argv is not None else None)
+    except SystemExit as exc:  # --help, --version, usage errors
+        return int(exc.code) if isinstance(exc.code, int) else EXIT_USAGE
+    if args.command is None:
+        parser.print_help(sys.stderr)
+        return EXIT_USAGE
+    return commands[args.command].handler(args, sys.stdout, sys.stderr)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,231 @@
+"""Typed, validated ``params.yaml``.
+
+Every knob a user turns lives in ``params.yaml``; this module turns it into pydantic models
+that reject unknown keys and out-of-range values *before* any work starts, with a message
+that names the offending key (``lidp.trials``, ``defenders[1].epsilon``) and what is allowed.
+
+Defender entries are validated by the schema their ``kind`` registers in
+:mod:`privaudit.defenders.registry`, so a new trainer brings its own params model.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from privaudit.report.gate import GateParams
+
+
+class ParamsError(ValueError):
+    """``params.yaml`` is missing, malformed, or has a bad key/value; the message names it."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class BaseParams(_Strict):
+    seed: int = Field(2026, ge=0, description="root seed; every generator is spawned from it")
+    device: Literal["auto", "cpu", "cuda"] = "auto"
+
+
+class DatasetParams(_Strict):
+    name: str = "digits"
+    path: str | None = None
+    label_column: str | None = None
+    max_samples: int | None = Field(None, ge=2)
+
+    @field_validator("name")
+    @classmethod
+    def _known_name(cls, v: str) -> str:
+        allowed = {"digits", "mnist5k", "location", "csv", "imagefolder"}
+        if v in allowed or (v.startswith("torchvision:") and len(v) > len("torchvision:")):
+            return v
+        raise ValueError(
+            f"unknown data set {v!r}; allowed: {sorted(allowed)} or 'torchvision:<Name>'"
+        )
+
+    @model_validator(mode="after")
+    def _path_when_needed(self) -> "DatasetParams":
+        if self.name in {"location", "csv", "imagefolder"} and not self.path:
+            raise ValueError(f"dataset.path is required when dataset.name is {self.name!r}")
+        if self.name == "csv" and not self.label_column:
+            raise ValueError("dataset.label_column is required when dataset.name is 'csv'")
+        return self
+
+
+class SplitParams(_Strict):
+    defender_fraction: float = Field(0.5, gt=0.0, lt=1.0)
+    fraction_tolerance: float = Field(0.02, gt=0.0, lt=0.5)
+
+
+class FeaturizeParams(_Strict):
+    backbone: str = "identity"
+    batch_size: int = Field(64, ge=1)
+    image_size: int | None = Field(None, ge=8)
+
+    @field_validator("backbone")
+    @classmethod
+    def _known_backbone(cls, v: str) -> str:
+        if v in {"identity", "efficientnet_lite0"} or (
+            v.startswith("torchvision:") and len(v) > len("torchvision:")
+        ):
+            return v
+        raise ValueError(
+            f"unknown backbone {v!r}; allowed: 'identity', 'efficientnet_lite0', 'torchvision:<model>'"
+        )
+
+
+class LtuParams(_Strict):
+    rounds: int = Field(200, ge=1)
+    attackers: list[str] = Field(default_factory=lambda: ["loss_gap"], min_length=1)
+
+
+class CanaryParams(_Strict):
+    defenders: list[str] | Literal["all"] = "all"
+
+
+class Game3Params(_Strict):
+    canaries: int = Field(100, ge=2)
+    alpha: float = Field(0.05, gt=0.0, lt=1.0)
+    tau_min: float = Field(0.5, ge=0.0, lt=1.0)
+    tau_max: float = Field(0.99, gt=0.0, le=1.0)
+    tau_steps: int = Field(10, ge=1)
+
+    @model_validator(mode="after")
+    def _tau_range(self) -> "Game3Params":
+        if self.tau_min > self.tau_max:
+            raise ValueError(f"game3.tau_min ({self.tau_min}) must not exceed game3.tau_max ({self.tau_max})")
+        return self
+
+
+class LidpParams(_Strict):
+    trials: int = Field(32, ge=2)
+    canaries: int | Literal["auto"] = "auto"
+    null_canaries: int | Literal["auto"] = "auto"
+    canary_type: Literal["mislabel"] = "mislabel"
+    order: Literal[1, 2, 4] = 1
+    method: Literal["wilson", "bernstein"] = "wilson"
+    beta: float = Field(0.05, gt=0.0, lt=1.0)
+    delta: float = Field(1e-5, ge=0.0, lt=1.0)
+    tune_fraction: float = Field(0.5, gt=0.0, lt=1.0)
+    tau_quantiles: int = Field(16, ge=1)
+
+    @field_validator("canaries", "null_canaries")
+    @classmethod
+    def _positive(cls, v: int | str) -> int | str:
+        if isinstance(v, int) and v < 1:
+            raise ValueError(f"must be >= 1 or 'auto', got {v}")
+        return v
+
+    def k_canaries(self) -> int:
+        """K: ``round(sqrt(trials))`` when ``lidp.canaries`` is ``auto`` (LiDP §5)."""
+        return max(1, round(self.trials**0.5)) if self.canaries == "auto" else int(self.canaries)
+
+    def m_null(self) -> int:
+        """m null canaries per trial; ``auto`` = K."""
+        return self.k_canaries() if self.null_canaries == "auto" else int(self.null_canaries)
+
+
+class BoundsParams(_Strict):
+    p_member: float = Field(0.5, gt=0.0, lt=1.0)
+
+
+class ReportParams(_Strict):
+    title: str = "privaudit release audit"
+    most_exposed: int = Field(10, ge=0)
+
+
+class Params(_Strict):
+    base: BaseParams = BaseParams()
+    dataset: DatasetParams = DatasetParams()
+    split: SplitParams = SplitParams()
+    featurize: FeaturizeParams = FeaturizeParams()
+    defenders: list[dict[str, Any]] = Field(min_length=1)
+    ltu: LtuParams = LtuParams()
+    canaries: CanaryParams = CanaryParams()
+    game3: Game3Params = Game3Params()
+    lidp: LidpParams = LidpParams()
+    bounds: BoundsParams = BoundsParams()
+    report: ReportParams = ReportParams()
+    gate: GateParams = GateParams()
+
+    @field_validator("defenders")
+    @classmethod
+    def _validate_defenders(cls, v: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        from privaudit.defenders.registry import validate_defender_spec
+
+        names: set[str] = set()
+        out = []
+        for i, raw in enumerate(v):
+            spec = validate_defender_spec(raw, where=f"defenders[{i}]")
+            if spec["name"] in names:
+                raise ValueError(f"defenders[{i}].name {spec['name']!r} is used twice; names must be unique")
+            names.add(spec["name"])
+            out.append(spec)
+        return out
+
+    @model_validator(mode="after")
+    def _canary_defenders_exist(self) -> "Params":
+        if self.canaries.defenders != "all":
+            known = {d["name"] for d in self.defenders}
+            for name in self.canaries.defenders:
+                if name not in known:
+                    raise ValueError(
+                        f"canaries.defenders names {name!r}, which is not in defenders: {sorted(known)}"
+                    )
+        return self
+
+    def defender(self, name: str) -> dict[str, Any]:
+        """The validated spec of the defender called ``name``."""
+        for d in self.defenders:
+            if d["name"] == name:
+                return d
+        raise ParamsError(f"no defender named {name!r} in params.defenders")
+
+    def audited_defenders(self) -> list[dict[str, Any]]:
+        """Defenders that get canary audits (``canaries.defenders``)."""
+        if self.canaries.defenders == "all":
+            return list(self.defenders)
+        return [self.defender(n) for n in self.canaries.defenders]
+
+
+def _format_validation_error(err: ValidationError) -> str:
+    lines = []
+    for e in err.errors():
+        loc = ".".join(str(p) if not isinstance(p, int) else f"[{p}]" for p in e["loc"]).replace(".[", "[")
+        msg = e["msg"].removeprefix("Value error, ")
+        if e["type"] == "extra_forbidden":
+            msg = "unknown key (check the spelling; see params.yaml in the repository for all keys)"
+        lines.append(f"  {loc or '<root>'}: {msg}" + (f" (got {e['input']!r})" if e["type"] not in {"extra_forbidden", "missing"} and not isinstance(e.get("input"), dict) else ""))
+    return "invalid params:\n" + "\n".join(lines)
+
+
+def parse_params(raw: dict[str, Any]) -> Params:
+    """Validate a params mapping; raise :class:`ParamsError` naming every bad key."""
+    if not isinstance(raw, dict):
+        raise ParamsError(f"params must be a mapping at the top level, got {type(raw).__name__}")
+    try:
+        return Params.model_validate(raw)
+    except ValidationError as err:
+        raise ParamsError(_format_validation_error(err)) from None
+
+
+def load_params(path: str | Path = "params.yaml") -> Params:
+    """Read and validate ``params.yaml``.
+
+    Raises:
+        ParamsError: the file is missing, not YAML, or fails validation (the message names
+            the key, e.g. ``lidp.trials: Input should be greater than or equal to 2``).
+    """
+    p = Path(path)
+    if not p.is_file():
+        raise ParamsError(f"params file {p} not found")
+    try:
+        raw = yaml.safe_load(p.read_text())
+    except yaml.YAMLError as err:
+        raise ParamsError(f"params file {p} is not valid YAML: {err}") from None
+    return parse_params(raw or {})

@@ -1,0 +1,100 @@
+"""The defender protocol: a training recipe privaudit audits.
+
+A *defender* (Pedersen et al. 2022, "Problem statement and methodology") is a trainer
+T_D plus its settings; ``fit`` produces the released model M_D. Every defender declares
+whether it is deterministic given its seed and whether it is invariant to the order of
+the training samples, so the LTU trainer attack knows what Theorem 3 predicts.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class DefenderSpecBase(BaseModel):
+    """Keys every ``defenders[i]`` entry has; kinds subclass this with their own keys."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_.-]+$")
+    kind: str
+
+
+class Defender(ABC):
+    """A training recipe: ``fit(X, y, seed)`` then ``predict_proba(X)``.
+
+    Subclasses set the class attributes and implement the four abstract methods.
+    Models are persisted with skops (sklearn) or safetensors (torch), never raw pickle.
+    """
+
+    kind: ClassVar[str]
+    #: file suffix of the saved model
+    model_suffix: ClassVar[str] = ".bin"
+
+    def __init__(self, spec: DefenderSpecBase, n_classes: int, device: str = "cpu") -> None:
+        if n_classes < 2:
+            raise ValueError(f"n_classes must be >= 2, got {n_classes}")
+        self.spec = spec
+        self.n_classes = n_classes
+        self.device = device
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def deterministic(self) -> bool:
+        """Whether ``fit`` gives the same model for every ``seed`` on the same data in the same
+        order, i.e. the trainer has no randomness an LTU attacker does not know (Theorem 3)."""
+        return True
+
+    @property
+    def order_invariant(self) -> bool:
+        """Whether permuting the training samples leaves the model unchanged."""
+        return True
+
+    @abstractmethod
+    def fit(self, X: np.ndarray, y: np.ndarray, seed: int) -> "Defender":
+        """Train on ``X`` (n, d) float32 and labels ``y`` (n,) int64 in [0, n_classes)."""
+
+    @abstractmethod
+    def predict_proba(self, X: np.ndarray) -> np.ndarray:
+        """Class probabilities, shape (n, n_classes), rows summing to 1."""
+
+    @abstractmethod
+    def save(self, path: Path) -> None:
+        """Persist the fitted model (skops or safetensors)."""
+
+    @abstractmethod
+    def load(self, path: Path) -> "Defender":
+        """Load a model written by :meth:`save` without executing code."""
+
+    def claimed_epsilon(self) -> float | None:
+        """The ε the recipe claims (DP defenders), or ``None`` when it claims none."""
+        return None
+
+    def claimed_delta(self) -> float | None:
+        return None
+
+    def describe(self) -> dict[str, Any]:
+        """JSON-serialisable description written next to the model."""
+        return {
+            "name": self.name,
+            "kind": self.kind,
+            "deterministic": self.deterministic,
+            "order_invariant": self.order_invariant,
+            "claimed_epsilon": self.claimed_epsilon(),
+            "claimed_delta": self.claimed_delta(),
+            "spec": self.spec.model_dump(mode="json"),
+        }
+
+
+def cross_entropy(proba: np.ndarray, y: np.ndarray, eps: float = 1e-12) -> np.ndarray:
+    """Per-sample log loss −log p(y|x), shape (n,), from ``proba`` (n, C) and ``y`` (n,)."""
+    p = np.clip(proba[np.arange(len(y)), y], eps, 1.0)
+    return -np.log(p)

@@ -1,0 +1,197 @@
+"""The scikit-learn defender zoo of LTU Table 1 (Pedersen et al. 2022, §"Experiments").
+
+Ten estimators with scikit-learn defaults, each under one of three randomness levels with the
+paper's meaning (Table 1 columns):
+
+* ``fixed``     – original sample order + fixed random seed (no randomness at all);
+* ``shuffled``  – random sample order + fixed random seed;
+* ``unseeded``  – random sample order + random seed.
+
+The fixed seed is ``random_state`` from the spec (public: part of the trainer T_D the LTU
+attacker knows). The random order and random seed are drawn from the ``seed`` passed to
+:meth:`SklearnDefender.fit` (the randomness the attacker does not know).
+
+Estimators without ``predict_proba`` (SVC, LinearSVC, SGD hinge, Perceptron, Bayesian ridge)
+report a softmax of their decision scores as probabilities; documented per estimator below.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Literal
+
+import numpy as np
+import skops.io as sio
+from pydantic import Field
+from scipy.special import softmax
+from sklearn.base import BaseEstimator
+from sklearn.ensemble import RandomForestClassifier
+from sklearn.linear_model import BayesianRidge, LogisticRegression, Perceptron, SGDClassifier
+from sklearn.multioutput import MultiOutputRegressor
+from sklearn.naive_bayes import GaussianNB
+from sklearn.neighbors import KNeighborsClassifier
+from sklearn.neural_network import MLPClassifier
+from sklearn.svm import SVC, LinearSVC
+
+from privaudit.defenders.base import Defender, DefenderSpecBase
+from privaudit.defenders.registry import register
+
+Randomness = Literal["fixed", "shuffled", "unseeded"]
+
+
+@dataclass(frozen=True)
+class _Estimator:
+    make: Callable[[int, dict[str, Any]], BaseEstimator]
+    #: the model depends on its random_state (so "unseeded" adds randomness)
+    uses_seed: bool
+    #: permuting training rows leaves the fitted model unchanged (up to float rounding)
+    order_invariant: bool
+    #: probabilities come from predict_proba (True) or softmax(decision scores) (False)
+    has_proba: bool
+
+
+def _kw(extra: dict[str, Any], **defaults: Any) -> dict[str, Any]:
+    return {**defaults, **extra}
+
+
+ESTIMATORS: dict[str, _Estimator] = {
+    "logistic_regression": _Estimator(
+        lambda rs, kw: LogisticRegression(**_kw(kw, solver="lbfgs", max_iter=1000)), False, True, True
+    ),
+    # Bayesian ridge regression on one-hot targets, one regressor per class (a classifier via
+    # argmax of the regressed scores); probabilities = softmax of the scores.
+    "bayesian_ridge": _Estimator(lambda rs, kw: MultiOutputRegressor(BayesianRidge(**kw)), False, True, False),
+    "gaussian_nb": _Estimator(lambda rs, kw: GaussianNB(**kw), False, True, True),
+    # SVC (RBF, one-vs-one) with probability=False: softmax of the ovr-shaped decision function.
+    "svc": _Estimator(lambda rs, kw: SVC(**_kw(kw, random_state=rs)), False, True, False),
+    "knn": _Estimator(lambda rs, kw: KNeighborsClassifier(**kw), False, True, True),
+    "linear_svc": _Estimator(lambda rs, kw: LinearSVC(**_kw(kw, random_state=rs)), True, False, False),
+    "sgd_svm": _Estimator(lambda rs, kw: SGDClassifier(**_kw(kw, loss="hinge", random_state=rs)), True, False, False),
+    "mlp": _Estimator(lambda rs, kw: MLPClassifier(**_kw(kw, random_state=rs, max_iter=300)), True, False, True),
+    "perceptron": _Estimator(lambda rs, kw: Perceptron(**_kw(kw, random_state=rs)), True, False, False),
+    "random_forest": _Estimator(
+        lambda rs, kw: RandomForestClassifier(**_kw(kw, random_state=rs, n_jobs=1)), True, False, True
+    ),
+}
+
+#: types skops may reconstruct when loading a zoo model (nothing else is executed)
+TRUSTED_TYPES: tuple[str, ...] = (
+    "numpy.dtype",
+    "numpy.ndarray",
+    "sklearn.ensemble._forest.RandomForestClassifier",
+    "sklearn.tree._classes.DecisionTreeClassifier",
+    "sklearn.tree._tree.Tree",
+    "sklearn.neural_network._stochastic_optimizers.AdamOptimizer",
+    "sklearn.neighbors._kd_tree.KDTree",
+    "sklearn.neighbors._ball_tree.BallTree",
+    "sklearn.multioutput.MultiOutputRegressor",
+    "sklearn.linear_model._bayes.BayesianRidge",
+    "sklearn._loss.loss.HalfMultinomialLoss",
+    "sklearn._loss.link.MultinomialLogit",
+    "sklearn._loss.link.Interval",
+    "sklearn.linear_model._stochastic_gradient.SGDClassifier",
+    "sklearn.linear_model._sgd_fast.Hinge",
+    "sklearn.linear_model._perceptron.Perceptron",
+    "sklearn.neural_network._multilayer_perceptron.MLPClassifier",
+    "sklearn.svm._classes.SVC",
+    "sklearn.svm._classes.LinearSVC",
+    "sklearn.naive_bayes.GaussianNB",
+    "sklearn.neighbors._classification.KNeighborsClassifier",
+    "sklearn.linear_model._logistic.LogisticRegression",
+)
+
+
+class SklearnSpec(DefenderSpecBase):
+    estimator: Literal[
+        "logistic_regression", "bayesian_ridge", "gaussian_nb", "svc", "knn",
+        "linear_svc", "sgd_svm", "mlp", "perceptron", "random_forest",
+    ] = "logistic_regression"
+    randomness: Randomness = "unseeded"
+    random_state: int = Field(0, ge=0, description="the fixed, public seed of 'fixed'/'shuffled'")
+    options: dict[str, Any] = Field(default_factory=dict, description="extra estimator keyword arguments")
+
+
+class LogRegSpec(SklearnSpec):
+    """``kind: logistic_regression`` — a shorthand for ``kind: sklearn, estimator: logistic_regression``."""
+
+    estimator: Literal["logistic_regression"] = "logistic_regression"
+
+
+class SklearnDefender(Defender):
+    """One estimator of the zoo under one randomness level (LTU Table 1)."""
+
+    model_suffix = ".skops"
+    spec: SklearnSpec
+
+    def __init__(self, spec: SklearnSpec, n_classes: int, device: str = "cpu") -> None:
+        super().__init__(spec, n_classes, device)
+        self._est_info = ESTIMATORS[spec.estimator]
+        self.model: BaseEstimator | None = None
+
+    @property
+    def deterministic(self) -> bool:
+        return self.spec.randomness == "fixed" or (
+            self.spec.randomness == "shuffled" and self._est_info.order_invariant
+        ) or (not self._est_info.uses_seed and self._est_info.order_invariant)
+
+    @property
+    def order_invariant(self) -> bool:
+        return self._est_info.order_invariant
+
+    def fit(self, X: np.ndarray, y: np.ndarray, seed: int) -> "SklearnDefender":
+        rng = np.random.default_rng(seed)
+        order = np.arange(len(y))
+        random_state = self.spec.random_state
+        if self.spec.randomness in ("shuffled", "unseeded"):
+            order = rng.permutation(len(y))
+        if self.spec.randomness == "unseeded":
+            random_state = int(rng.integers(0, 2**31 - 1))
+        est = self._est_info.make(random_state, dict(self.spec.options))
+        Xo, yo = X[order], y[order]
+        if isinstance(est, MultiOutputRegressor):
+            est.fit(Xo, np.eye(self.n_classes)[yo])
+        else:
+            est.fit(Xo, yo)
+        self.model = est
+        return self
+
+    def _require_model(self) -> BaseEstimator:
+        if self.model is None:
+            raise RuntimeError(f"defender {self.name!r} is not fitted")
+        return self.model
+
+    def predict_proba(self, X: np.ndarray) -> np.ndarray:
+        est = self._require_model()
+        out = np.zeros((len(X), self.n_classes), dtype=np.float64)
+        if isinstance(est, MultiOutputRegressor):
+            return softmax(est.predict(X), axis=1)
+        classes = est.classes_.astype(int)
+        if self._est_info.has_proba:
+            out[:, classes] = est.predict_proba(X)
+            return out
+        scores = est.decision_function(X)
+        if scores.ndim == 1:  # binary problem: one margin
+            scores = np.stack([-scores, scores], axis=1)
+        full = np.full((len(X), self.n_classes), -np.inf)
+        full[:, classes] = scores
+        return softmax(full, axis=1)
+
+    def save(self, path: Path) -> None:
+        sio.dump(self._require_model(), path)
+
+    def load(self, path: Path) -> "SklearnDefender":
+        untrusted = sio.get_untrusted_types(file=path)
+        unknown = sorted(set(untrusted) - set(TRUSTED_TYPES))
+        if unknown:
+            raise ValueError(f"refusing to load {path}: it contains untrusted types {unknown}")
+        self.model = sio.load(path, trusted=untrusted)
+        return self
+
+
+register("sklearn", SklearnSpec)(SklearnDefender)
+
+
+@register("logistic_regression", LogRegSpec)
+class LogisticRegressionDefender(SklearnDefender):
+    """``kind: logistic_regression``: scikit-learn LogisticRegression (lbfgs)."""

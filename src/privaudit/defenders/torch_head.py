@@ -1,0 +1,127 @@
+"""A torch linear/MLP head trained with minibatch SGD (``kind: torch_mlp``).
+
+The common deep-learning recipe on frozen backbone features: cross-entropy, SGD with
+momentum, a fixed number of epochs. Randomness levels follow the sklearn zoo
+(:mod:`privaudit.defenders.sklearn_zoo`): ``fixed`` = initialisation from the public
+``random_state`` and minibatches in data order; ``shuffled`` = same initialisation, batch order
+from the fit seed; ``unseeded`` = initialisation and batch order from the fit seed.
+Saved with safetensors.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+import torch
+from pydantic import Field
+from safetensors.torch import load_file, save_file
+from torch import nn
+
+from privaudit.defenders.base import Defender, DefenderSpecBase
+from privaudit.defenders.registry import register
+
+
+class TorchMLPSpec(DefenderSpecBase):
+    hidden: list[int] = Field(default_factory=lambda: [64], description="hidden widths; [] = linear head")
+    epochs: int = Field(30, ge=1)
+    batch_size: int = Field(64, ge=1)
+    lr: float = Field(0.05, gt=0)
+    momentum: float = Field(0.9, ge=0, lt=1)
+    weight_decay: float = Field(0.0, ge=0)
+    randomness: Literal["fixed", "shuffled", "unseeded"] = "unseeded"
+    random_state: int = Field(0, ge=0)
+
+
+def build_mlp(d_in: int, hidden: list[int], n_classes: int, generator: torch.Generator | None = None) -> nn.Sequential:
+    """Linear layers with ReLU between them: d_in → hidden… → n_classes logits.
+
+    With ``generator``, weights get PyTorch's default ``nn.Linear`` initialisation
+    (U(−1/√fan_in, 1/√fan_in) for weights and biases) drawn from that generator, so no
+    global random state is touched.
+    """
+    layers: list[nn.Module] = []
+    width = d_in
+    for h in hidden:
+        layers += [nn.Linear(width, h), nn.ReLU()]
+        width = h
+    layers.append(nn.Linear(width, n_classes))
+    net = nn.Sequential(*layers)
+    if generator is not None:
+        with torch.no_grad():
+            for layer in net:
+                if isinstance(layer, nn.Linear):
+                    bound = 1.0 / layer.in_features**0.5
+                    layer.weight.uniform_(-bound, bound, generator=generator)
+                    layer.bias.uniform_(-bound, bound, generator=generator)
+    return net
+
+
+@register("torch_mlp", TorchMLPSpec)
+class TorchMLPDefender(Defender):
+    """Minibatch-SGD MLP (or linear, with ``hidden: []``) on features; not order invariant."""
+
+    model_suffix = ".safetensors"
+    spec: TorchMLPSpec
+
+    def __init__(self, spec: TorchMLPSpec, n_classes: int, device: str = "cpu") -> None:
+        super().__init__(spec, n_classes, device)
+        self.net: nn.Sequential | None = None
+        self.d_in: int | None = None
+
+    @property
+    def deterministic(self) -> bool:
+        return self.spec.randomness == "fixed"
+
+    @property
+    def order_invariant(self) -> bool:
+        return False
+
+    def _init_net(self, d_in: int, init_seed: int) -> nn.Sequential:
+        gen = torch.Generator().manual_seed(init_seed)
+        return build_mlp(d_in, list(self.spec.hidden), self.n_classes, generator=gen).to(self.device)
+
+    def fit(self, X: np.ndarray, y: np.ndarray, seed: int) -> "TorchMLPDefender":
+        rng = np.random.default_rng(seed)
+        init_seed = self.spec.random_state if self.spec.randomness != "unseeded" else int(rng.integers(2**31 - 1))
+        self.d_in = int(X.shape[1])
+        net = self._init_net(self.d_in, init_seed)
+        Xt = torch.as_tensor(np.ascontiguousarray(X), dtype=torch.float32, device=self.device)
+        yt = torch.as_tensor(y, dtype=torch.long, device=self.device)
+        opt = torch.optim.SGD(net.parameters(), lr=self.spec.lr, momentum=self.spec.momentum,
+                              weight_decay=self.spec.weight_decay)
+        loss_fn = nn.CrossEntropyLoss()
+        n = len(y)
+        for _ in range(self.spec.epochs):
+            order = np.arange(n) if self.spec.randomness == "fixed" else rng.permutation(n)
+            idx_all = torch.as_tensor(order, device=self.device)
+            for start in range(0, n, self.spec.batch_size):
+                idx = idx_all[start:start + self.spec.batch_size]
+                opt.zero_grad(set_to_none=True)
+                loss_fn(net(Xt[idx]), yt[idx]).backward()
+                opt.step()
+        self.net = net.eval()
+        return self
+
+    def predict_proba(self, X: np.ndarray) -> np.ndarray:
+        if self.net is None:
+            raise RuntimeError(f"defender {self.name!r} is not fitted")
+        with torch.inference_mode():
+            logits = self.net(torch.as_tensor(np.ascontiguousarray(X), dtype=torch.float32, device=self.device))
+            return torch.softmax(logits.double(), dim=1).cpu().numpy()
+
+    def save(self, path: Path) -> None:
+        if self.net is None:
+            raise RuntimeError(f"defender {self.name!r} is not fitted")
+        tensors = {k: v.detach().cpu().contiguous() for k, v in self.net.state_dict().items()}
+        save_file(tensors, str(path), metadata={"d_in": str(self.d_in), "n_classes": str(self.n_classes)})
+
+    def load(self, path: Path) -> "TorchMLPDefender":
+        state = load_file(str(path))
+        d_in = int(state["0.weight"].shape[1])
+        self.d_in = d_in
+        net = build_mlp(d_in, list(self.spec.hidden), self.n_classes)
+        net.load_state_dict(state)
+        self.net = net.to(self.device).eval()
+        return self

@@ -1,0 +1,77 @@
+"""Provenance manifest: what is needed to reproduce an audit later.
+
+Git revision (and whether the tree was dirty), the hash of ``dvc.lock``, the params, the
+root seed, package versions and content hashes of the data files the audit read.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import platform
+import subprocess
+from importlib import metadata
+from pathlib import Path
+from typing import Any, Iterable
+
+PACKAGES = ("privaudit", "numpy", "scipy", "pandas", "scikit-learn", "torch", "opacus", "dvc",
+            "great-expectations", "prefect", "skops", "safetensors")
+
+
+def sha256_file(path: Path, chunk: int = 1 << 20) -> str:
+    """Hex SHA-256 of a file's bytes."""
+    h = hashlib.sha256()
+    with path.open("rb") as fh:
+        while block := fh.read(chunk):
+            h.update(block)
+    return h.hexdigest()
+
+
+def hash_tree(root: Path) -> str:
+    """SHA-256 over the relative paths and contents of every file under ``root`` (sorted)."""
+    h = hashlib.sha256()
+    files = [root] if root.is_file() else sorted(p for p in root.rglob("*") if p.is_file())
+    for p in files:
+        h.update(str(p.relative_to(root) if p != root else p.name).encode())
+        h.update(sha256_file(p).encode())
+    return h.hexdigest()
+
+
+def _git(*args: str, cwd: Path) -> str | None:
+    try:
+        out = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, timeout=10, check=True)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip()
+
+
+def package_versions(names: Iterable[str] = PACKAGES) -> dict[str, str | None]:
+    versions: dict[str, str | None] = {}
+    for n in names:
+        try:
+            versions[n] = metadata.version(n)
+        except metadata.PackageNotFoundError:
+            versions[n] = None
+    return versions
+
+
+def build_manifest(repo: Path, params: dict[str, Any], seed: int, data_paths: dict[str, Path]) -> dict[str, Any]:
+    """The manifest written into every report.
+
+    Args:
+        repo: repository root (for git and ``dvc.lock``).
+        params: the validated params (``Params.model_dump(mode="json")``).
+        seed: ``base.seed``.
+        data_paths: name → file or directory whose content hash is recorded.
+    """
+    lock = repo / "dvc.lock"
+    status = _git("status", "--porcelain", "--untracked-files=no", cwd=repo)
+    return {
+        "git_revision": _git("rev-parse", "HEAD", cwd=repo),
+        "git_dirty": None if status is None else bool(status),
+        "dvc_lock_sha256": sha256_file(lock) if lock.is_file() else None,
+        "seed": seed,
+        "params": params,
+        "python": platform.python_version(),
+        "packages": package_versions(),
+        "data_sha256": {k: hash_tree(p) for k, p in sorted(data_paths.items()) if p.exists()},
+    }

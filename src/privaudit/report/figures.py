@@ -1,0 +1,248 @@
+"""Report figures (matplotlib, Agg canvas, no pyplot state) as PNG bytes.
+
+Figures (one PNG each; one panel per defender where it applies):
+
+- ``privacy_utility.png``: LTU privacy (Eq. 1) vs utility (Eq. 2) with error bars, one
+  point per defender and attacker.
+- ``epsilon_vs_trials.png``: LiDP ε̂ lower bound vs number of trials, K = 1 vs K = √n
+  canaries per trial, with the claimed ε as a dashed line.
+- ``privacy_scores.png``: histograms of the individual privacy scores per defender, with
+  the ids of the most exposed samples (ids only, never raw data).
+- ``roc.png``: ROC curves per defender and attacker on log-log axes, with TPR at 0.1 % and
+  1 % FPR.
+
+PNG bytes are deterministic for the same inputs and matplotlib version (no timestamp or
+software metadata), so ``dvc`` does not see a change where there is none.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from matplotlib.axes import Axes
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+from privaudit.report.inputs import ReportInputs
+from privaudit.report.tables import (
+    curve_stat,
+    epsilon_series,
+    finite,
+    most_exposed,
+    privacy_utility_table,
+    score_bins,
+)
+
+__all__ = [
+    "PLOT_NAMES",
+    "epsilon_trials_figure",
+    "placeholder_figure",
+    "privacy_score_figure",
+    "privacy_utility_figure",
+    "render_plots",
+    "roc_figure",
+]
+
+
+#: The PNG figures, in report order: name -> title.
+PLOT_NAMES: dict[str, str] = {
+    "privacy_utility": "LTU privacy vs utility",
+    "epsilon_vs_trials": "Audited ε lower bound vs number of trials (LiDP)",
+    "privacy_scores": "Individual privacy scores",
+    "roc": "ROC curves of the membership attacks",
+}
+
+
+_DPI = 100
+
+
+_COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf")
+
+
+_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
+
+
+def _text(value: Any) -> str:
+    """A user string safe for matplotlib (a literal ``$`` must not start mathtext)."""
+    return str(value).replace("$", r"\$")
+
+
+def _new_figure(
+    n_panels: int = 1, panel_size: tuple[float, float] = (4.6, 3.6)
+) -> tuple[Figure, list[Axes]]:
+    """A figure with ``n_panels`` axes on a grid of at most two columns."""
+    ncols = 1 if n_panels <= 1 else 2
+    nrows = max(1, math.ceil(n_panels / ncols))
+    fig = Figure(
+        figsize=(panel_size[0] * ncols, panel_size[1] * nrows), dpi=_DPI, layout="constrained"
+    )
+    FigureCanvasAgg(fig)
+    axes = [fig.add_subplot(nrows, ncols, i + 1) for i in range(n_panels)]
+    return fig, axes
+
+
+def _png(fig: Figure) -> bytes:
+    """Render a figure to PNG bytes without metadata (deterministic)."""
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=_DPI, metadata={"Software": None})
+    return buf.getvalue()
+
+
+def placeholder_figure(title: str, message: str = "not computed in this audit") -> bytes:
+    """A small PNG saying that a plot's data is absent (keeps ``dvc plots`` paths stable)."""
+    fig, (ax,) = _new_figure(1, (6.0, 1.6))
+    ax.set_axis_off()
+    ax.text(0.5, 0.6, _text(title), ha="center", va="center", fontsize=12, weight="bold")
+    ax.text(0.5, 0.25, _text(message), ha="center", va="center", fontsize=11, color="#555555")
+    return _png(fig)
+
+
+def privacy_utility_figure(ltu: Mapping[str, Any]) -> bytes | None:
+    """Privacy vs utility scatter with error bars; ``None`` if there is no LTU result."""
+    table = privacy_utility_table(ltu).dropna(subset=["privacy", "utility"])
+    if table.empty:
+        return None
+    fig, (ax,) = _new_figure(1, (7.5, 5.0))
+    defenders = list(dict.fromkeys(table["defender"]))
+    attackers = list(dict.fromkeys(table["attacker"]))
+    for _, row in table.iterrows():
+        color = _COLORS[defenders.index(row["defender"]) % len(_COLORS)]
+        marker = _MARKERS[attackers.index(row["attacker"]) % len(_MARKERS)]
+        ax.errorbar(
+            row["utility"],
+            row["privacy"],
+            xerr=row["utility_stderr"] if row["utility_stderr"] is not None else None,
+            yerr=row["privacy_stderr"] if row["privacy_stderr"] is not None else None,
+            fmt=marker,
+            color=color,
+            markersize=8,
+            capsize=4,
+            label=_text(f"{row['defender']} / {row['attacker']}"),
+        )
+    ax.set_xlim(-0.05, 1.05)
+    ax.set_ylim(-0.05, 1.05)
+    ax.set_xlabel("utility (LTU Eq. 2)  →  more useful")
+    ax.set_ylabel("privacy (LTU Eq. 1)  →  more private")
+    ax.set_title("Privacy vs utility (± 1 standard error)")
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=8, loc="best")
+    return _png(fig)
+
+
+def epsilon_trials_figure(
+    epsilon_vs_trials: Mapping[str, pd.DataFrame] | None, audit: Mapping[str, Any]
+) -> bytes | None:
+    """ε̂ (K = 1 and K = √n) vs trials per defender with the claimed ε; ``None`` if no data."""
+    names = list(dict.fromkeys([*(epsilon_vs_trials or {}), *audit]))
+    series = {d: s for d in names if (s := epsilon_series(d, epsilon_vs_trials, audit)) is not None}
+    if not series:
+        return None
+    fig, axes = _new_figure(len(series))
+    for ax, (defender, frame) in zip(axes, series.items(), strict=True):
+        style = "-o" if len(frame) > 1 else "o"
+        ax.plot(frame["trials"], frame["eps_k1"], style, color=_COLORS[0], label="K = 1")
+        ax.plot(frame["trials"], frame["eps_ksqrt"], style, color=_COLORS[1], label="K = √n")
+        entry = audit.get(defender)
+        claimed = finite(entry.get("claimed_epsilon")) if isinstance(entry, Mapping) else None
+        if claimed is not None:
+            ax.axhline(claimed, linestyle="--", color="black", label=f"claimed ε = {claimed:g}")
+        trials = frame["trials"].dropna()
+        if len(trials) and trials.min() > 0 and trials.max() / trials.min() >= 10:
+            ax.set_xscale("log")
+        ax.set_xlabel("number of trials n")
+        ax.set_ylabel(r"audited $\hat{\varepsilon}$ (lower bound)")
+        ax.set_title(_text(defender))
+        ax.set_ylim(bottom=0)
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=8, loc="best")
+    return _png(fig)
+
+
+def privacy_score_figure(
+    privacy_scores: Mapping[str, pd.DataFrame] | None, top_k: int = 5
+) -> bytes | None:
+    """Per-defender histograms of individual privacy scores, most exposed ids annotated."""
+    if not privacy_scores:
+        return None
+    exposed = most_exposed(privacy_scores, top_k)
+    fig, axes = _new_figure(len(privacy_scores))
+    for ax, (defender, frame) in zip(axes, privacy_scores.items(), strict=True):
+        scores = pd.to_numeric(frame["score"], errors="coerce")
+        valid = frame.assign(score=scores).dropna(subset=["score"])
+        edges = score_bins(valid["score"])
+        roles = sorted(valid["role"].astype(str).unique())
+        data = [valid.loc[valid["role"].astype(str) == r, "score"].to_numpy() for r in roles]
+        if data:
+            for i, (role, values) in enumerate(zip(roles, data, strict=True)):
+                color = _COLORS[i % len(_COLORS)]
+                ax.hist(values, bins=edges.tolist(), color=color, alpha=0.45, label=_text(role))
+                ax.hist(values, bins=edges.tolist(), color=color, histtype="step", linewidth=1.2)
+            ax.legend(fontsize=8, loc="upper left")
+        ids = [str(i) for i in exposed[str(defender)]["id"]]
+        lines = [", ".join(ids[k : k + 3]) for k in range(0, len(ids), 3)]
+        # Below the axis (in the x label) so that it never hides bars or the legend.
+        ax.set_xlabel(
+            _text(
+                "\n".join(["individual privacy score (low = exposed)", "most exposed ids:", *lines])
+            )
+            if ids
+            else "individual privacy score (no scores)",
+            fontsize=9,
+        )
+        ax.set_ylabel("samples")
+        ax.set_title(_text(defender))
+    return _png(fig)
+
+
+def roc_figure(roc: Mapping[str, Mapping[str, Mapping[str, Any]]] | None) -> bytes | None:
+    """ROC curves on log-log axes per defender; ``None`` if there is no curve."""
+    panels = {d: a for d, a in (roc or {}).items() if a}
+    if not panels:
+        return None
+    fig, axes = _new_figure(len(panels))
+    for ax, (defender, per_attacker) in zip(axes, panels.items(), strict=True):
+        smallest = 1.0
+        for i, (attacker, curve) in enumerate(per_attacker.items()):
+            fpr = np.asarray(curve["fpr"], dtype=float)
+            tpr = np.asarray(curve["tpr"], dtype=float)
+            keep = (fpr > 0) & (tpr > 0)
+            if keep.any():
+                smallest = min(smallest, float(fpr[keep].min()), float(tpr[keep].min()))
+            auc = finite(curve.get("auc"))
+            t01 = curve_stat(curve, "tpr_at_0_1pct", 1e-3)
+            t1 = curve_stat(curve, "tpr_at_1pct", 1e-2)
+            label = f"{attacker}: AUC {auc:.3f}" if auc is not None else f"{attacker}"
+            label += f", TPR@0.1% {t01:.3g}, TPR@1% {t1:.3g}"
+            ax.plot(fpr[keep], tpr[keep], color=_COLORS[i % len(_COLORS)], label=_text(label))
+        low = max(1e-5, 10 ** math.floor(math.log10(smallest))) if smallest < 1 else 1e-3
+        grid = np.logspace(math.log10(low), 0, 50)
+        ax.plot(grid, grid, ":", color="gray", label="chance")
+        for x in (1e-3, 1e-2):
+            if x >= low:
+                ax.axvline(x, color="gray", alpha=0.4, linewidth=0.8)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlim(low, 1)
+        ax.set_ylim(low, 1.05)
+        ax.set_xlabel("false positive rate")
+        ax.set_ylabel("true positive rate")
+        ax.set_title(_text(defender))
+        ax.grid(True, which="major", alpha=0.3)
+        ax.legend(fontsize=7, loc="lower right")
+    return _png(fig)
+
+
+def render_plots(inputs: ReportInputs) -> dict[str, bytes | None]:
+    """All report figures as PNG bytes (``None`` where the data is absent), keyed by
+    :data:`PLOT_NAMES`."""
+    return {
+        "privacy_utility": privacy_utility_figure(inputs.ltu),
+        "epsilon_vs_trials": epsilon_trials_figure(inputs.epsilon_vs_trials, inputs.audit),
+        "privacy_scores": privacy_score_figure(inputs.privacy_scores),
+        "roc": roc_figure(inputs.roc),
+    }

@@ -1,0 +1,314 @@
+"""Release gate: turn the audit metrics into a pass/fail verdict.
+
+``evaluate_gate`` reads the three metrics files of the pipeline (``metrics/ltu.json``,
+``metrics/audit.json``, ``metrics/bounds.json``, shapes fixed in DESIGN.md) and returns the
+``metrics/gate.json`` object ``{passed, reasons, defenders: {name: {passed, reasons}}}``.
+
+Checks, per defender (every defender named in any of the three files):
+
+1. **Privacy** (LTU, Eq. 1 of Pedersen et al. 2022): every attacker's privacy score must be
+   at least ``gate.min_privacy``; the weakest score is the one of the strongest attacker.
+2. **Utility** (Eq. 2): the utility score must be at least ``gate.min_utility``.
+3. **Claimed ε**: when the defender claims ε-DP, no audited ε lower bound (Game 3
+   ``eps_low``, LiDP ``eps_lower_bound`` and ``eps_lower_bound_k1``) may exceed
+   ``claimed ε + gate.max_epsilon_excess``.
+4. **Theory** (``gate.fail_on_theory_violation``): the empirical attack accuracy must not
+   exceed any theoretical membership-inference accuracy upper bound implied by the claimed ε
+   (Thudi, Yeom, Erlingsson, Sablayrolles, and Izzo's 1/2 + η). Exceeding a bound that holds
+   for every attacker means the implementation or the privacy accounting is wrong.
+
+Error bars (``gate.use_error_bars``). A release gate must not be easier to pass with a
+*smaller* audit. Comparing ``privacy + stderr`` with the threshold would do exactly that:
+fewer LTU rounds give a larger standard error and so a higher optimistic score. The gate
+therefore uses the *pessimistic* one-standard-error bound for the requirements the recipe
+has to demonstrate (``privacy - stderr >= min_privacy``, ``utility - stderr >= min_utility``),
+and requires the evidence of a bug to be beyond its error bar before calling a theory
+violation (``accuracy - stderr > bound``). The audited ε values are already one-sided
+lower confidence bounds, so they are compared as they are. With ``use_error_bars: false``
+all comparisons use point estimates.
+
+Missing data never raises ``KeyError``: a defender without an LTU result, without a utility,
+without an ε audit while claiming DP, or without theoretical bounds while claiming DP (when
+theory violations are gated) fails with a reason saying what is missing. A value of the
+wrong type (a string where a number belongs, a list where an object belongs) is a corrupt
+metrics file and raises ``ValueError`` naming the key.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from privaudit.report.checks import (
+    BOUND_KINDS,
+    accuracy_bounds,
+    as_mapping,
+    audited_epsilons,
+    defender_names,
+    empirical_stderr,
+    fmt_value,
+    privacy_stderr,
+    read_number,
+    theory_violations,
+    validate_gate_result,
+)
+
+__all__ = [
+    "BOUND_KINDS",
+    "GateParams",
+    "accuracy_bounds",
+    "audited_epsilons",
+    "evaluate_gate",
+    "theory_violations",
+    "validate_gate_result",
+]
+
+
+class GateParams(BaseModel):
+    """Thresholds of the release gate (``gate.*`` in ``params.yaml``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    min_privacy: float = Field(
+        default=0.2,
+        ge=0.0,
+        le=1.0,
+        description="Minimum LTU privacy (Eq. 1) of the strongest attacker.",
+    )
+    min_utility: float = Field(
+        default=0.5, ge=0.0, le=1.0, description="Minimum LTU utility (Eq. 2)."
+    )
+    max_epsilon_excess: float = Field(
+        default=0.0,
+        ge=0.0,
+        description="Allowed audited ε lower bound minus claimed ε before it is a violation.",
+    )
+    fail_on_theory_violation: bool = Field(
+        default=True,
+        description="Fail when the empirical attack accuracy exceeds a theoretical upper bound.",
+    )
+    use_error_bars: bool = Field(
+        default=True,
+        description=(
+            "Compare pessimistic one-standard-error bounds (privacy - stderr, utility - stderr,"
+            " accuracy - stderr for theory violations) instead of point estimates."
+        ),
+    )
+
+
+def _attacker_entries(
+    defender: str, entry: Mapping[str, Any]
+) -> list[tuple[str, Mapping[str, Any]]]:
+    """The LTU results to check for one defender: the top level and every attacker.
+
+    The top level is the strongest attacker per DESIGN.md; checking every attacker as well
+    makes the gate hold even if the producer's notion of "strongest" differs from ours.
+    Duplicates of the top-level attacker are dropped.
+    """
+    where = f"ltu.{defender}"
+    results: list[tuple[str, Mapping[str, Any]]] = []
+    top_name = entry.get("attacker")
+    attackers = as_mapping(entry.get("attackers"), f"{where}.attackers") or {}
+    if "privacy" in entry or not attackers:
+        results.append((str(top_name) if top_name is not None else "strongest", entry))
+    for name, sub in attackers.items():
+        sub_map = as_mapping(sub, f"{where}.attackers.{name}")
+        if sub_map is None:
+            continue
+        if top_name is not None and str(name) == str(top_name) and results:
+            continue
+        results.append((str(name), sub_map))
+    return results
+
+
+def _check_score(
+    defender: str,
+    label: str,
+    value: float | None,
+    stderr: float | None,
+    threshold: float,
+    param: str,
+    use_error_bars: bool,
+) -> str | None:
+    """Compare one score (privacy or utility) with its threshold; return a reason or None."""
+    if value is None:
+        return f"{defender}: {label} is missing; required >= {param} = {fmt_value(threshold)}"
+    if not math.isfinite(value):
+        return f"{defender}: {label} = {value} is not finite; required >= {param} = {fmt_value(threshold)}"
+    if use_error_bars:
+        if stderr is None or not math.isfinite(stderr) or stderr < 0:
+            return (
+                f"{defender}: {label} = {fmt_value(value)} has no valid standard error ({stderr!r}), "
+                f"so {label} - stderr >= {param} = {fmt_value(threshold)} cannot be shown "
+                "(gate.use_error_bars is true)"
+            )
+        bound = value - stderr
+        if bound < threshold:
+            return (
+                f"{defender}: {label} - stderr = {fmt_value(value)} - {fmt_value(stderr)} = {fmt_value(bound)} "
+                f"< {param} = {fmt_value(threshold)}"
+            )
+        return None
+    if value < threshold:
+        return f"{defender}: {label} = {fmt_value(value)} < {param} = {fmt_value(threshold)}"
+    return None
+
+
+def _evaluate_defender(
+    defender: str,
+    ltu_entry: Mapping[str, Any] | None,
+    audit_entry: Mapping[str, Any] | None,
+    bounds_entry: Mapping[str, Any] | None,
+    params: GateParams,
+) -> list[str]:
+    """All failure reasons for one defender (empty list = pass)."""
+    reasons: list[str] = []
+    eb = params.use_error_bars
+
+    # 1-2. LTU privacy and utility.
+    if ltu_entry is None:
+        reasons.append(
+            f"{defender}: no LTU result in metrics/ltu.json, so privacy >= gate.min_privacy = "
+            f"{fmt_value(params.min_privacy)} and utility >= gate.min_utility = "
+            f"{fmt_value(params.min_utility)} cannot be shown"
+        )
+    else:
+        where = f"ltu.{defender}"
+        for attacker, result in _attacker_entries(defender, ltu_entry):
+            sub_where = where if result is ltu_entry else f"{where}.attackers.{attacker}"
+            reason = _check_score(
+                defender,
+                f"LTU privacy (attacker {attacker})",
+                read_number(result, "privacy", sub_where),
+                privacy_stderr(result, sub_where),
+                params.min_privacy,
+                "gate.min_privacy",
+                eb,
+            )
+            if reason:
+                reasons.append(reason)
+        reason = _check_score(
+            defender,
+            "LTU utility",
+            read_number(ltu_entry, "utility", where),
+            read_number(ltu_entry, "utility_stderr", where),
+            params.min_utility,
+            "gate.min_utility",
+            eb,
+        )
+        if reason:
+            reasons.append(reason)
+
+    # 3. Audited ε against claimed ε.
+    claimed = read_number(audit_entry, "claimed_epsilon", f"audit.{defender}")
+    claims_dp = claimed is not None and math.isfinite(claimed)
+    if audit_entry is None:
+        reasons.append(
+            f"{defender}: no entry in metrics/audit.json, so claimed_epsilon and the audited "
+            f"ε lower bounds cannot be checked against gate.max_epsilon_excess = "
+            f"{fmt_value(params.max_epsilon_excess)}"
+        )
+    elif claimed is not None and claims_dp:
+        audited = audited_epsilons(defender, audit_entry)
+        limit = claimed + params.max_epsilon_excess
+        if not audited:
+            reasons.append(
+                f"{defender}: claimed ε = {fmt_value(claimed)} but no audited ε lower bound "
+                "(game3.eps_low, lidp.eps_lower_bound, lidp.eps_lower_bound_k1) is available "
+                f"to check it against gate.max_epsilon_excess = {fmt_value(params.max_epsilon_excess)}"
+            )
+        for source, eps in audited.items():
+            if not math.isfinite(eps) or eps > limit:
+                reasons.append(
+                    f"{defender}: audited ε lower bound {source} = {fmt_value(eps)} > claimed ε "
+                    f"{fmt_value(claimed)} + gate.max_epsilon_excess {fmt_value(params.max_epsilon_excess)}"
+                    f" = {fmt_value(limit)}"
+                )
+
+    # 4. Empirical accuracy against theoretical bounds.
+    if params.fail_on_theory_violation and claimed is not None and claims_dp:
+        bounds = accuracy_bounds(defender, bounds_entry)
+        accuracy = read_number(bounds_entry, "empirical_accuracy", f"bounds.{defender}")
+        if bounds_entry is None or not bounds or accuracy is None:
+            missing = (
+                "no entry in metrics/bounds.json"
+                if bounds_entry is None
+                else "no finite theoretical bound"
+                if not bounds
+                else "no empirical_accuracy in metrics/bounds.json"
+            )
+            reasons.append(
+                f"{defender}: claimed ε = {fmt_value(claimed)} but {missing}, so the theory check "
+                "(gate.fail_on_theory_violation = true) cannot be done"
+            )
+        else:
+            stderr = empirical_stderr(bounds_entry, ltu_entry, defender) if eb else None
+            for kind, bound in theory_violations(bounds, accuracy, stderr).items():
+                shown = (
+                    f"empirical_accuracy - stderr = {fmt_value(accuracy)} - {fmt_value(stderr)} = "
+                    f"{fmt_value(accuracy - stderr)}"
+                    if stderr
+                    else f"empirical_accuracy = {fmt_value(accuracy)}"
+                )
+                reasons.append(
+                    f"{defender}: {shown} > theoretical MI accuracy bound {kind} = "
+                    f"{fmt_value(bound)} at claimed ε = {fmt_value(claimed)} "
+                    "(gate.fail_on_theory_violation = true; implementation or accounting bug)"
+                )
+    return reasons
+
+
+def evaluate_gate(
+    ltu: Mapping[str, Any],
+    audit: Mapping[str, Any],
+    bounds: Mapping[str, Any],
+    params: GateParams,
+) -> dict[str, Any]:
+    """Evaluate the release gate.
+
+    Args:
+        ltu: contents of ``metrics/ltu.json``.
+        audit: contents of ``metrics/audit.json``.
+        bounds: contents of ``metrics/bounds.json``.
+        params: the ``gate.*`` thresholds.
+
+    Returns:
+        ``{"passed": bool, "reasons": [str], "defenders": {name: {"passed": bool,
+        "reasons": [str]}}}`` (the ``metrics/gate.json`` contract). A defender passes iff it
+        has no reason; the gate passes iff there is at least one defender and all pass. The
+        top-level reasons are all defender reasons, each prefixed with the defender name.
+
+    Raises:
+        ValueError: a metrics object or value has the wrong type (the message names it).
+    """
+    if not isinstance(params, GateParams):
+        raise ValueError(f"params must be a GateParams, got {type(params).__name__}")
+    sources = {"ltu": ltu, "audit": audit, "bounds": bounds}
+    for name, source in sources.items():
+        if not isinstance(source, Mapping):
+            raise ValueError(f"{name} metrics must be an object, got {type(source).__name__}")
+
+    defenders: dict[str, dict[str, Any]] = {}
+    all_reasons: list[str] = []
+    for defender in defender_names(ltu, audit, bounds):
+        reasons = _evaluate_defender(
+            defender,
+            as_mapping(ltu.get(defender), f"ltu.{defender}"),
+            as_mapping(audit.get(defender), f"audit.{defender}"),
+            as_mapping(bounds.get(defender), f"bounds.{defender}"),
+            params,
+        )
+        defenders[defender] = {"passed": not reasons, "reasons": reasons}
+        all_reasons.extend(reasons)
+    if not defenders:
+        all_reasons.append(
+            "no defender found in metrics/ltu.json, metrics/audit.json or metrics/bounds.json"
+        )
+    return {
+        "passed": bool(defenders) and all(d["passed"] for d in defenders.values()),
+        "reasons": all_reasons,
+        "defenders": defenders,
+    }

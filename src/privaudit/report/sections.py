@@ -1,0 +1,354 @@
+"""Build the report's sections from :class:`ReportInputs` (see :mod:`privaudit.report.document`).
+
+Order: verdict, per-defender table, theoretical bounds, plots (with the most exposed sample
+ids and ROC statistics), LTU Table 1, provenance manifest. Absent data gives a
+"not computed in this audit" note, never an exception.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from typing import Any
+
+import pandas as pd
+
+from privaudit.report.checks import accuracy_bounds, theory_violations
+from privaudit.report.document import (
+    MISSING,
+    Cell,
+    Figure,
+    Note,
+    Section,
+    Table,
+    Verdict,
+    cell,
+    get_path,
+    num,
+    pm,
+    real,
+)
+from privaudit.report.figures import PLOT_NAMES
+from privaudit.report.inputs import ReportInputs, strongest_attacker
+from privaudit.report.tables import curve_stat, most_exposed
+
+__all__ = ["build_document"]
+
+_BOUND_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("thudi", "Thudi"),
+    ("yeom", "Yeom"),
+    ("erlingsson", "Erlingsson"),
+    ("sablayrolles", "Sablayrolles"),
+    ("izzo", "Izzo 1/2+η"),
+)
+
+
+def _verdict_section(inputs: ReportInputs) -> Section:
+    """The verdict: PASS/FAIL with the gate's reasons and per-defender verdicts."""
+    gate = inputs.gate
+    section = Section("Verdict")
+    passed = gate.get("passed") if isinstance(gate.get("passed"), bool) else None
+    reasons = [str(r) for r in gate.get("reasons") or []] if passed is not None else []
+    section.blocks.append(Verdict(passed, reasons))
+    defenders = gate.get("defenders")
+    if passed is not None and isinstance(defenders, Mapping) and defenders:
+        rows = []
+        for name, entry in defenders.items():
+            ok = get_path(entry, "passed")
+            rows.append(
+                [
+                    cell(name),
+                    cell("PASS" if ok else "FAIL", cls="pass" if ok else "fail"),
+                    Cell(
+                        [str(r) for r in get_path(entry, "reasons") or []] or ["all checks passed"]
+                    ),
+                ]
+            )
+        section.blocks.append(
+            Table(["Defender", "Gate", "Reasons"], rows, "Release gate per defender")
+        )
+    return section
+
+
+def _privacy_cell(entry: Mapping[str, Any] | None) -> Cell:
+    """Per-attacker LTU privacy ± stderr, the strongest attacker marked."""
+    if not isinstance(entry, Mapping):
+        return cell(MISSING, cls="muted")
+    strongest = strongest_attacker(entry)
+    lines: list[str] = []
+    attackers = entry.get("attackers") if isinstance(entry.get("attackers"), Mapping) else {}
+    seen: set[str] = set()
+    if "privacy" in entry:
+        name = strongest or "strongest"
+        lines.append(
+            f"{name}: {pm(real(entry.get('privacy')), real(entry.get('privacy_stderr')))} (strongest)"
+        )
+        seen.add(name)
+    for name, sub in (attackers or {}).items():
+        if str(name) in seen or not isinstance(sub, Mapping):
+            continue
+        mark = " (strongest)" if str(name) == strongest and not seen else ""
+        lines.append(
+            f"{name}: {pm(real(sub.get('privacy')), real(sub.get('privacy_stderr')))}{mark}"
+        )
+    return Cell(lines or ["—"], numeric=True)
+
+
+def _lidp_cell(lidp: Any) -> Cell:
+    """LiDP ε̂ lower bounds (K = √n and K = 1) with trials, canaries and interval method."""
+    if not isinstance(lidp, Mapping):
+        return cell(MISSING, cls="muted")
+    lines = [
+        f"K=√n: {num(real(lidp.get('eps_lower_bound')))}",
+        f"K=1: {num(real(lidp.get('eps_lower_bound_k1')))}",
+        f"n={num(lidp.get('trials'))} trials, K={num(lidp.get('canaries'))} canaries",
+    ]
+    order, method = lidp.get("order"), lidp.get("method")
+    if order is not None or method is not None:
+        interval = f"order {order}" if order is not None else "order ?"
+        interval += f", {method}" if method is not None else ""
+        beta = lidp.get("beta")
+        if beta is not None:
+            interval += f", β={beta}"
+        lines.append(f"interval: {interval}")
+    else:
+        lines.append("interval order/method: not recorded")
+    return Cell(lines, numeric=True)
+
+
+def _defender_section(inputs: ReportInputs) -> Section:
+    """The per-defender table: utility, privacy per attacker, ε claims and audits."""
+    section = Section("Per-defender results")
+    names = inputs.defenders()
+    if not names:
+        section.blocks.append(Note(MISSING, missing=True))
+        return section
+    gate_defenders = (
+        inputs.gate.get("defenders") if isinstance(inputs.gate.get("defenders"), Mapping) else {}
+    )
+    rows = []
+    for name in names:
+        ltu = inputs.ltu.get(name) if isinstance(inputs.ltu.get(name), Mapping) else None
+        audit = inputs.audit.get(name) if isinstance(inputs.audit.get(name), Mapping) else None
+        verdict = get_path(gate_defenders, name, "passed")
+        game3 = get_path(audit, "game3")
+        if isinstance(game3, Mapping):
+            g3 = cell(
+                f"[{num(real(game3.get('eps_low')))}, {num(real(game3.get('eps_high')))}]",
+                f"{num(game3.get('canaries'))} canaries",
+                numeric=True,
+            )
+        else:
+            g3 = cell(MISSING, cls="muted")
+        claimed = get_path(audit, "claimed_epsilon")
+        rows.append(
+            [
+                cell(name),
+                cell("PASS", cls="pass")
+                if verdict is True
+                else cell("FAIL", cls="fail")
+                if verdict is False
+                else cell("—"),
+                cell(
+                    pm(real(get_path(ltu, "utility")), real(get_path(ltu, "utility_stderr"))),
+                    numeric=True,
+                )
+                if ltu
+                else cell(MISSING, cls="muted"),
+                _privacy_cell(ltu),
+                cell(MISSING, cls="muted")
+                if audit is None
+                else cell(
+                    "none (not DP)" if claimed is None else num(real(claimed), 2), numeric=True
+                ),
+                g3,
+                _lidp_cell(get_path(audit, "lidp")),
+            ]
+        )
+    section.blocks.append(
+        Table(
+            [
+                "Defender",
+                "Gate",
+                "Utility ± s.e.",
+                "LTU privacy ± s.e. per attacker",
+                "Claimed ε",
+                "Game-3 ε interval",
+                "LiDP ε̂ (lower bound)",
+            ],
+            rows,
+            "Utility (Eq. 2) and privacy (Eq. 1) of the LTU evaluator; ε lower bounds from Game 3 "
+            "(Clopper-Pearson) and Lifted DP",
+        )
+    )
+    section.blocks.append(_bounds_table(inputs, names))
+    return section
+
+
+def _bounds_table(inputs: ReportInputs, names: list[str]) -> Table | Note:
+    """Theoretical MI accuracy upper bounds beside the empirical attack accuracy, flagged."""
+    if not inputs.bounds:
+        return Note(f"Theoretical membership-inference bounds: {MISSING}.", missing=True)
+    rows = []
+    for name in names:
+        entry = inputs.bounds.get(name)
+        if not isinstance(entry, Mapping):
+            rows.append(
+                [cell(name), cell(MISSING, cls="muted")]
+                + [cell("—") for _ in range(len(_BOUND_COLUMNS) + 1)]
+            )
+            continue
+        claimed = real(get_path(inputs.audit, name, "claimed_epsilon"))
+        accuracy = real(entry.get("empirical_accuracy"))
+        rounds = real(get_path(inputs.ltu, name, "rounds"))
+        stderr = real(entry.get("empirical_accuracy_stderr"))
+        if stderr is None and accuracy is not None and rounds and 0 <= accuracy <= 1:
+            stderr = math.sqrt(accuracy * (1 - accuracy) / rounds)
+        bounds = accuracy_bounds(name, entry)
+        exceeded = theory_violations(bounds, accuracy) if accuracy is not None else {}
+        significant = theory_violations(bounds, accuracy, stderr) if accuracy is not None else {}
+        row = [cell(name), cell(pm(accuracy, stderr), numeric=True)]
+        for key, _title in _BOUND_COLUMNS:
+            value = bounds.get(key)
+            if value is None:
+                row.append(cell("—", cls="muted"))
+            elif key in exceeded:
+                note = "⚠ EXCEEDED" if key in significant else "⚠ exceeded (within 1 s.e.)"
+                row.append(cell(num(value), note, cls="flag", numeric=True))
+            else:
+                row.append(cell(num(value), numeric=True))
+        if claimed is None:
+            status = cell("no DP claim: no bound applies", cls="muted")
+        elif exceeded:
+            status = cell("empirical > theoretical: implementation or accounting bug", cls="flag")
+        elif not bounds:
+            status = cell(MISSING, cls="muted")
+        else:
+            status = cell("consistent", cls="pass")
+        row.append(status)
+        rows.append(row)
+    return Table(
+        ["Defender", "Empirical attack accuracy ± s.e."]
+        + [t for _, t in _BOUND_COLUMNS]
+        + ["Check"],
+        rows,
+        "Upper bounds on membership-inference accuracy implied by the claimed ε (p = 1/2); "
+        "Izzo: 1/2 + η(ε). A bound below the empirical accuracy is flagged.",
+    )
+
+
+def _plots_section(
+    inputs: ReportInputs, pngs: Mapping[str, bytes | None], top_k: int
+) -> list[Section]:
+    """One subsection per figure, with exposed-id and ROC tables."""
+    sections = [Section("Plots")]
+    captions = {
+        "privacy_utility": "One point per defender and attacker; error bars are ± 1 standard error.",
+        "epsilon_vs_trials": "LiDP ε lower bound with K = 1 vs K = √n canaries per trial; dashed: claimed ε.",
+        "privacy_scores": "Individual LTU privacy scores (low = exposed); ids only, never sample contents.",
+        "roc": "Log-log ROC; grey verticals at 0.1 % and 1 % FPR.",
+    }
+    for name, title in PLOT_NAMES.items():
+        sub = Section(title, level=3)
+        data = pngs.get(name)
+        if data is None:
+            sub.blocks.append(Note(MISSING, missing=True))
+        else:
+            sub.blocks.append(Figure(name, title, data, captions[name]))
+        if name == "privacy_scores" and inputs.privacy_scores:
+            rows = []
+            for defender, top in most_exposed(inputs.privacy_scores, top_k).items():
+                ids = [f"{r.id} ({r.role}, {num(float(r.score))})" for r in top.itertuples()]
+                rows.append([cell(defender), Cell(ids or ["—"])])
+            sub.blocks.append(Table(["Defender", "Most exposed sample ids (role, score)"], rows))
+        if name == "roc" and inputs.roc:
+            rows = []
+            for defender, per_attacker in inputs.roc.items():
+                for attacker, curve in per_attacker.items():
+                    rows.append(
+                        [
+                            cell(defender),
+                            cell(attacker),
+                            cell(num(real(curve.get("auc"))), numeric=True),
+                            cell(num(curve_stat(curve, "tpr_at_0_1pct", 1e-3), 4), numeric=True),
+                            cell(num(curve_stat(curve, "tpr_at_1pct", 1e-2), 4), numeric=True),
+                        ]
+                    )
+            sub.blocks.append(
+                Table(["Defender", "Attacker", "AUC", "TPR @ 0.1% FPR", "TPR @ 1% FPR"], rows)
+            )
+        sections.append(sub)
+    return sections
+
+
+def _frame_table(frame: pd.DataFrame) -> Table:
+    """A DataFrame as a table (floats with 3 decimals)."""
+    rows = []
+    for record in frame.itertuples(index=False):
+        rows.append(
+            [
+                cell(num(v) if isinstance(v, float) else v, numeric=isinstance(v, float))
+                for v in record
+            ]
+        )
+    return Table([str(c) for c in frame.columns], rows)
+
+
+def _table1_section(inputs: ReportInputs) -> Section:
+    """The LTU Table 1 reproduction (model × randomness → utility, privacy)."""
+    section = Section("LTU Table 1 reproduction")
+    if inputs.table1 is None or inputs.table1.empty:
+        section.blocks.append(Note(MISSING, missing=True))
+    else:
+        section.blocks.append(_frame_table(inputs.table1))
+    return section
+
+
+def _flatten(mapping: Mapping[str, Any], prefix: str = "") -> list[tuple[str, str]]:
+    """Nested dict → dotted keys; lists and other values as compact JSON / str."""
+    items: list[tuple[str, str]] = []
+    for key, value in mapping.items():
+        name = f"{prefix}.{key}" if prefix else str(key)
+        if isinstance(value, Mapping) and value:
+            items.extend(_flatten(value, name))
+        elif isinstance(value, (list, tuple, Mapping)):
+            items.append((name, json.dumps(value, default=str, ensure_ascii=False)))
+        else:
+            items.append((name, "—" if value is None else str(value)))
+    return items
+
+
+def _manifest_section(inputs: ReportInputs) -> Section:
+    """The provenance manifest as a key/value table."""
+    section = Section("Provenance manifest")
+    if not inputs.manifest:
+        section.blocks.append(Note(MISSING, missing=True))
+    else:
+        rows = [[cell(k), cell(v)] for k, v in _flatten(inputs.manifest)]
+        section.blocks.append(Table(["Key", "Value"], rows))
+    return section
+
+
+def build_document(
+    inputs: ReportInputs, pngs: Mapping[str, bytes | None], most_exposed: int = 10
+) -> list[Section]:
+    """The report as a list of sections (shared by the HTML and Markdown renderers).
+
+    Args:
+        inputs: the report inputs.
+        pngs: rendered figures by name (``None`` or absent: "not computed").
+        most_exposed: how many of the most exposed sample ids to list per defender.
+
+    Raises:
+        ValueError: ``most_exposed`` is below 1.
+    """
+    if isinstance(most_exposed, bool) or not isinstance(most_exposed, int) or most_exposed < 1:
+        raise ValueError(f"most_exposed must be an integer >= 1, got {most_exposed!r}")
+    return [
+        _verdict_section(inputs),
+        _defender_section(inputs),
+        *_plots_section(inputs, pngs, most_exposed),
+        _table1_section(inputs),
+        _manifest_section(inputs),
+    ]

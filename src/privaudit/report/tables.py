@@ -1,0 +1,185 @@
+"""Tidy tables behind the report's figures and ``dvc plots`` CSVs (pandas/numpy only)."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from privaudit.report.inputs import strongest_attacker
+
+__all__ = [
+    "curve_stat",
+    "epsilon_series",
+    "finite",
+    "most_exposed",
+    "privacy_score_histogram",
+    "privacy_utility_table",
+    "safe_name",
+    "score_bins",
+    "tpr_at",
+    "unique_names",
+]
+
+
+def finite(value: Any) -> float | None:
+    """``float(value)`` if it is a finite real number, else ``None``."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.floating, np.integer)):
+        return None
+    value = float(value)
+    return value if math.isfinite(value) else None
+
+
+def safe_name(name: str) -> str:
+    """A file-name-safe version of a defender/attacker name (``[A-Za-z0-9._-]``)."""
+    cleaned = re.sub(r"[^A-Za-z0-9._-]+", "_", str(name)).strip("._") or "unnamed"
+    return cleaned[:80]
+
+
+def unique_names(names: Sequence[str]) -> dict[str, str]:
+    """Map names to distinct safe file names (suffix ``-2``, ``-3`` on collision)."""
+    used: set[str] = set()
+    out: dict[str, str] = {}
+    for name in names:
+        base = safe_name(name)
+        candidate, i = base, 2
+        while candidate.lower() in used:
+            candidate, i = f"{base}-{i}", i + 1
+        used.add(candidate.lower())
+        out[name] = candidate
+    return out
+
+
+def privacy_utility_table(ltu: Mapping[str, Any]) -> pd.DataFrame:
+    """Tidy table of LTU results: one row per defender and attacker.
+
+    Columns: defender, attacker, strongest, accuracy, rounds, privacy, privacy_stderr,
+    utility, utility_stderr. Utility is a property of the defender model, so it is the
+    same on every attacker row of a defender.
+    """
+    rows: list[dict[str, Any]] = []
+    for defender, entry in ltu.items():
+        if not isinstance(entry, Mapping):
+            continue
+        strongest = strongest_attacker(entry)
+        attackers = entry.get("attackers") if isinstance(entry.get("attackers"), Mapping) else {}
+        per_attacker: dict[str, Mapping[str, Any]] = {}
+        if "privacy" in entry:
+            per_attacker[strongest or "strongest"] = entry
+        for name, sub in (attackers or {}).items():
+            if isinstance(sub, Mapping) and str(name) not in per_attacker:
+                per_attacker[str(name)] = sub
+        for attacker, sub in per_attacker.items():
+            rows.append(
+                {
+                    "defender": str(defender),
+                    "attacker": attacker,
+                    "strongest": attacker == strongest,
+                    "accuracy": finite(sub.get("accuracy")),
+                    "rounds": finite(sub.get("rounds", entry.get("rounds"))),
+                    "privacy": finite(sub.get("privacy")),
+                    "privacy_stderr": finite(sub.get("privacy_stderr")),
+                    "utility": finite(sub.get("utility", entry.get("utility"))),
+                    "utility_stderr": finite(
+                        sub.get("utility_stderr", entry.get("utility_stderr"))
+                    ),
+                }
+            )
+    columns = [
+        "defender",
+        "attacker",
+        "strongest",
+        "accuracy",
+        "rounds",
+        "privacy",
+        "privacy_stderr",
+        "utility",
+        "utility_stderr",
+    ]
+    return pd.DataFrame(rows, columns=columns)
+
+
+def epsilon_series(
+    defender: str,
+    frames: Mapping[str, pd.DataFrame] | None,
+    audit: Mapping[str, Any],
+) -> pd.DataFrame | None:
+    """ε̂ vs trials for one defender: the given table, else the single point of audit.json."""
+    if frames and defender in frames:
+        frame = frames[defender]
+        cols = ["trials", "eps_k1", "eps_ksqrt"]
+        return (
+            frame[cols]
+            .apply(pd.to_numeric, errors="coerce")
+            .sort_values("trials")
+            .reset_index(drop=True)
+        )
+    entry = audit.get(defender)
+    lidp = entry.get("lidp") if isinstance(entry, Mapping) else None
+    if not isinstance(lidp, Mapping):
+        return None
+    trials = finite(lidp.get("trials"))
+    k1, ksqrt = finite(lidp.get("eps_lower_bound_k1")), finite(lidp.get("eps_lower_bound"))
+    if trials is None or (k1 is None and ksqrt is None):
+        return None
+    return pd.DataFrame({"trials": [trials], "eps_k1": [k1], "eps_ksqrt": [ksqrt]}, dtype=float)
+
+
+def most_exposed(
+    privacy_scores: Mapping[str, pd.DataFrame] | None, k: int = 10
+) -> dict[str, pd.DataFrame]:
+    """The ``k`` lowest individual privacy scores per defender (columns rank, id, role, score).
+
+    Only ids, roles and scores are returned, never sample contents.
+    """
+    if k < 1:
+        raise ValueError(f"k must be >= 1, got {k}")
+    out: dict[str, pd.DataFrame] = {}
+    for defender, frame in (privacy_scores or {}).items():
+        scores = frame[["id", "role", "score"]].copy()
+        scores["score"] = pd.to_numeric(scores["score"], errors="coerce")
+        top = scores.dropna(subset=["score"]).sort_values(["score", "id"], kind="mergesort").head(k)
+        top = top.reset_index(drop=True)
+        top.insert(0, "rank", np.arange(1, len(top) + 1))
+        out[str(defender)] = top
+    return out
+
+
+def score_bins(scores: pd.Series) -> np.ndarray:
+    """Histogram bin edges: 20 bins on [0, 1], widened if scores fall outside."""
+    low = min(0.0, float(scores.min())) if len(scores) else 0.0
+    high = max(1.0, float(scores.max())) if len(scores) else 1.0
+    return np.linspace(low, high, 21)
+
+
+def privacy_score_histogram(frame: pd.DataFrame) -> pd.DataFrame:
+    """Tidy histogram of one defender's scores: bin_low, bin_high, bin_center, count_<role>..."""
+    scores = pd.to_numeric(frame["score"], errors="coerce")
+    valid = frame.assign(score=scores).dropna(subset=["score"])
+    edges = score_bins(valid["score"])
+    table = pd.DataFrame({"bin_low": edges[:-1], "bin_high": edges[1:]})
+    table["bin_center"] = (table["bin_low"] + table["bin_high"]) / 2
+    for role in sorted(valid["role"].astype(str).unique()):
+        counts, _ = np.histogram(valid.loc[valid["role"].astype(str) == role, "score"], bins=edges)
+        table[f"count_{safe_name(role)}"] = counts
+    return table
+
+
+def tpr_at(fpr: Sequence[float], tpr: Sequence[float], target: float) -> float:
+    """TPR at a given FPR by linear interpolation of the ROC curve (sorted by FPR)."""
+    f = np.asarray(fpr, dtype=float)
+    t = np.asarray(tpr, dtype=float)
+    if f.size == 0:
+        raise ValueError("fpr is empty")
+    order = np.argsort(f, kind="mergesort")
+    return float(np.interp(target, f[order], t[order]))
+
+
+def curve_stat(curve: Mapping[str, Any], key: str, target: float) -> float:
+    """A recorded TPR@FPR value, or its interpolation from the curve."""
+    value = finite(curve.get(key))
+    return value if value is not None else tpr_at(curve["fpr"], curve["tpr"], target)

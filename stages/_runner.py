@@ -1,0 +1,60 @@
+"""Shared entry point of the stage CLIs: arguments, params, clean error exit.
+
+Expected errors (bad params, bad data, unwritable outputs, failed validation) end the process
+with exit code 1 and a one-paragraph message naming the stage and the problem; anything else
+propagates with its traceback. Either way ``dvc repro`` stops at the failing stage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+from pathlib import Path
+from typing import Callable
+
+from privaudit.config import Params, load_params
+
+os.environ.setdefault("DO_NOT_TRACK", "1")
+os.environ.setdefault("GX_ANALYTICS_ENABLED", "False")
+
+EXPECTED_ERRORS: tuple[type[BaseException], ...] = (ValueError, FileNotFoundError, PermissionError, OSError, KeyError)
+
+
+def run_stage(
+    name: str,
+    add_arguments: Callable[[argparse.ArgumentParser], None],
+    body: Callable[[argparse.Namespace, Params], None],
+    argv: list[str] | None = None,
+    torch_threads: int | None = None,
+) -> int:
+    """Parse ``argv``, load ``--params``, run ``body``; return the process exit code.
+
+    ``torch_threads`` sets torch's intra-op CPU threads for stages that train many small
+    models, where thread hand-offs cost more than they gain (measured: a 64-unit MLP on digits
+    trains 18x faster with one thread on 2 cores) and a fixed count keeps CPU results
+    independent of the machine's core count. ``PRIVAUDIT_TORCH_THREADS`` overrides it.
+    """
+    threads = os.environ.get("PRIVAUDIT_TORCH_THREADS") or torch_threads
+    if threads:
+        import torch
+
+        torch.set_num_threads(int(threads))
+    parser = argparse.ArgumentParser(prog=f"python -m stages.{name}", description=body.__doc__)
+    parser.add_argument("--params", type=Path, default=Path("params.yaml"), help="params file (default: params.yaml)")
+    add_arguments(parser)
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format=f"[{name}] %(message)s")
+    try:
+        params = load_params(args.params)
+        body(args, params)
+    except EXPECTED_ERRORS as err:
+        print(f"stage {name} failed: {err}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def progress_enabled() -> bool:
+    """Progress bars on a terminal, quiet in CI and in logs."""
+    return sys.stderr.isatty() and not os.environ.get("CI")

@@ -1,0 +1,43 @@
+"""Stage featurize: embeddings with ``featurize.backbone`` → ``data/features/`` (float32 n×d, ids)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from privaudit.artifacts import atomic_dir, dumps_json, ensure_writable
+from privaudit.config import Params
+from privaudit.data.sources import read_source
+from privaudit.features import featurize, resolve_device
+from stages._runner import run_stage
+
+FEATURES_FILE = "features.npz"
+META_FILE = "meta.json"
+
+
+def _args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--source", type=Path, default=Path("data/source"))
+    p.add_argument("--out", type=Path, default=Path("data/features"))
+
+
+def _body(args: argparse.Namespace, params: Params) -> None:
+    """Embed every source sample with the configured backbone (cached as a DVC output)."""
+    ensure_writable(args.out)
+    data = read_source(args.source)
+    f = params.featurize
+    device = resolve_device(params.base.device)
+    X = featurize(data, f.backbone, device=device, batch_size=f.batch_size, image_size=f.image_size)
+    with atomic_dir(args.out) as tmp:
+        np.savez(tmp / FEATURES_FILE, X=X.astype(np.float32), ids=data.ids.astype(str))
+        (tmp / META_FILE).write_text(dumps_json({
+            "backbone": f.backbone, "dim": int(X.shape[1]), "n": int(X.shape[0]),
+            "n_classes": int(data.meta["n_classes"]), "dataset": data.meta.get("name"),
+        }))
+    print(f"featurize: {X.shape[0]}×{X.shape[1]} features with {f.backbone!r} on {device} → {args.out}")
+
+
+if __name__ == "__main__":
+    sys.exit(run_stage("featurize", _args, _body))

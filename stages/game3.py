@@ -1,0 +1,44 @@
+"""Stage game3: Game-3 ε interval per audited defender → ``data/audit/game3.json``."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from privaudit.artifacts import ensure_writable, write_json
+from privaudit.attacks.game3 import game3_audit
+from privaudit.config import Params
+from privaudit.seeding import rng_for
+from stages._runner import run_stage
+
+
+def _args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--canaries", type=Path, default=Path("data/canaries"))
+    p.add_argument("--out", type=Path, default=Path("data/audit/game3.json"))
+
+
+def _body(args: argparse.Namespace, params: Params) -> None:
+    """Abstaining Game-3 adversary; Clopper-Pearson and ACGR ε intervals (Malek et al. App. B)."""
+    ensure_writable(args.out)
+    g = params.game3
+    taus = np.linspace(g.tau_min, g.tau_max, g.tau_steps)
+    result = {}
+    for spec in params.audited_defenders():
+        name = spec["name"]
+        path = args.canaries / name / "game3.npz"
+        if not path.is_file():
+            raise FileNotFoundError(f"{path} not found (run the canaries stage)")
+        with np.load(path, allow_pickle=False) as z:
+            run = {k: z[k] for k in z.files}
+        result[name] = game3_audit(run, taus, g.alpha, rng_for(params.base.seed, "game3", name))
+        r = result[name]
+        print(f"game3: {name}: eps in [{r['eps_low']:.3f}, {r['eps_high']:.3f}] (CP, tau={r['tau']:.2f}), "
+              f"ACGR [{r['acgr']['eps_low']:.3f}, {r['acgr']['eps_high']:.3f}]")
+    write_json(args.out, result)
+
+
+if __name__ == "__main__":
+    sys.exit(run_stage("game3", _args, _body))

@@ -1,0 +1,86 @@
+"""The whole DVC pipeline on a tiny params set: outputs, contracts, caching, determinism."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import yaml
+
+from tests.pipeline.conftest import TINY_PARAMS, run
+
+DVC = [sys.executable, "-m", "dvc"]
+METRICS = ("ltu.json", "audit.json", "bounds.json", "gate.json")
+
+
+def _metrics(ws: Path) -> dict[str, bytes]:
+    return {m: (ws / "metrics" / m).read_bytes() for m in METRICS}
+
+
+def test_pipeline_end_to_end(workspace: Path) -> None:
+    ws = workspace
+    out = run(DVC + ["repro"], ws)
+    for stage in ("ingest", "split", "featurize", "defenders", "ltu", "canaries", "game3", "lidp", "bounds", "report"):
+        assert f"Running stage '{stage}'" in out.stdout, out.stdout
+    for f in ("reports/audit.html", "reports/audit.md", *(f"metrics/{m}" for m in METRICS)):
+        assert (ws / f).is_file(), f
+
+    ltu = json.loads((ws / "metrics/ltu.json").read_text())
+    audit = json.loads((ws / "metrics/audit.json").read_text())
+    bounds = json.loads((ws / "metrics/bounds.json").read_text())
+    gate = json.loads((ws / "metrics/gate.json").read_text())
+    names = {d["name"] for d in TINY_PARAMS["defenders"]}
+    assert set(ltu) == set(audit) == set(bounds) == set(gate["defenders"]) == names
+    for name in names:
+        row = ltu[name]
+        assert {"accuracy", "privacy", "privacy_stderr", "utility", "utility_stderr", "rounds", "attacker"} <= set(row)
+        assert row["rounds"] == TINY_PARAMS["ltu"]["rounds"] and 0 <= row["privacy"] <= 1
+        assert "loss_gap" in row["attackers"]
+        g3, lidp = audit[name]["game3"], audit[name]["lidp"]
+        assert {"eps_low", "eps_high", "canaries"} <= set(g3) and g3["canaries"] == 40
+        assert 0 <= g3["eps_low"] <= (g3["eps_high"] if g3["eps_high"] is not None else float("inf"))
+        assert {"eps_lower_bound", "eps_lower_bound_k1", "trials", "canaries"} <= set(lidp)
+        assert lidp["trials"] == 6 and lidp["canaries"] == 2 and lidp["eps_lower_bound"] >= 0
+        assert audit[name]["claimed_epsilon"] is None
+        assert {"thudi", "yeom", "erlingsson", "sablayrolles", "mip_eta", "empirical_accuracy"} <= set(bounds[name])
+    assert isinstance(gate["passed"], bool) and isinstance(gate["reasons"], list)
+    html = (ws / "reports/audit.html").read_text()
+    assert ("PASS" in html) or ("FAIL" in html)
+
+    # nothing changed → nothing to do
+    again = run(DVC + ["repro"], ws)
+    assert "Running stage" not in again.stdout, again.stdout
+
+    # ltu.rounds changes → ltu and its dependants only
+    first = _metrics(ws)
+    params = yaml.safe_load((ws / "params.yaml").read_text())
+    params["ltu"]["rounds"] = 300
+    (ws / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    partial = run(DVC + ["repro"], ws)
+    ran = {s for s in ("ingest", "split", "featurize", "defenders", "canaries", "game3", "lidp", "ltu", "bounds", "report")
+           if f"Running stage '{s}'" in partial.stdout}
+    assert ran == {"ltu", "bounds", "report"}, partial.stdout
+
+    # back to the original params, forced full rerun → byte-identical metrics (CPU determinism)
+    params["ltu"]["rounds"] = TINY_PARAMS["ltu"]["rounds"]
+    (ws / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    run(DVC + ["repro", "--force"], ws)
+    second = _metrics(ws)
+    for m in METRICS:
+        if m == "gate.json":
+            continue
+        assert first[m] == second[m], f"metrics/{m} differs between two runs with the same params"
+    assert json.loads(first["gate.json"]) == json.loads(second["gate.json"])
+
+
+def test_bad_params_stop_before_work(workspace: Path, tmp_path: Path) -> None:
+    ws = workspace
+    params = yaml.safe_load((ws / "params.yaml").read_text())
+    bad = {**params, "ltu": {**params["ltu"], "rounds": 0}}
+    (tmp_path / "bad.yaml").write_text(yaml.safe_dump(bad))
+    proc = run([sys.executable, "-m", "stages.ltu", "--params", str(tmp_path / "bad.yaml"),
+                "--metrics", str(tmp_path / "m.json"), "--out", str(tmp_path / "ltu")], ws, check=False)
+    assert proc.returncode == 1
+    assert "ltu.rounds" in proc.stderr
+    assert not (tmp_path / "m.json").exists() and not (tmp_path / "ltu").exists()

@@ -1,0 +1,1 @@
+"""Tests of the audit report, the release gate and the verdict CLI."""

@@ -1,0 +1,133 @@
+"""``privaudit verdict``: output and exit codes (0 pass, 1 fail, 2 missing/corrupt)."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from privaudit.cli import main, print_verdict
+from privaudit.report import GateParams, evaluate_gate
+
+SRC = Path(__file__).resolve().parents[2] / "src"
+
+
+def write_gate(tmp_path: Path, metrics: dict[str, Any], **params: Any) -> Path:
+    """Evaluate the gate on ``metrics`` and write ``metrics/gate.json`` under ``tmp_path``."""
+    gate = evaluate_gate(metrics["ltu"], metrics["audit"], metrics["bounds"], GateParams(**params))
+    path = tmp_path / "metrics" / "gate.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(gate), encoding="utf-8")
+    return path
+
+
+def test_fail_exits_1_and_prints_reasons(
+    tmp_path: Path, metrics: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write_gate(tmp_path, metrics)
+    assert main(["verdict", "--gate", str(path)]) == 1
+    out = capsys.readouterr().out
+    assert out.startswith("privaudit verdict: FAIL\n")
+    assert "  FAIL  logreg\n" in out and "  PASS  dp_sgd\n" in out
+    assert "- logreg: LTU privacy (attacker model_diff) - stderr" in out
+    assert "\x1b[" not in out  # plain when not a terminal
+
+
+def test_pass_exits_0(
+    tmp_path: Path, metrics: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write_gate(tmp_path, metrics, min_privacy=0.0)
+    assert main(["verdict", "--gate", str(path)]) == 0
+    assert capsys.readouterr().out.startswith("privaudit verdict: PASS\n")
+
+
+def test_default_path_is_metrics_gate_json(
+    tmp_path: Path, metrics: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write_gate(tmp_path, metrics, min_privacy=0.0)
+    monkeypatch.chdir(tmp_path)
+    assert main(["verdict"]) == 0
+
+
+def test_missing_file_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    missing = tmp_path / "nope" / "gate.json"
+    assert main(["verdict", "--gate", str(missing)]) == 2
+    err = capsys.readouterr().err
+    assert str(missing) in err and "does not exist" in err
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ("{not json", "is not valid JSON"),
+        ("[]", "must be an object"),
+        ('{"passed": "no", "reasons": [], "defenders": {}}', ".passed must be true or false"),
+        (
+            '{"passed": true, "reasons": [], "defenders": {"a": {"passed": true}}}',
+            ".defenders.a.reasons",
+        ),
+        (b"\xff\xfe\x00garbage", "cannot be read"),
+    ],
+)
+def test_corrupt_file_exits_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], content: str | bytes, message: str
+) -> None:
+    path = tmp_path / "gate.json"
+    if isinstance(content, bytes):
+        path.write_bytes(content)
+    else:
+        path.write_text(content, encoding="utf-8")
+    assert main(["verdict", "--gate", str(path)]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_no_subcommand_and_unknown_subcommand_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([]) == 2
+    assert "verdict" in capsys.readouterr().err
+    assert main(["nonsense"]) == 2
+
+
+def test_help_exits_0(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["verdict", "--help"]) == 0
+    assert "--gate" in capsys.readouterr().out
+
+
+def test_rich_output_escapes_markup(metrics: dict[str, Any]) -> None:
+    """Rich output shows the verdict and does not interpret markup in defender names."""
+    metrics["ltu"]["[bold]evil[/bold]"] = metrics["ltu"].pop("logreg")
+    gate = evaluate_gate(metrics["ltu"], metrics["audit"], metrics["bounds"], GateParams())
+    out = io.StringIO()
+    print_verdict(gate, out, use_rich=True)
+    text = out.getvalue()
+    assert "FAIL" in text and "\x1b[" in text
+    assert "[bold]evil[/bold]" in text
+
+
+def test_forced_rich_flag(
+    tmp_path: Path, metrics: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write_gate(tmp_path, metrics)
+    assert main(["verdict", "--rich", "--gate", str(path)]) == 1
+    assert "\x1b[" in capsys.readouterr().out
+
+
+def test_real_process_exit_code(tmp_path: Path, metrics: dict[str, Any]) -> None:
+    """The module runs as a program and its exit status is the verdict."""
+    path = write_gate(tmp_path, metrics)
+    env = {**os.environ, "PYTHONPATH": f"{SRC}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    proc = subprocess.run(
+        [sys.executable, "-m", "privaudit.cli", "verdict", "--gate", str(path)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+        check=False,
+    )
+    assert proc.returncode == 1, proc.stderr
+    assert "FAIL" in proc.stdout

@@ -1,0 +1,134 @@
+"""Plot helpers and the files written for ``dvc plots``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+
+from privaudit.report import ReportInputs
+from privaudit.report.plots import (
+    most_exposed,
+    privacy_score_figure,
+    privacy_utility_figure,
+    privacy_utility_table,
+    roc_figure,
+    safe_name,
+    tpr_at,
+    write_plot_files,
+)
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def test_write_plot_files_tidy_csvs(tmp_path: Path, inputs: ReportInputs) -> None:
+    written = write_plot_files(inputs, tmp_path / "plots")
+    names = {p.relative_to(tmp_path / "plots").as_posix() for p in written}
+    assert names == {
+        "privacy_utility.png",
+        "epsilon_vs_trials.png",
+        "privacy_scores.png",
+        "roc.png",
+        "privacy_utility.csv",
+        "most_exposed.csv",
+        "epsilon_vs_trials/logreg.csv",
+        "epsilon_vs_trials/dp_sgd.csv",
+        "roc/logreg__gap.csv",
+        "roc/logreg__model_diff.csv",
+        "roc/dp_sgd__gap.csv",
+        "roc/dp_sgd__model_diff.csv",
+        "privacy_scores/logreg.csv",
+        "privacy_scores/dp_sgd.csv",
+    }
+    pu = pd.read_csv(tmp_path / "plots" / "privacy_utility.csv")
+    assert len(pu) == 4 and pu["strongest"].sum() == 2
+    row = pu[(pu.defender == "dp_sgd") & (pu.attacker == "model_diff")].iloc[0]
+    assert row.privacy == pytest.approx(0.9) and row.utility == pytest.approx((8.6 - 1) / 9)
+    eps = pd.read_csv(tmp_path / "plots" / "epsilon_vs_trials" / "dp_sgd.csv")
+    assert list(eps.columns) == ["trials", "eps_k1", "eps_ksqrt", "claimed_epsilon"]
+    assert eps["trials"].is_monotonic_increasing and (eps["claimed_epsilon"] == 1.0).all()
+    assert (
+        pd.read_csv(tmp_path / "plots" / "epsilon_vs_trials" / "logreg.csv")["claimed_epsilon"]
+        .isna()
+        .all()
+    )
+    roc = pd.read_csv(tmp_path / "plots" / "roc" / "logreg__gap.csv")
+    assert list(roc.columns) == ["fpr", "tpr"] and len(roc) == 4001
+    hist = pd.read_csv(tmp_path / "plots" / "privacy_scores" / "logreg.csv")
+    assert list(hist.columns) == [
+        "bin_low",
+        "bin_high",
+        "bin_center",
+        "count_defender",
+        "count_reserved",
+    ]
+    assert hist["count_defender"].sum() == 200 and hist["count_reserved"].sum() == 200
+    exposed = pd.read_csv(tmp_path / "plots" / "most_exposed.csv")
+    assert list(exposed.columns) == ["defender", "rank", "id", "role", "score"]
+    assert len(exposed) == 20
+
+
+def test_most_exposed_lowest_scores_ids_only(inputs: ReportInputs) -> None:
+    assert inputs.privacy_scores is not None
+    frame = inputs.privacy_scores["logreg"].assign(secret_feature=1.0)
+    top = most_exposed({"logreg": frame}, 5)["logreg"]
+    assert list(top.columns) == ["rank", "id", "role", "score"]
+    expected = frame.sort_values("score").head(5)
+    assert list(top["id"]) == list(expected["id"]) and list(top["rank"]) == [1, 2, 3, 4, 5]
+    with pytest.raises(ValueError, match="k must be >= 1"):
+        most_exposed({"logreg": frame}, 0)
+
+
+def test_pngs_are_deterministic(inputs: ReportInputs) -> None:
+    first = privacy_utility_figure(inputs.ltu)
+    assert first is not None and first.startswith(PNG_MAGIC)
+    assert privacy_utility_figure(inputs.ltu) == first
+
+
+def test_user_strings_do_not_break_matplotlib(inputs: ReportInputs) -> None:
+    """A ``$`` pair in a name would start mathtext (and fail to parse) if not escaped."""
+    assert inputs.privacy_scores is not None and inputs.roc is not None
+    name = "cost $x^{ and $"
+    assert privacy_score_figure({name: inputs.privacy_scores["logreg"]}) is not None
+    assert roc_figure({name: {name: inputs.roc["logreg"]["gap"]}}) is not None
+
+
+def test_empty_inputs_give_no_figure() -> None:
+    assert privacy_utility_figure({}) is None
+    assert roc_figure(None) is None and roc_figure({"a": {}}) is None
+    assert privacy_score_figure({}) is None
+
+
+def test_tpr_at_interpolates() -> None:
+    assert tpr_at([0.0, 0.01, 1.0], [0.0, 0.5, 1.0], 0.005) == pytest.approx(0.25)
+    assert tpr_at([1.0, 0.0], [1.0, 0.0], 0.5) == pytest.approx(0.5)  # unsorted input
+    with pytest.raises(ValueError, match="fpr is empty"):
+        tpr_at([], [], 0.1)
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"), [("dp_sgd", "dp_sgd"), ("a/b c", "a_b_c"), ("../..", "unnamed")]
+)
+def test_safe_name(name: str, expected: str) -> None:
+    assert safe_name(name) == expected
+
+
+def test_colliding_file_names_stay_distinct(tmp_path: Path, inputs: ReportInputs) -> None:
+    assert inputs.privacy_scores is not None
+    frame = inputs.privacy_scores["logreg"]
+    sub = ReportInputs({}, {}, {}, {}, {}, privacy_scores={"a b": frame, "a/b": frame})
+    written = write_plot_files(sub, tmp_path)
+    hist = sorted(p.name for p in written if p.parent.name == "privacy_scores")
+    assert hist == ["a_b-2.csv", "a_b.csv"]
+
+
+def test_privacy_utility_table_attackers_only() -> None:
+    ltu: dict[str, Any] = {
+        "d": {"utility": 0.8, "attackers": {"x": {"privacy": 0.3}, "y": {"privacy": 0.1}}}
+    }
+    table = privacy_utility_table(ltu)
+    assert list(table["attacker"]) == ["x", "y"]
+    assert list(table["strongest"]) == [False, True]  # lowest privacy when no top-level attacker
+    assert (table["utility"] == 0.8).all()

@@ -1,0 +1,281 @@
+"""Report rendering: self-contained HTML, embedded plots, escaping, absent sections, files."""
+
+from __future__ import annotations
+
+import base64
+import io
+import re
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+from PIL import Image
+
+from privaudit.report import MISSING, GateParams, ReportInputs, build_report, evaluate_gate
+from privaudit.report.plots import PLOT_NAMES, most_exposed, render_plots
+from privaudit.report.render import build_document, render_html, render_markdown
+from tests.report import synthetic
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """One full report from the synthetic inputs (rendered once: plots take ~1 s)."""
+    out = tmp_path_factory.mktemp("full") / "reports"
+    paths = build_report(synthetic.report_inputs(), out)
+    return {
+        "paths": paths,
+        "html": paths["html"].read_text(encoding="utf-8"),
+        "md": paths["md"].read_text(encoding="utf-8"),
+    }
+
+
+def img_sources(html: str) -> list[str]:
+    """The ``src`` of every ``<img>``."""
+    return re.findall(r"<img\b[^>]*\bsrc=\"([^\"]*)\"", html)
+
+
+# --------------------------------------------------------------------------- self-contained HTML
+
+
+def test_files_written(built: dict[str, Any]) -> None:
+    paths = built["paths"]
+    assert paths["html"].name == "audit.html" and paths["md"].name == "audit.md"
+    for name in PLOT_NAMES:
+        png = paths["plots_dir"] / f"{name}.png"
+        assert png.read_bytes().startswith(PNG_MAGIC)
+        assert paths[f"plots/{name}.png"] == png
+    assert not list(paths["html"].parent.rglob("*.tmp"))
+
+
+def test_html_has_no_external_resources(built: dict[str, Any]) -> None:
+    html = built["html"]
+    assert not re.search(r"\b(?:src|href)\s*=\s*[\"']?\s*(?:https?:)?//", html, re.I)
+    assert "http://" not in html and "https://" not in html
+    assert "<script" not in html.lower()
+    assert "<link" not in html.lower()
+    assert "@import" not in html and "url(" not in html
+    for href in re.findall(r"href=\"([^\"]*)\"", html):
+        assert href.startswith("#"), href
+
+
+def test_every_plot_is_embedded_as_a_png_data_uri(built: dict[str, Any]) -> None:
+    sources = img_sources(built["html"])
+    assert len(sources) == len(PLOT_NAMES)
+    for src in sources:
+        assert src.startswith("data:image/png;base64,")
+        data = base64.b64decode(src.split(",", 1)[1], validate=True)
+        assert data.startswith(PNG_MAGIC)
+        with Image.open(io.BytesIO(data)) as image:
+            assert image.width > 300 and image.height > 100
+    for name in PLOT_NAMES:
+        assert f'data-plot="{name}"' in built["html"]
+
+
+def test_verdict_comes_first(built: dict[str, Any]) -> None:
+    html = built["html"]
+    verdict = html.index('class="verdict verdict-fail"')
+    assert '<span class="word">FAIL</span>' in html
+    order = [
+        html.index(x) for x in ('id="per-defender-results"', "<img", 'id="provenance-manifest"')
+    ]
+    assert verdict < order[0] < order[1] < order[2]
+    assert "logreg: LTU privacy (attacker model_diff) - stderr" in html[verdict : order[0]]
+
+
+def test_per_defender_table_content(built: dict[str, Any]) -> None:
+    html = built["html"]
+    table = html[html.index("Per-defender results") :]
+    # utility ± err, privacy ± err per attacker, claimed ε, Game-3 interval, LiDP with method
+    assert "0.944 ± 0.073" in table
+    assert "model_diff: 0.900 ± 0.070 (strongest)" in table and "gap: 0.960 ± 0.071" in table
+    assert "none (not DP)" in table and ">1.00<" in table
+    assert "[0.000, 1.600]" in table and "[2.100, 4.300]" in table
+    assert "K=√n: 0.420" in table and "K=1: 0.050" in table
+    assert "interval: order 2, wilson, β=0.05" in table
+    for bound in ("Thudi", "Yeom", "Erlingsson", "Sablayrolles", "Izzo 1/2+η"):
+        assert f"<th>{bound}</th>" in table
+    assert "0.731" in table and "0.816" in table
+    assert "no DP claim: no bound applies" in table and ">consistent<" in table
+
+
+def test_sections_and_exposed_ids(built: dict[str, Any], inputs: ReportInputs) -> None:
+    html = built["html"]
+    for title in PLOT_NAMES.values():
+        assert title in html
+    top = most_exposed(inputs.privacy_scores, 10)
+    for defender, frame in top.items():
+        assert defender in html
+        for sample_id in frame["id"]:
+            assert sample_id in html
+    assert "TPR @ 0.1% FPR" in html
+    assert "LogisticRegression" in html and "random seed" in html  # Table 1
+    assert "git_rev" in html and "3f2c1e9" in html and "params.dataset.name" in html
+    assert MISSING not in html
+
+
+def test_markdown_mirrors_html_and_links_pngs(built: dict[str, Any]) -> None:
+    md, paths = built["md"], built["paths"]
+    assert md.startswith("# privaudit")
+    assert "## Verdict: **FAIL**" in md
+    assert md.index("## Verdict") < md.index("## Per-defender results") < md.index("## Plots")
+    links = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", md)
+    assert sorted(links) == sorted(f"plots/{n}.png" for n in PLOT_NAMES)
+    for link in links:
+        assert (paths["md"].parent / link).is_file()
+    assert "data:image" not in md
+    assert "dp\\_sgd" in md  # markdown-escaped underscore
+
+
+# --------------------------------------------------------------------------- flags and escaping
+
+
+def test_theory_violation_is_flagged() -> None:
+    m = synthetic.metrics()
+    m["bounds"]["dp_sgd"]["empirical_accuracy"] = 0.80
+    gate = evaluate_gate(m["ltu"], m["audit"], m["bounds"], GateParams())
+    inputs = ReportInputs(
+        ltu=m["ltu"], audit=m["audit"], bounds=m["bounds"], gate=gate, manifest={}
+    )
+    document = build_document(inputs, {})  # no figures: the table is the point
+    html = render_html(document)
+    assert html.count('class="flag num"') == 3  # thudi, sablayrolles, izzo — not erlingsson/yeom
+    assert "⚠ EXCEEDED" in html
+    assert "empirical &gt; theoretical: implementation or accounting bug" in html
+    md = render_markdown(document)
+    assert "**0.731<br>⚠ EXCEEDED**" in md
+
+
+def test_within_error_flag_is_distinguished() -> None:
+    m = synthetic.metrics()
+    m["bounds"]["dp_sgd"]["empirical_accuracy"] = 0.745
+    gate = evaluate_gate(m["ltu"], m["audit"], m["bounds"], GateParams())
+    html = render_html(
+        build_document(ReportInputs(m["ltu"], m["audit"], m["bounds"], gate, {}), {})
+    )
+    assert "⚠ exceeded (within 1 s.e.)" in html and "⚠ EXCEEDED" not in html
+
+
+EVIL = '<script>alert("x")</script>&<img src=http://evil.example/x.png>|`$x$`_*'
+
+
+def test_every_input_string_is_escaped(tmp_path: Path) -> None:
+    m = synthetic.metrics()
+    for key in ("ltu", "audit", "bounds"):
+        m[key][EVIL] = m[key].pop("logreg")
+    m["ltu"][EVIL]["attackers"][EVIL] = m["ltu"][EVIL]["attackers"].pop("gap")
+    gate = evaluate_gate(m["ltu"], m["audit"], m["bounds"], GateParams())
+    scores = pd.DataFrame({"id": [EVIL, "s1"], "role": [EVIL, "reserved"], "score": [0.01, 0.9]})
+    inputs = ReportInputs(
+        ltu=m["ltu"],
+        audit=m["audit"],
+        bounds=m["bounds"],
+        gate=gate,
+        manifest={EVIL: {"nested": EVIL}, "list": [EVIL]},
+        privacy_scores={EVIL: scores},
+        table1=pd.DataFrame({"model": [EVIL], "privacy": [0.1]}),
+    )
+    paths = build_report(inputs, tmp_path / "r")
+    html = paths["html"].read_text(encoding="utf-8")
+    assert "<script" not in html
+    assert "evil.example" not in img_sources(html)[0]
+    assert not re.search(r"<img\b[^>]*src=http", html)
+    assert (
+        "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;&amp;&lt;img src=http://evil.example/x.png&gt;"
+        in html
+    )
+    md = paths["md"].read_text(encoding="utf-8")
+    assert "<script" not in md and "<img" not in md
+    assert "&lt;script&gt;" in md and "\\|" in md and "\\`" in md
+    # every table row has the same number of unescaped pipes as its header
+    for block in re.findall(r"((?:^\|.*\|\n)+)", md, re.M):
+        counts = {len(re.findall(r"(?<!\\)\|", line)) for line in block.splitlines()}
+        assert len(counts) == 1, block
+    csv = (paths["plots_dir"] / "most_exposed.csv").read_text(encoding="utf-8")
+    assert "s1" in csv
+
+
+# --------------------------------------------------------------------------- absent data
+
+
+def test_absent_sections_render_not_computed(tmp_path: Path) -> None:
+    m = synthetic.metrics()
+    inputs = ReportInputs(ltu=m["ltu"], audit={}, bounds={}, gate={}, manifest={})
+    paths = build_report(inputs, tmp_path)
+    html = paths["html"].read_text(encoding="utf-8")
+    assert "NO VERDICT" in html and 'class="verdict verdict-unknown"' in html
+    # ε vs trials, privacy scores, ROC, Table 1, manifest, bounds, and per-defender audit cells
+    assert html.count(f'<p class="missing">{MISSING}</p>') == 5
+    assert f"Theoretical membership-inference bounds: {MISSING}." in html
+    assert len(img_sources(html)) == 1  # privacy vs utility only
+    md = paths["md"].read_text(encoding="utf-8")
+    assert md.count(f"> _{MISSING}_") == 5 and "Verdict: NO VERDICT" in md
+    for name in PLOT_NAMES:  # placeholders keep dvc plots paths stable
+        assert (paths["plots_dir"] / f"{name}.png").read_bytes().startswith(PNG_MAGIC)
+
+
+def test_completely_empty_inputs(tmp_path: Path) -> None:
+    paths = build_report(ReportInputs({}, {}, {}, {}, {}), tmp_path)
+    html = paths["html"].read_text(encoding="utf-8")
+    assert "NO VERDICT" in html and "<img" not in html
+
+
+def test_audit_only_point_is_plotted_without_trial_series() -> None:
+    m = synthetic.metrics()
+    pngs = render_plots(ReportInputs(m["ltu"], m["audit"], m["bounds"], {}, {}))
+    assert pngs["epsilon_vs_trials"] is not None and pngs["roc"] is None
+
+
+# --------------------------------------------------------------------------- inputs validation
+
+
+def test_bad_privacy_score_columns_name_the_column(metrics: dict[str, Any]) -> None:
+    with pytest.raises(ValueError, match=r"privacy_scores\['logreg'\].*'role'"):
+        ReportInputs(
+            metrics["ltu"],
+            {},
+            {},
+            {},
+            {},
+            privacy_scores={"logreg": pd.DataFrame({"id": [1], "score": [0.2]})},
+        )
+
+
+def test_bad_roc_names_the_curve(metrics: dict[str, Any]) -> None:
+    with pytest.raises(ValueError, match=r"roc\['logreg'\]\['gap'\].*differ in length"):
+        ReportInputs(
+            metrics["ltu"], {}, {}, {}, {}, roc={"logreg": {"gap": {"fpr": [0, 1], "tpr": [1]}}}
+        )
+
+
+def test_bad_plots_subdir(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="plots_subdir"):
+        build_report(ReportInputs({}, {}, {}, {}, {}), tmp_path, plots_subdir="../elsewhere")
+
+
+def test_title_and_most_exposed_options(tmp_path: Path) -> None:
+    """``report.title`` and ``report.most_exposed`` reach the page and the CSV."""
+    paths = build_report(
+        synthetic.report_inputs(roc=None, epsilon_vs_trials=None),
+        tmp_path,
+        title="Release <audit> v2",
+        most_exposed=3,
+    )
+    html = paths["html"].read_text(encoding="utf-8")
+    assert "<title>Release &lt;audit&gt; v2</title>" in html
+    assert "<h1>Release &lt;audit&gt; v2</h1>" in html
+    assert paths["md"].read_text(encoding="utf-8").startswith("# Release &lt;audit&gt; v2\n")
+    exposed = pd.read_csv(paths["plots_dir"] / "most_exposed.csv")
+    assert exposed.groupby("defender").size().to_dict() == {"dp_sgd": 3, "logreg": 3}
+    table = html[html.index("Most exposed sample ids") :]
+    table = table[: table.index("</table>")]
+    assert table.count("(defender, ") + table.count("(reserved, ") == 6
+
+
+@pytest.mark.parametrize("bad", [0, -1, 2.5, True])
+def test_most_exposed_must_be_positive_int(tmp_path: Path, bad: Any) -> None:
+    with pytest.raises(ValueError, match="most_exposed must be an integer >= 1"):
+        build_report(ReportInputs({}, {}, {}, {}, {}), tmp_path, most_exposed=bad)
+    assert not (tmp_path / "audit.html").exists()

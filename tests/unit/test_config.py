@@ -1,0 +1,80 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from privaudit.config import ParamsError, load_params, parse_params
+
+MIN = {"defenders": [{"name": "lr", "kind": "logistic_regression"}]}
+
+
+def _with(**overrides):
+    raw = {**MIN}
+    for dotted, value in overrides.items():
+        block, _, key = dotted.partition("__")
+        raw.setdefault(block, {})
+        raw[block] = {**raw[block], key: value}
+    return raw
+
+
+def test_repository_params_are_valid(repo_root: Path) -> None:
+    p = load_params(repo_root / "params.yaml")
+    assert p.dataset.name == "digits"
+    assert p.lidp.k_canaries() == round(p.lidp.trials ** 0.5)
+    assert {d["name"] for d in p.defenders} >= {"logreg", "mlp"}
+
+
+def test_defaults_fill_in() -> None:
+    p = parse_params(MIN)
+    assert p.base.seed == 2026 and p.split.defender_fraction == 0.5
+    assert p.defenders[0]["randomness"] == "unseeded"  # kind defaults applied
+
+
+@pytest.mark.parametrize(
+    "raw, needle",
+    [
+        ({**MIN, "ltu": {"roundz": 3}}, "ltu.roundz: unknown key"),
+        ({**MIN, "bogus": {}}, "bogus: unknown key"),
+        (_with(lidp__trials=1), "lidp.trials"),
+        (_with(ltu__rounds=0), "ltu.rounds"),
+        (_with(split__defender_fraction=1.5), "split.defender_fraction"),
+        (_with(lidp__delta=1.0), "lidp.delta"),
+        (_with(lidp__order=3), "lidp.order"),
+        (_with(base__device="tpu"), "base.device"),
+        (_with(dataset__name="imagenet"), "unknown data set 'imagenet'"),
+        (_with(dataset__name="csv"), "dataset.path is required"),
+        (_with(featurize__backbone="resnet"), "unknown backbone 'resnet'"),
+        ({"defenders": [{"name": "x", "kind": "nope"}]}, "defenders[0].kind 'nope' is not a known defender kind"),
+        ({"defenders": [{"name": "x", "kind": "torch_mlp", "lr": -1}]}, "defenders[0].lr"),
+        ({"defenders": [{"name": "x", "kind": "torch_mlp", "lrr": 1}]}, "defenders[0].lrr: unknown key"),
+        ({"defenders": [{"name": "a", "kind": "logistic_regression"}] * 2}, "used twice"),
+        ({"defenders": []}, "defenders"),
+        ({**MIN, "canaries": {"defenders": ["ghost"]}}, "canaries.defenders names 'ghost'"),
+        ({**MIN, "gate": {"min_privacy": 2}}, "gate.min_privacy"),
+    ],
+)
+def test_bad_params_name_the_key(raw: dict, needle: str) -> None:
+    with pytest.raises(ParamsError) as err:
+        parse_params(raw)
+    assert needle in str(err.value)
+
+
+def test_missing_and_malformed_files(tmp_path: Path) -> None:
+    with pytest.raises(ParamsError, match="not found"):
+        load_params(tmp_path / "nope.yaml")
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("base: [unclosed\n")
+    with pytest.raises(ParamsError, match="not valid YAML"):
+        load_params(bad)
+    ok = tmp_path / "ok.yaml"
+    ok.write_text(yaml.safe_dump(MIN))
+    assert load_params(ok).defenders[0]["name"] == "lr"
+
+
+def test_lidp_auto_sizes() -> None:
+    p = parse_params(_with(lidp__trials=100))
+    assert p.lidp.k_canaries() == 10 and p.lidp.m_null() == 10
+    p = parse_params(_with(lidp__trials=100, lidp__canaries=3, lidp__null_canaries=7))
+    assert p.lidp.k_canaries() == 3 and p.lidp.m_null() == 7
