@@ -1,0 +1,261 @@
+"""Honest choice of the rejection threshold tau for LiDP-style audits.
+
+Choosing tau to maximise the epsilon lower bound and then certifying on the same trials
+overclaims: the maximum over a grid of bounds, each valid at level beta for a FIXED tau, is not
+valid at level beta.  This module only hands out certified bounds in two honest ways:
+
+* **split** (LiDP App. E, "Tuning the threshold"): tune tau on one set of trials, certify on a
+  disjoint fresh set.  :func:`select_threshold` returns a :class:`ThresholdSelection` (a tau and
+  a fingerprint of every tuning trial, *no bound*); :func:`certify_selected` refuses trials that
+  were used for tuning.  :func:`certify_split` does the random split itself.
+* **Bonferroni**: the maximum over a grid of T thresholds of the bound computed at ``beta / T``
+  (:func:`certify_bonferroni`; :func:`bonferroni_max` for any bound function, e.g. Game 3's
+  abstention threshold).
+
+Scores are "larger = more member-like": the outcome of canary k in trial i is
+``1[score[i, k] >= tau]`` (LiDP App. E eq. 25).  Negate losses before passing them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from typing import Callable, Sequence, TypeVar
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from ._checks import check_int, check_prob
+from .xbern import Method, xbern_interval_from_counts
+
+__all__ = [
+    "ThresholdSelection",
+    "ThresholdCertificate",
+    "select_threshold",
+    "certify_selected",
+    "certify_split",
+    "certify_bonferroni",
+    "bonferroni_max",
+]
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class ThresholdSelection:
+    """A threshold chosen on tuning trials; carries no bound.  Certify it with :func:`certify_selected`."""
+
+    threshold: float
+    n_candidates: int
+    tuning_trials: int
+    tuning_row_hashes: frozenset[str]
+
+
+@dataclass(frozen=True)
+class ThresholdCertificate:
+    """A certified epsilon lower bound together with how tau was chosen.
+
+    ``strategy`` is ``"split"`` (tau tuned on ``n_tune`` other trials) or ``"bonferroni"``
+    (max over ``n_candidates`` thresholds, each at ``beta / n_candidates``).
+    """
+
+    epsilon_lower_bound: float
+    threshold: float
+    strategy: str
+    beta: float
+    n_candidates: int
+    n_tune: int
+    n_certify: int
+
+
+def _scores(name: str, s: ArrayLike) -> NDArray[np.float64]:
+    arr = np.asarray(s, dtype=np.float64)
+    if arr.ndim != 2 or arr.shape[0] < 1 or arr.shape[1] < 1:
+        raise ValueError(f"{name} must be a non-empty 2-D (n, K) array of scores, got shape {arr.shape}")
+    if np.any(np.isnan(arr)):
+        raise ValueError(f"{name} contains NaN")
+    return arr
+
+
+def _grid(thresholds: ArrayLike) -> NDArray[np.float64]:
+    t = np.asarray(thresholds, dtype=np.float64).ravel()
+    if t.size == 0 or np.any(~np.isfinite(t)):
+        raise ValueError(f"thresholds must be a non-empty array of finite numbers, got {thresholds!r}")
+    return t
+
+
+def _counts(scores: NDArray[np.float64], thresholds: NDArray[np.float64]) -> NDArray[np.int64]:
+    """(T, n) number of canaries with score >= tau_t in each trial."""
+    srt = np.sort(scores, axis=1)
+    k = scores.shape[1]
+    out = np.empty((thresholds.size, scores.shape[0]), dtype=np.int64)
+    for t, tau in enumerate(thresholds):
+        out[t] = k - np.count_nonzero(srt < tau, axis=1)
+    return out
+
+
+def _epsilon_curve(
+    sx: NDArray[np.float64], sy: NDArray[np.float64], thresholds: NDArray[np.float64],
+    delta: float, beta: float, order: int, method: Method,
+) -> NDArray[np.float64]:
+    """eps_hat(tau) per threshold, each valid only for a tau fixed in advance (NOT a certificate)."""
+    lo, _ = xbern_interval_from_counts(_counts(sx, thresholds), sx.shape[1], beta / 2.0, order, method)
+    _, up = xbern_interval_from_counts(_counts(sy, thresholds), sy.shape[1], beta / 2.0, order, method)
+    lo = np.atleast_1d(lo)
+    up = np.atleast_1d(up)
+    num = lo - delta
+    with np.errstate(divide="ignore", invalid="ignore"):
+        eps = np.where(num > 0, np.log(num / np.maximum(up, 1e-300)), 0.0)
+    return np.maximum(eps, 0.0)
+
+
+def _row_hashes(sx: NDArray[np.float64], sy: NDArray[np.float64] | None) -> list[str]:
+    out = []
+    for i in range(sx.shape[0]):
+        h = hashlib.sha256(np.ascontiguousarray(sx[i]).tobytes())
+        if sy is not None and sy.shape[0] == sx.shape[0]:
+            h.update(np.ascontiguousarray(sy[i]).tobytes())
+        out.append(h.hexdigest())
+    return out
+
+
+def select_threshold(
+    scores_x: ArrayLike, scores_y: ArrayLike, thresholds: ArrayLike, delta: float,
+    beta: float = 0.05, order: int = 2, method: Method = "wilson",
+) -> ThresholdSelection:
+    """Pick the tau of the grid maximising eps_hat on TUNING trials (LiDP App. E); returns no bound.
+
+    Args:
+        scores_x: ``(n, K)`` scores of included canaries on models trained with them.
+        scores_y: ``(n', m)`` scores of fresh canaries on models trained without them.
+        thresholds: ``(T,)`` candidate thresholds.
+        delta, beta, order, method: as in :func:`privaudit.stats.lidp_epsilon_lower_bound`.
+
+    >>> rng = np.random.default_rng(0)
+    >>> sel = select_threshold(rng.normal(2, 1, (200, 4)), rng.normal(0, 1, (200, 4)), [0.0, 1.0, 2.0], 1e-5)
+    >>> sel.threshold in (0.0, 1.0, 2.0), sel.tuning_trials
+    (True, 200)
+    """
+    sx, sy = _scores("scores_x", scores_x), _scores("scores_y", scores_y)
+    grid = _grid(thresholds)
+    delta = check_prob("delta", delta)
+    beta = check_prob("beta", beta, open_low=True, open_high=True)
+    curve = _epsilon_curve(sx, sy, grid, delta, beta, order, method)
+    best = int(np.argmax(curve))
+    return ThresholdSelection(
+        threshold=float(grid[best]),
+        n_candidates=int(grid.size),
+        tuning_trials=int(sx.shape[0]),
+        tuning_row_hashes=frozenset(_row_hashes(sx, sy)),
+    )
+
+
+def certify_selected(
+    selection: ThresholdSelection, scores_x: ArrayLike, scores_y: ArrayLike, delta: float,
+    beta: float = 0.05, order: int = 2, method: Method = "wilson",
+) -> ThresholdCertificate:
+    """Certify a previously selected tau on FRESH trials (Algorithm 1 lines 7-8 at that tau).
+
+    Raises:
+        ValueError: if any certification trial (row of ``scores_x`` together with ``scores_y``)
+            was among the tuning trials.
+
+    >>> rng = np.random.default_rng(0)
+    >>> tune_x, tune_y = rng.normal(2, 1, (200, 4)), rng.normal(0, 1, (200, 4))
+    >>> sel = select_threshold(tune_x, tune_y, np.linspace(-1, 3, 9), 1e-5)
+    >>> cert = certify_selected(sel, rng.normal(2, 1, (200, 4)), rng.normal(0, 1, (200, 4)), 1e-5)
+    >>> cert.strategy, cert.epsilon_lower_bound > 0
+    ('split', True)
+    >>> certify_selected(sel, tune_x, tune_y, 1e-5)
+    Traceback (most recent call last):
+    ...
+    ValueError: scores_x/scores_y reuse 200 trial(s) used to select the threshold; certify on fresh trials or use certify_bonferroni
+    """
+    sx, sy = _scores("scores_x", scores_x), _scores("scores_y", scores_y)
+    delta = check_prob("delta", delta)
+    beta = check_prob("beta", beta, open_low=True, open_high=True)
+    reused = sum(h in selection.tuning_row_hashes for h in _row_hashes(sx, sy))
+    if reused:
+        raise ValueError(
+            f"scores_x/scores_y reuse {reused} trial(s) used to select the threshold; "
+            "certify on fresh trials or use certify_bonferroni"
+        )
+    eps = float(_epsilon_curve(sx, sy, np.array([selection.threshold]), delta, beta, order, method)[0])
+    return ThresholdCertificate(
+        epsilon_lower_bound=eps, threshold=selection.threshold, strategy="split", beta=beta,
+        n_candidates=selection.n_candidates, n_tune=selection.tuning_trials, n_certify=int(sx.shape[0]),
+    )
+
+
+def certify_split(
+    scores_x: ArrayLike, scores_y: ArrayLike, thresholds: ArrayLike, delta: float,
+    rng: np.random.Generator, tune_fraction: float = 0.5,
+    beta: float = 0.05, order: int = 2, method: Method = "wilson",
+) -> ThresholdCertificate:
+    """Randomly split the trials, tune tau on one part and certify on the rest.
+
+    ``scores_x`` and ``scores_y`` must come from the same n trials (row i of each from trial i).
+
+    >>> rng = np.random.default_rng(1)
+    >>> c = certify_split(rng.normal(2, 1, (400, 4)), rng.normal(0, 1, (400, 4)), np.linspace(-1, 3, 9), 1e-5, rng)
+    >>> (c.n_tune, c.n_certify), c.epsilon_lower_bound > 0
+    ((200, 200), True)
+    """
+    sx, sy = _scores("scores_x", scores_x), _scores("scores_y", scores_y)
+    if sx.shape[0] != sy.shape[0]:
+        raise ValueError(f"scores_x and scores_y must have one row per trial, got {sx.shape[0]} and {sy.shape[0]}")
+    frac = check_prob("tune_fraction", tune_fraction, open_low=True, open_high=True)
+    n = sx.shape[0]
+    n_tune = int(round(frac * n))
+    if n_tune < 1 or n_tune > n - 1:
+        raise ValueError(f"tune_fraction={tune_fraction!r} leaves an empty part for n={n} trials")
+    perm = rng.permutation(n)
+    tune, cert = perm[:n_tune], perm[n_tune:]
+    sel = select_threshold(sx[tune], sy[tune], thresholds, delta, beta, order, method)
+    return certify_selected(sel, sx[cert], sy[cert], delta, beta, order, method)
+
+
+def bonferroni_max(
+    bound_fn: Callable[[T, float], float], candidates: Sequence[T], beta: float
+) -> tuple[float, T]:
+    """``max_c bound_fn(c, beta / len(candidates))`` and its argmax (union bound over candidates).
+
+    If each ``bound_fn(c, b)`` is a lower bound failing with probability <= b, the maximum
+    fails with probability <= beta.
+
+    >>> bonferroni_max(lambda c, b: c * (1 - b), [1.0, 2.0], 0.1)
+    (1.9, 2.0)
+    """
+    beta = check_prob("beta", beta, open_low=True, open_high=True)
+    n = len(candidates)
+    check_int("len(candidates)", n, minimum=1)
+    vals = [float(bound_fn(c, beta / n)) for c in candidates]
+    best = int(np.argmax(vals))
+    return vals[best], candidates[best]
+
+
+def certify_bonferroni(
+    scores_x: ArrayLike, scores_y: ArrayLike, thresholds: ArrayLike, delta: float,
+    beta: float = 0.05, order: int = 2, method: Method = "wilson",
+) -> ThresholdCertificate:
+    """Max over the tau grid of eps_hat(tau) computed at ``beta / T`` (Bonferroni correction).
+
+    Uses all trials for both choosing and certifying; valid because every candidate is certified
+    at the corrected level.
+
+    >>> rng = np.random.default_rng(2)
+    >>> c = certify_bonferroni(rng.normal(2, 1, (300, 4)), rng.normal(0, 1, (300, 4)), np.linspace(-1, 3, 9), 1e-5)
+    >>> c.strategy, c.n_candidates, round(c.beta, 4)
+    ('bonferroni', 9, 0.05)
+    """
+    sx, sy = _scores("scores_x", scores_x), _scores("scores_y", scores_y)
+    grid = _grid(thresholds)
+    delta = check_prob("delta", delta)
+    beta = check_prob("beta", beta, open_low=True, open_high=True)
+    curve = _epsilon_curve(sx, sy, grid, delta, beta / grid.size, order, method)
+    best = int(np.argmax(curve))
+    eps = float(curve[best])
+    return ThresholdCertificate(
+        epsilon_lower_bound=eps, threshold=float(grid[best]),
+        strategy="bonferroni", beta=beta, n_candidates=int(grid.size), n_tune=0, n_certify=int(sx.shape[0]),
+    )
