@@ -48,7 +48,7 @@ def _body(args: argparse.Namespace, params: Params) -> None:
     args.out.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=".report.tmp-", dir=args.out))
     try:
-        build_report(inputs, staging)
+        build_report(inputs, staging, title=params.report.title, most_exposed=params.report.most_exposed)
         for name in REPORT_FILES:
             src, dst = staging / name, args.out / name
             if not src.exists():
