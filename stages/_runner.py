@@ -45,7 +45,7 @@ def run_stage(
     parser.add_argument("--params", type=Path, default=Path("params.yaml"), help="params file (default: params.yaml)")
     add_arguments(parser)
     args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format=f"[{name}] %(message)s")
+    logging.basicConfig(level=logging.WARNING, format=f"[{name}] %(levelname)s %(name)s: %(message)s")
     try:
         params = load_params(args.params)
         body(args, params)

@@ -11,7 +11,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-TINY_PARAMS = {
+REPO_PARAMS = Path(__file__).resolve().parents[2] / "params.yaml"
+
+#: tiny overrides of the repository's params.yaml (DVC needs every key dvc.yaml lists)
+TINY_OVERRIDES = {
     "base": {"seed": 7, "device": "cpu"},
     "dataset": {"name": "digits", "max_samples": 600},
     "defenders": [
@@ -22,6 +25,20 @@ TINY_PARAMS = {
     "game3": {"canaries": 40, "tau_steps": 4},
     "lidp": {"trials": 6, "tau_quantiles": 4},
 }
+
+
+def merged_params(overrides: dict) -> dict:
+    """The repository's params.yaml with ``overrides`` merged in, block by block (lists replace)."""
+    params = yaml.safe_load(REPO_PARAMS.read_text())
+    for block, value in overrides.items():
+        if isinstance(value, dict) and isinstance(params.get(block), dict):
+            params[block] = {**params[block], **value}
+        else:
+            params[block] = value
+    return params
+
+
+TINY_PARAMS = merged_params(TINY_OVERRIDES)
 
 COPIED = ("dvc.yaml", ".dvcignore", "stages", "src")
 
