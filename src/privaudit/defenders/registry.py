@@ -21,6 +21,11 @@ _KINDS: dict[str, tuple[type[DefenderSpecBase], type[Defender]]] = {}
 BUILTIN_MODULES: tuple[str, ...] = (
     "privaudit.defenders.sklearn_zoo",
     "privaudit.defenders.torch_head",
+    "privaudit.defenders.dp_sgd",
+    "privaudit.defenders.label_dp",
+    "privaudit.defenders.pate",
+    "privaudit.defenders.mip",
+    "privaudit.defenders.user",
 )
 
 D = TypeVar("D", bound=type[Defender])

@@ -45,7 +45,8 @@ class _Estimator:
     make: Callable[[int, dict[str, Any]], BaseEstimator]
     #: the model depends on its random_state (so "unseeded" adds randomness)
     uses_seed: bool
-    #: permuting training rows leaves the fitted model unchanged (up to float rounding)
+    #: permuting training rows leaves the fitted model unchanged (up to float rounding and the
+    #: tolerance of a convex solver)
     order_invariant: bool
     #: probabilities come from predict_proba (True) or softmax(decision scores) (False)
     has_proba: bool
@@ -66,7 +67,9 @@ ESTIMATORS: dict[str, _Estimator] = {
     # SVC (RBF, one-vs-one) with probability=False: softmax of the ovr-shaped decision function.
     "svc": _Estimator(lambda rs, kw: SVC(**_kw(kw, random_state=rs)), False, True, False),
     "knn": _Estimator(lambda rs, kw: KNeighborsClassifier(**kw), False, True, True),
-    "linear_svc": _Estimator(lambda rs, kw: LinearSVC(**_kw(kw, random_state=rs)), True, False, False),
+    # LinearSVC solves a strictly convex problem: random_state only orders liblinear's dual
+    # coordinate descent, so seed and row order change the model by solver tolerance only.
+    "linear_svc": _Estimator(lambda rs, kw: LinearSVC(**_kw(kw, random_state=rs)), False, True, False),
     "sgd_svm": _Estimator(lambda rs, kw: SGDClassifier(**_kw(kw, loss="hinge", random_state=rs)), True, False, False),
     "mlp": _Estimator(lambda rs, kw: MLPClassifier(**_kw(kw, random_state=rs, max_iter=300)), True, False, True),
     "perceptron": _Estimator(lambda rs, kw: Perceptron(**_kw(kw, random_state=rs)), True, False, False),
@@ -169,7 +172,9 @@ class SklearnDefender(Defender):
         classes = est.classes_.astype(int)
         if self._est_info.has_proba:
             out[:, classes] = est.predict_proba(X)
-            return out
+            # float32 features give float32 probabilities (GaussianNB: row sums off by ~3e-6);
+            # renormalise in float64 so rows sum to 1 within the outputs check's 1e-6
+            return out / out.sum(axis=1, keepdims=True)
         scores = est.decision_function(X)
         if scores.ndim == 1:  # binary problem: one margin
             scores = np.stack([-scores, scores], axis=1)

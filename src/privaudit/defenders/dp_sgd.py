@@ -1,0 +1,164 @@
+"""DP-SGD through opacus at a target (ε, δ) (``kind: dp_sgd``).
+
+Abadi et al. 2016 DP-SGD on a linear or MLP head (:func:`privaudit.defenders.torch_head.build_mlp`):
+each step draws a Poisson batch (every training row independently with probability
+``q = batch_size / n_train``), clips every per-example gradient to L2 norm ``max_grad_norm`` (C),
+sums, adds ``N(0, σ²C² I)`` and divides by the *expected* batch size; plain SGD, no momentum.
+Per-example gradients, clipping and noise come from opacus (``GradSampleModule`` + ``DPOptimizer``);
+σ comes from opacus's ``get_noise_multiplier`` for ``q`` and ``steps = epochs × round(1/q)`` so that
+the chosen accountant (``rdp`` | ``prv`` | ``gdp``) certifies ε ≤ target. After training the same
+accountant, fed the steps actually taken, gives :meth:`DpSgdDefender.claimed_epsilon`.
+
+Randomness: the Poisson masks come from a numpy Generator and the noise from a
+``torch.Generator``, both derived from the ``seed`` passed to :meth:`fit` (never global state).
+``randomness: shuffled`` initialises the weights from the public ``random_state``;
+``unseeded`` draws the initialisation from ``seed`` too. Either way the recipe is random given
+its public settings (the noise is secret), so ``deterministic`` is False.
+
+The spec is a contract the batched canary trainer (:mod:`privaudit.train`) codes against:
+:meth:`DpSgdDefender.noise_multiplier`, :meth:`sample_rate` and :meth:`steps` give the exact recipe.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Any, Literal
+
+import numpy as np
+import torch
+from pydantic import Field
+from torch import nn
+
+from privaudit.defenders.base import DefenderSpecBase
+from privaudit.defenders.registry import register
+from privaudit.defenders.torch_head import TorchMLPDefender, build_mlp
+
+
+class DpSgdSpec(DefenderSpecBase):
+    """``kind: dp_sgd`` keys (a fixed contract: the batched trainer replicates this recipe)."""
+
+    hidden: list[int] = Field(default_factory=list, description="[] = linear head, else MLP widths")
+    epochs: int = Field(20, ge=1)
+    batch_size: int = Field(64, ge=1, description="expected batch size; Poisson rate q = batch_size / n_train")
+    lr: float = Field(0.5, gt=0, description="plain SGD, no momentum")
+    max_grad_norm: float = Field(1.0, gt=0, description="per-example clipping norm C")
+    epsilon: float = Field(gt=0, description="target epsilon")
+    delta: float = Field(1e-5, gt=0, lt=1)
+    accountant: Literal["rdp", "prv", "gdp"] = "prv"
+    randomness: Literal["shuffled", "unseeded"] = "unseeded"
+    random_state: int = 0
+
+
+@lru_cache(maxsize=256)
+def _sigma(epsilon: float, delta: float, q: float, steps: int, accountant: str) -> float:
+    from opacus.accountants.utils import get_noise_multiplier  # opacus is imported only to train
+
+    return float(get_noise_multiplier(target_epsilon=epsilon, target_delta=delta, sample_rate=q,
+                                      steps=steps, accountant=accountant))
+
+
+def accountant_epsilon(sigma: float, q: float, steps: int, delta: float, accountant: str) -> float:
+    """ε after ``steps`` Poisson-subsampled Gaussian steps (σ, q) by the opacus ``accountant``."""
+    from opacus.accountants import create_accountant
+
+    acc = create_accountant(mechanism=accountant)
+    acc.history = [(sigma, q, steps)]
+    return float(acc.get_epsilon(delta=delta))
+
+
+@register("dp_sgd", DpSgdSpec)
+class DpSgdDefender(TorchMLPDefender):
+    """DP-SGD head; saved with safetensors like :class:`TorchMLPDefender` (same layer names)."""
+
+    spec: DpSgdSpec  # type: ignore[assignment]
+
+    def __init__(self, spec: DpSgdSpec, n_classes: int, device: str = "cpu") -> None:  # type: ignore[override]
+        super().__init__(spec, n_classes, device)  # type: ignore[arg-type]
+        self.n_train: int | None = None
+        self.steps_taken: int | None = None
+
+    @property
+    def deterministic(self) -> bool:
+        return False
+
+    @property
+    def order_invariant(self) -> bool:
+        return False
+
+    # --- the recipe, for the batched trainer -------------------------------------------------
+    def sample_rate(self, n_train: int) -> float:
+        """Poisson sampling rate q = batch_size / n_train (capped at 1)."""
+        if n_train < 1:
+            raise ValueError(f"n_train must be >= 1, got {n_train}")
+        return min(1.0, self.spec.batch_size / n_train)
+
+    def steps(self, n_train: int) -> int:
+        """Number of DP-SGD steps: epochs × round(1/q)."""
+        return self.spec.epochs * max(1, round(1.0 / self.sample_rate(n_train)))
+
+    def noise_multiplier(self, n_train: int) -> float:
+        """σ from opacus ``get_noise_multiplier`` for (ε, δ), q and :meth:`steps` under the accountant."""
+        return _sigma(self.spec.epsilon, self.spec.delta, self.sample_rate(n_train), self.steps(n_train),
+                      self.spec.accountant)
+
+    # --- training ---------------------------------------------------------------------------
+    def fit(self, X: np.ndarray, y: np.ndarray, seed: int) -> "DpSgdDefender":
+        from opacus import GradSampleModule
+        from opacus.optimizers import DPOptimizer
+
+        n = len(y)
+        if n < 1:
+            raise ValueError(f"defender {self.name!r}: DP-SGD needs at least one training row")
+        rng = np.random.default_rng(seed)
+        init_seed = self.spec.random_state if self.spec.randomness == "shuffled" else int(rng.integers(2**31 - 1))
+        noise_gen = torch.Generator(device=self.device).manual_seed(int(rng.integers(2**63 - 1)))
+        q, steps, sigma = self.sample_rate(n), self.steps(n), self.noise_multiplier(n)
+        self.d_in = int(X.shape[1])
+        net = build_mlp(self.d_in, list(self.spec.hidden), self.n_classes,
+                        generator=torch.Generator().manual_seed(init_seed)).to(self.device)
+        gsm = GradSampleModule(net, loss_reduction="mean")
+        opt = DPOptimizer(torch.optim.SGD(gsm.parameters(), lr=self.spec.lr, momentum=0.0),
+                          noise_multiplier=sigma, max_grad_norm=self.spec.max_grad_norm,
+                          expected_batch_size=self.spec.batch_size, loss_reduction="mean", generator=noise_gen)
+        Xt = torch.as_tensor(np.ascontiguousarray(X), dtype=torch.float32, device=self.device)
+        yt = torch.as_tensor(y, dtype=torch.long, device=self.device)
+        loss_fn = nn.CrossEntropyLoss()
+        params = [p for p in gsm.parameters() if p.requires_grad]
+        for _ in range(steps):
+            idx = np.flatnonzero(rng.random(n) < q)
+            opt.zero_grad(set_to_none=True)
+            if len(idx) == 0:  # an empty Poisson batch: the update is noise only
+                with torch.no_grad():
+                    for p in params:
+                        noise = torch.normal(0.0, sigma * self.spec.max_grad_norm, size=p.shape,
+                                             generator=noise_gen, device=self.device)
+                        p.add_(noise / self.spec.batch_size, alpha=-self.spec.lr)
+                continue
+            it = torch.as_tensor(idx, device=self.device)
+            loss_fn(gsm(Xt[it]), yt[it]).backward()
+            opt.step()
+        gsm.zero_grad(set_to_none=True)
+        gsm.remove_hooks()
+        for p in net.parameters():
+            p.grad_sample = None  # type: ignore[attr-defined]
+        self.net = net.eval()
+        self.n_train, self.steps_taken = n, steps
+        return self
+
+    def claimed_epsilon(self) -> float | None:
+        """ε the accountant certifies for the steps taken (≤ ``epsilon``); the target before fitting."""
+        if self.n_train is None or self.steps_taken is None:
+            return float(self.spec.epsilon)
+        return accountant_epsilon(self.noise_multiplier(self.n_train), self.sample_rate(self.n_train),
+                                  self.steps_taken, self.spec.delta, self.spec.accountant)
+
+    def claimed_delta(self) -> float | None:
+        return float(self.spec.delta)
+
+    def describe(self) -> dict[str, Any]:
+        out = super().describe()
+        if self.n_train is not None:
+            out.update(noise_multiplier=self.noise_multiplier(self.n_train),
+                       sample_rate=self.sample_rate(self.n_train), steps=self.steps_taken,
+                       accountant=self.spec.accountant, target_epsilon=self.spec.epsilon)
+        return out

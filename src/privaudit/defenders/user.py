@@ -1,0 +1,196 @@
+"""A user's own training recipe by import path (``kind: python``).
+
+Protocol (``target: package.module:function``, or ``path/to/file.py:function`` relative to the
+working directory, which for the stages is the repository root)::
+
+    def train(X, y, n_classes, seed, **options) -> model
+
+* ``X`` (n, d) float32 features, ``y`` (n,) int64 labels in ``[0, n_classes)``, ``seed`` an int
+  derived from ``base.seed`` (use it for *all* randomness), ``options`` the spec's ``options``.
+* ``model`` has ``predict_proba(X) -> (m, n_classes)`` (rows sum to 1; an sklearn estimator
+  trained on a subset of the classes is widened by its ``classes_``).
+
+Persistence (never pickle):
+
+* a scikit-learn estimator is saved with skops; loading trusts only the sklearn types of
+  :data:`privaudit.defenders.sklearn_zoo.TRUSTED_TYPES` plus the spec's ``trusted_types`` and
+  refuses anything else;
+* any other model must provide ``state_dict() -> Mapping[str, ndarray | Tensor]``, saved with
+  safetensors, and the spec names a ``loader: package.module:function`` with
+  ``load(state: dict[str, numpy.ndarray], n_classes, **options) -> model``.
+
+The spec also declares what the recipe guarantees, since privaudit cannot know:
+``deterministic``, ``order_invariant`` (for LTU Theorem 3) and an optional ``claimed_epsilon``/
+``claimed_delta``. The target module is imported when the params are validated, so a typo fails
+before any work (``defenders[i].target``). Add the module to the defenders stage's ``deps`` in
+``dvc.yaml`` so DVC retrains when it changes. Stages run from the repository root
+(``python -m stages.defenders``), so repository modules are importable; prefer the file form
+(``examples/user_trainer.py:train``) for files outside a package (opacus installs a top-level
+``examples`` package that shadows ``examples.user_trainer``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import importlib.util
+import sys
+import zipfile
+from pathlib import Path
+from types import ModuleType
+from typing import Any, Callable
+
+import numpy as np
+import skops.io as sio
+from pydantic import Field, field_validator
+from safetensors.numpy import load_file, save_file
+from sklearn.base import BaseEstimator
+
+from privaudit.defenders.base import Defender, DefenderSpecBase
+from privaudit.defenders.registry import register
+from privaudit.defenders.sklearn_zoo import TRUSTED_TYPES
+
+_SKOPS, _STATE = "skops", "safetensors"
+
+
+def _import(mod_name: str) -> ModuleType:
+    if mod_name.endswith(".py"):  # a file path, relative to the working directory (the repo root)
+        path = Path(mod_name).resolve()
+        if not path.is_file():
+            raise ImportError(f"no file {path}")
+        name = f"privaudit_user_{path.stem}_{hashlib.sha1(str(path).encode()).hexdigest()[:10]}"
+        if name not in sys.modules:
+            spec = importlib.util.spec_from_file_location(name, path)
+            if spec is None or spec.loader is None:
+                raise ImportError(f"cannot load {path}")
+            module = importlib.util.module_from_spec(spec)
+            sys.modules[name] = module
+            try:
+                spec.loader.exec_module(module)
+            except BaseException:
+                del sys.modules[name]
+                raise
+        return sys.modules[name]
+    return importlib.import_module(mod_name)
+
+
+def resolve_target(path: str, key: str = "target") -> Callable[..., Any]:
+    """Import ``package.module:function`` or ``path/to/file.py:function``.
+
+    Raises:
+        ValueError: naming ``key`` if it cannot be resolved.
+    """
+    if not isinstance(path, str) or path.count(":") != 1:
+        raise ValueError(f"{key} must look like 'package.module:function' or 'path/file.py:function', got {path!r}")
+    mod_name, func_name = path.split(":")
+    try:
+        mod = _import(mod_name)
+    except ImportError as err:
+        raise ValueError(f"{key} {path!r}: cannot import {mod_name!r} ({err})") from None
+    func = getattr(mod, func_name, None)
+    if not callable(func):
+        raise ValueError(f"{key} {path!r}: {mod_name!r} has no callable {func_name!r}")
+    return func  # type: ignore[no-any-return]
+
+
+class PythonSpec(DefenderSpecBase):
+    """``kind: python`` keys."""
+
+    target: str = Field(description="package.module:function training the model")
+    loader: str | None = Field(None, description="package.module:function rebuilding a model from its state")
+    options: dict[str, Any] = Field(default_factory=dict)
+    deterministic: bool = False
+    order_invariant: bool = False
+    claimed_epsilon: float | None = Field(None, gt=0)
+    claimed_delta: float | None = Field(None, gt=0, lt=1)
+    trusted_types: list[str] = Field(default_factory=list, description="extra skops types to trust on load")
+
+    @field_validator("target", "loader")
+    @classmethod
+    def _importable(cls, v: str | None, info: Any) -> str | None:
+        if v is not None:
+            resolve_target(v, info.field_name)
+        return v
+
+
+@register("python", PythonSpec)
+class PythonDefender(Defender):
+    """Runs the user's ``target``; persistence by skops (sklearn) or safetensors + ``loader``."""
+
+    spec: PythonSpec
+    model_suffix = ".bin"
+
+    def __init__(self, spec: PythonSpec, n_classes: int, device: str = "cpu") -> None:
+        super().__init__(spec, n_classes, device)
+        self.model: Any = None
+
+    @property
+    def deterministic(self) -> bool:
+        return self.spec.deterministic
+
+    @property
+    def order_invariant(self) -> bool:
+        return self.spec.order_invariant
+
+    def fit(self, X: np.ndarray, y: np.ndarray, seed: int) -> "PythonDefender":
+        model = resolve_target(self.spec.target)(X, y, self.n_classes, seed, **self.spec.options)
+        if not callable(getattr(model, "predict_proba", None)):
+            raise ValueError(f"defender {self.name!r}: {self.spec.target} returned {type(model).__name__}, "
+                             f"which has no predict_proba")
+        if not isinstance(model, BaseEstimator) and not callable(getattr(model, "state_dict", None)):
+            raise ValueError(f"defender {self.name!r}: {self.spec.target} returned {type(model).__name__}: "
+                             f"not an sklearn estimator and no state_dict(), so it cannot be saved safely")
+        self.model = model
+        return self
+
+    def predict_proba(self, X: np.ndarray) -> np.ndarray:
+        if self.model is None:
+            raise RuntimeError(f"defender {self.name!r} is not fitted")
+        p = np.asarray(self.model.predict_proba(X), dtype=np.float64)
+        classes = getattr(self.model, "classes_", None)
+        if classes is not None and p.shape[1] != self.n_classes:
+            full = np.zeros((len(X), self.n_classes))
+            full[:, np.asarray(classes, dtype=int)] = p
+            p = full
+        if p.shape != (len(X), self.n_classes):
+            raise ValueError(f"defender {self.name!r}: predict_proba returned shape {p.shape}, "
+                             f"expected {(len(X), self.n_classes)}")
+        return p / p.sum(axis=1, keepdims=True)  # float64 rows summing to 1 (float32 models drift)
+
+    def save(self, path: Path) -> None:
+        if self.model is None:
+            raise RuntimeError(f"defender {self.name!r} is not fitted")
+        if isinstance(self.model, BaseEstimator):
+            sio.dump(self.model, path)
+            return
+        if self.spec.loader is None:
+            raise ValueError(f"defender {self.name!r}: a non-sklearn model needs 'loader' in the spec "
+                             f"(defenders[?].loader) to be reloaded from its state_dict")
+        state = {k: np.ascontiguousarray(v.detach().cpu().numpy() if hasattr(v, "detach") else np.asarray(v))
+                 for k, v in self.model.state_dict().items()}
+        save_file(state, str(path), metadata={"format": _STATE, "n_classes": str(self.n_classes)})
+
+    def load(self, path: Path) -> "PythonDefender":
+        if not zipfile.is_zipfile(path):  # a safetensors state, rebuilt by the user's loader
+            if self.spec.loader is None:
+                raise ValueError(f"{path} holds a state_dict but defender {self.name!r} has no 'loader'")
+            self.model = resolve_target(self.spec.loader, "loader")(load_file(str(path)), self.n_classes,
+                                                                   **self.spec.options)
+            return self
+        untrusted = sio.get_untrusted_types(file=path)
+        unknown = sorted(set(untrusted) - set(TRUSTED_TYPES) - set(self.spec.trusted_types))
+        if unknown:
+            raise ValueError(f"refusing to load {path}: it contains untrusted types {unknown} "
+                             f"(list them in trusted_types only if you trust this file)")
+        self.model = sio.load(path, trusted=untrusted)
+        return self
+
+    def claimed_epsilon(self) -> float | None:
+        return self.spec.claimed_epsilon
+
+    def claimed_delta(self) -> float | None:
+        return self.spec.claimed_delta
+
+    def describe(self) -> dict[str, Any]:
+        return {**super().describe(), "note": "user trainer: deterministic/order_invariant/claims are declared "
+                                              "by the user, not verified"}

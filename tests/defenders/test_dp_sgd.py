@@ -1,0 +1,58 @@
+"""DP-SGD (opacus): the spec contract, the recipe accessors, accountant epsilon <= target."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from privaudit.defenders.dp_sgd import DpSgdSpec, accountant_epsilon
+from privaudit.defenders.registry import make_defender, validate_defender_spec
+
+pytestmark = pytest.mark.filterwarnings("ignore:Optimal order", "ignore:Full backward hook", "ignore:GDP accounting")
+
+
+def _spec(**kw) -> dict:
+    return validate_defender_spec({"name": "dp", "kind": "dp_sgd", **kw}, where="defenders[0]")
+
+
+def test_spec_contract_defaults() -> None:
+    s = DpSgdSpec(name="dp", kind="dp_sgd", epsilon=1.0)
+    assert (s.hidden, s.epochs, s.batch_size, s.lr, s.max_grad_norm, s.delta, s.accountant, s.randomness,
+            s.random_state) == ([], 20, 64, 0.5, 1.0, 1e-5, "prv", "unseeded", 0)
+    with pytest.raises(ValueError, match=r"defenders\[0\]\.epsilon"):
+        _spec()
+    with pytest.raises(ValueError, match=r"defenders\[0\]\.accountant"):
+        _spec(epsilon=1.0, accountant="moments")
+    with pytest.raises(ValueError, match=r"defenders\[0\]\.randomness"):
+        _spec(epsilon=1.0, randomness="fixed")
+
+
+def test_recipe_accessors() -> None:
+    m = make_defender(_spec(epsilon=2.0, batch_size=50, epochs=3, accountant="rdp"), 10)
+    assert m.sample_rate(1000) == pytest.approx(0.05)
+    assert m.steps(1000) == 3 * 20
+    assert m.steps(130) == 3 * 3  # round(1/q) = round(2.6)
+    sigma = m.noise_multiplier(1000)
+    # the accountant certifies the target at sigma and not at a clearly smaller sigma
+    assert accountant_epsilon(sigma, 0.05, 60, 1e-5, "rdp") <= 2.0
+    assert accountant_epsilon(0.8 * sigma, 0.05, 60, 1e-5, "rdp") > 2.0
+    assert not m.deterministic and not m.order_invariant
+
+
+@pytest.mark.parametrize("accountant", ["rdp", "prv", "gdp"])
+def test_accountant_epsilon_at_most_target(accountant: str, tiny) -> None:
+    m = make_defender(_spec(epsilon=1.5, epochs=2, accountant=accountant), 10).fit(tiny.X, tiny.y, seed=3)
+    eps = m.claimed_epsilon()
+    assert eps is not None and 0.5 * 1.5 < eps <= 1.5
+    info = m.describe()
+    assert info["steps"] == m.steps(len(tiny.y)) and info["claimed_delta"] == 1e-5
+
+
+def test_noise_and_clipping_bound_the_update(tiny) -> None:
+    """Large epsilon: DP-SGD learns (well above chance); small epsilon: more noise, lower accuracy."""
+    weak = make_defender(_spec(epsilon=50.0, epochs=5, accountant="rdp", randomness="shuffled"), 10)
+    weak.fit(tiny.X, tiny.y, seed=0)
+    acc = np.mean(weak.predict_proba(tiny.Xt).argmax(axis=1) == tiny.yt)
+    assert acc > 0.6
+    strong = make_defender(_spec(epsilon=0.3, epochs=5, accountant="rdp"), 10).fit(tiny.X, tiny.y, seed=0)
+    assert np.mean(strong.predict_proba(tiny.Xt).argmax(axis=1) == tiny.yt) < acc
