@@ -1,0 +1,254 @@
+"""The audit flow: the DVC pipeline, one run at a time, its verdict as Prefect artifacts.
+
+``audit_flow`` validates ``params.yaml`` (with any overrides) first, then runs
+``dvc repro`` — or ``dvc exp run -S key=value ...`` when overrides are given, so the run is
+recorded as a DVC experiment (``dvc exp show``) and the workspace keeps its params, exactly
+as a hand-typed ``dvc exp run`` would — and reads ``metrics/gate.json`` (the contract in
+DESIGN.md), both inside :func:`flows._dvc.exclusive_pipeline` (global concurrency limit
+``privaudit-dvc`` of 1 slot + a file lock). It then publishes:
+
+- markdown artifact ``privaudit-verdict``: verdict, per-defender LTU privacy (Pedersen et al.
+  2022, Eq. 1) and audited ε̂ (max of Game 3 ``eps_low``, LiDP ``eps_lower_bound`` and
+  ``eps_lower_bound_k1``), the gate's reasons;
+- table artifact ``privaudit-defenders``: the same per-defender numbers;
+- link artifact ``privaudit-report``: ``file://`` URI of ``reports/audit.html``.
+
+The run ends **Failed** when the gate fails; its state message lists the gate's reasons
+(``state.result()`` raises :class:`GateFailed`, whose ``summary`` holds the rows).
+Only the I/O tasks (reading metrics, publishing artifacts) retry; the pipeline run does not
+(a failing stage is deterministic; retrying it only hides the error).
+
+Run once from the repository root: ``python -m flows.audit`` (or ``python -m flows.audit -S ltu.rounds=500``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from pathlib import Path
+from typing import Any
+
+from prefect import flow, get_run_logger, task
+from prefect.artifacts import create_link_artifact, create_markdown_artifact, create_table_artifact
+from prefect.states import Completed, Failed, State
+from pydantic import BaseModel, ConfigDict, Field
+
+from flows._dvc import (
+    check_params,
+    exclusive_pipeline,
+    resolve_repo,
+    run_dvc,
+    set_overrides_args,
+)
+from privaudit.cli import load_gate
+from privaudit.report.checks import audited_epsilons
+
+class GateFailed(RuntimeError):
+    """The release gate failed; the message lists its reasons, ``summary`` holds the verdict rows."""
+
+    def __init__(self, message: str, summary: dict[str, Any]) -> None:
+        super().__init__(message)
+        self.summary = summary
+
+
+STAGE_PREFIXES = ("base", "dataset", "split", "featurize", "ltu", "canaries", "game3", "lidp", "bounds", "report", "gate")
+
+
+class AuditOverrides(BaseModel):
+    """Typed ``params.yaml`` overrides of one audit run (``None`` = keep params.yaml's value).
+
+    Each field ``<block>_<key>`` maps to ``dvc exp run -S <block>.<key>=<value>``
+    (``ltu_rounds`` → ``ltu.rounds``); ``extra`` takes any other dotted key.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    base_seed: int | None = None
+    base_device: str | None = Field(None, description="auto | cpu | cuda")
+    dataset_name: str | None = None
+    dataset_path: str | None = None
+    dataset_label_column: str | None = None
+    dataset_max_samples: int | None = None
+    split_defender_fraction: float | None = None
+    featurize_backbone: str | None = None
+    ltu_rounds: int | None = None
+    game3_canaries: int | None = None
+    lidp_trials: int | None = None
+    lidp_canaries: int | None = None
+    lidp_canary_type: str | None = None
+    gate_min_privacy: float | None = None
+    gate_min_utility: float | None = None
+    gate_max_epsilon_excess: float | None = None
+    extra: dict[str, str | int | float | bool | None] = Field(
+        default_factory=dict, description="other dotted params keys, e.g. {'lidp.beta': 0.01}"
+    )
+
+    def as_dotted(self) -> dict[str, Any]:
+        """The set overrides as ``{"block.key": value}``."""
+        dotted: dict[str, Any] = {}
+        for name, value in self.model_dump(exclude={"extra"}).items():
+            if value is not None:
+                block, key = name.split("_", 1)
+                dotted[f"{block}.{key}"] = value
+        for key, value in self.extra.items():
+            if key.split(".", 1)[0] not in STAGE_PREFIXES or "." not in key:
+                raise ValueError(f"override key {key!r} must be '<block>.<key>' with block in {list(STAGE_PREFIXES)}")
+            dotted[key] = value
+        return dotted
+
+
+@task(name="check-params")
+def check_params_task(repo: Path, overrides: dict[str, Any]) -> None:
+    """Validate params.yaml + overrides before any pipeline work (no retries: deterministic)."""
+    check_params(repo, overrides)
+
+
+@task(name="dvc-pipeline", retries=0)
+def run_pipeline(repo: Path, overrides: dict[str, Any], force: bool, timeout_s: float) -> str:
+    """``dvc repro`` (or ``dvc exp run -S ...``); the caller holds the pipeline lock."""
+    logger = get_run_logger()
+    args = (["exp", "run", *set_overrides_args(overrides)] if overrides else ["repro"]) + (["--force"] if force else [])
+    logger.info("running dvc %s in %s", " ".join(args), repo)
+    out = run_dvc(repo, args, timeout_s)
+    ran = [line for line in out.splitlines() if line.startswith("Running stage")]
+    logger.info("dvc: %s", "; ".join(ran) or "nothing to reproduce (all stages up to date)")
+    return out
+
+
+@task(name="read-gate", retries=2, retry_delay_seconds=2)
+def read_gate(repo: Path) -> dict[str, Any]:
+    """``metrics/gate.json``, validated (I/O: retried)."""
+    return load_gate(repo / "metrics" / "gate.json")
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+
+
+@task(name="read-metrics", retries=2, retry_delay_seconds=2)
+def read_metrics(repo: Path) -> dict[str, dict[str, Any]]:
+    """``metrics/ltu.json`` and ``metrics/audit.json`` (I/O: retried)."""
+    return {"ltu": _read_json(repo / "metrics" / "ltu.json"), "audit": _read_json(repo / "metrics" / "audit.json")}
+
+
+def _num(value: Any) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) else None
+
+
+def defender_rows(gate: dict[str, Any], metrics: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """One row per defender: gate, LTU privacy ± stderr, utility, claimed ε, ε̂ and its parts."""
+    rows = []
+    for name, entry in gate["defenders"].items():
+        ltu = metrics["ltu"].get(name, {})
+        audit = metrics["audit"].get(name)
+        eps = audited_epsilons(name, audit)
+        rows.append({
+            "defender": name,
+            "gate": "PASS" if entry["passed"] else "FAIL",
+            "privacy": _num(ltu.get("privacy")),
+            "privacy_stderr": _num(ltu.get("privacy_stderr")),
+            "utility": _num(ltu.get("utility")),
+            "claimed_epsilon": _num((audit or {}).get("claimed_epsilon")),
+            "epsilon_hat": max(eps.values()) if eps else None,
+            "game3_eps_low": eps.get("game3.eps_low"),
+            "lidp_eps_lower_bound": eps.get("lidp.eps_lower_bound"),
+            "lidp_eps_lower_bound_k1": eps.get("lidp.eps_lower_bound_k1"),
+            "reasons": "; ".join(entry["reasons"]),
+        })
+    return rows
+
+
+def _fmt(value: Any, digits: int = 3) -> str:
+    return "—" if value is None else (f"{value:.{digits}f}" if isinstance(value, float) else str(value))
+
+
+def summary_markdown(gate: dict[str, Any], rows: list[dict[str, Any]], report: Path) -> str:
+    """The verdict as Markdown: headline, per-defender table, the gate's reasons."""
+    lines = [f"# privaudit verdict: **{'PASS' if gate['passed'] else 'FAIL'}**", "",
+             "| defender | gate | LTU privacy (Eq. 1) | utility (Eq. 2) | claimed ε | audited ε̂ |",
+             "| --- | --- | --- | --- | --- | --- |"]
+    for r in rows:
+        priv = _fmt(r["privacy"]) + (f" ± {_fmt(r['privacy_stderr'])}" if r["privacy_stderr"] is not None else "")
+        lines.append(f"| {r['defender']} | {r['gate']} | {priv} | {_fmt(r['utility'])} | "
+                     f"{_fmt(r['claimed_epsilon'])} | {_fmt(r['epsilon_hat'])} |")
+    lines += ["", "ε̂ = the largest audited lower bound (Game 3 `eps_low`, LiDP `eps_lower_bound`, K=1 bound)."]
+    if gate["reasons"]:
+        lines += ["", "## Reasons", ""] + [f"- {reason}" for reason in gate["reasons"]]
+    lines += ["", f"Report: `{report}`"]
+    return "\n".join(lines) + "\n"
+
+
+@task(name="publish-artifacts", retries=2, retry_delay_seconds=2)
+def publish_artifacts(gate: dict[str, Any], rows: list[dict[str, Any]], report: Path) -> None:
+    """Markdown summary, table and report link artifacts (API calls: retried)."""
+    create_markdown_artifact(summary_markdown(gate, rows, report), key="privaudit-verdict",
+                             description="privaudit release-gate verdict")
+    create_table_artifact(rows, key="privaudit-defenders", description="per-defender privacy, utility and audited ε̂")
+    create_link_artifact(report.resolve().as_uri(), link_text=f"audit report ({report.name})",
+                         key="privaudit-report", description=str(report.resolve()))
+
+
+def gate_failure_message(gate: dict[str, Any]) -> str:
+    """``release gate failed: <reason>; <reason>`` (falls back to the failing defenders' names)."""
+    reasons = list(gate["reasons"]) or [f"{n}: failed" for n, e in gate["defenders"].items() if not e["passed"]]
+    return "release gate failed: " + "; ".join(reasons)
+
+
+@flow(name="privaudit-audit", log_prints=True)
+def audit_flow(
+    repo: str | None = None,
+    overrides: AuditOverrides | None = None,
+    force: bool = False,
+    timeout_s: float = 6 * 3600,
+) -> State:
+    """Run the audit pipeline and publish its verdict; Failed when the release gate fails.
+
+    Args:
+        repo: the DVC repository (default: the checkout holding this file).
+        overrides: typed params overrides; any set → ``dvc exp run -S ...`` instead of ``dvc repro``.
+        force: rerun every stage (``--force``), e.g. after a new data drop at an unchanged
+            ``dataset.path`` (the data file itself is not a DVC dependency of ``ingest``).
+        timeout_s: longest wait for the pipeline lock, and longest pipeline run.
+    """
+    root = resolve_repo(repo)
+    dotted = (overrides or AuditOverrides()).as_dotted()
+    check_params_task(root, dotted)
+    with exclusive_pipeline(root, timeout_s):  # held until the metrics are read: no other run rewrites them
+        run_pipeline(root, dotted, force, timeout_s)
+        gate = read_gate(root)
+        metrics = read_metrics(root)
+    rows = defender_rows(gate, metrics)
+    report = root / "reports" / "audit.html"
+    publish_artifacts(gate, rows, report)
+    result = {"passed": gate["passed"], "reasons": gate["reasons"], "defenders": rows, "report": str(report)}
+    if not gate["passed"]:
+        message = gate_failure_message(gate)
+        return Failed(message=message, data=GateFailed(message, result))
+    return Completed(message="release gate passed", data=result)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m flows.audit [--repo R] [--force] [--set key=value ...]``: one run, exit 1 on Failed."""
+    import yaml
+
+    summary = (audit_flow.description or "").split("\n")[0]
+    parser = argparse.ArgumentParser(prog="python -m flows.audit", description=summary)
+    parser.add_argument("--repo", default=None)
+    parser.add_argument("--force", action="store_true")
+    parser.add_argument("--set", "-S", action="append", default=[], metavar="KEY=VALUE", help="params override")
+    args = parser.parse_args(argv)
+    extra = {}
+    for item in args.set:
+        key, sep, value = item.partition("=")
+        if not sep:
+            parser.error(f"--set {item!r}: expected KEY=VALUE")
+        extra[key] = yaml.safe_load(value)
+    state = audit_flow(repo=args.repo, overrides=AuditOverrides(extra=extra), force=args.force, return_state=True)
+    print(state.message)
+    return 0 if state.is_completed() else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,224 @@
+"""The data-validation flow: check a new source data drop, start the audit only when it is new and sound.
+
+``validate_flow`` loads the drop with :func:`privaudit.data.sources.load_source` (the same
+loader the ``ingest`` stage uses), runs the ``source`` Great Expectations suite
+(:func:`privaudit.validation.validate_source`) and then:
+
+- **failed** (a suite expectation, or the loader's own checks: unreadable file, labels out of
+  range, duplicate ids): publishes markdown artifact ``privaudit-data-validation`` listing the
+  failed expectations and ends **Failed**; no audit is started and the recorded hash is kept;
+- **passed, unchanged** (content hash equal to the last validated one): Completed, no audit;
+- **passed, changed**: starts the audit deployment (``run_deployment``, not waiting for it) with
+  ``force=True`` (the data file is not a DVC dependency of ``ingest``, so an unforced
+  ``dvc repro`` would not see the new content) and, where the drop's name/path/label column
+  differ from ``params.yaml``, the matching ``dataset_*`` overrides; then records the hash.
+
+Where the last validated hash lives (decision): a small JSON state file,
+``<repo>/.dvc/tmp/privaudit-validated.json`` by default (DVC's git-ignored scratch folder),
+keyed by the drop's identity (dataset name, resolved path, label column). A file works the
+same with or without a Prefect server (tests, one-off ``python -m flows.validate``) and travels
+with the repository it describes; a Prefect Variable would tie the state to one server
+database. The hash is recorded only after the audit run was created, so a failed trigger is
+retried on the next schedule.
+
+The content hash is SHA-256 over what the pipeline would ingest: X (dtype, shape, bytes),
+y, ids and the JSON metadata (less its ``origin``), so a re-saved file with identical content is
+"unchanged".
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+from prefect import flow, get_run_logger, task
+from prefect.artifacts import create_markdown_artifact
+from prefect.cache_policies import NO_CACHE
+from prefect.deployments import run_deployment
+from prefect.states import Completed, Failed, State
+
+from flows._dvc import resolve_repo
+from privaudit.artifacts import write_json
+from privaudit.data.sources import DataSourceError, SourceData, load_source
+from privaudit.validation import ValidationFailed, validate_source
+
+class DropRejected(ValueError):
+    """The data drop failed validation; ``failures`` lists the failed expectations."""
+
+    def __init__(self, message: str, failures: list[str]) -> None:
+        super().__init__(message)
+        self.failures = failures
+
+
+AUDIT_DEPLOYMENT = "privaudit-audit/nightly-audit"
+STATE_FILE = Path(".dvc") / "tmp" / "privaudit-validated.json"
+
+
+def _retry_on_os_error(task: Any, task_run: Any, state: State) -> bool:
+    """Retry the load only for transient I/O errors, never for a malformed data set."""
+    exc = state.result(raise_on_failure=False)
+    return isinstance(exc, OSError) and not isinstance(exc, ValueError)
+
+
+@task(name="load-source", cache_policy=NO_CACHE, retries=2, retry_delay_seconds=5, retry_condition_fn=_retry_on_os_error)
+def load_drop(name: str, path: str | None, label_column: str | None) -> SourceData:
+    """The drop as the ingest stage would load it (I/O: retried on OSError)."""
+    return load_source(name, path, label_column)
+
+
+@task(name="validate-source", cache_policy=NO_CACHE)
+def run_expectations(data: SourceData, min_rows: int) -> list[str]:
+    """The ``source`` GX suite; returns the failed expectations' descriptions (empty: passed)."""
+    try:
+        validate_source(data, min_rows=min_rows)
+    except ValidationFailed as exc:
+        return [f.describe() for f in exc.failures] or [str(exc)]
+    return []
+
+
+def content_hash(data: SourceData) -> str:
+    """SHA-256 (hex) of X's dtype/shape/bytes, y, ids and the sorted-key JSON meta (less ``origin``, the file name)."""
+    h = hashlib.sha256()
+    for arr in (data.X, data.y, data.ids):
+        h.update(f"{arr.dtype.str}{arr.shape}".encode())
+        h.update(arr.tobytes())
+    meta = {k: v for k, v in data.meta.items() if k != "origin"}
+    h.update(json.dumps(meta, sort_keys=True, default=str).encode())
+    return h.hexdigest()
+
+
+def drop_key(name: str, path: str | None, label_column: str | None) -> str:
+    """Identity of a drop in the state file: ``name|resolved path|label column``."""
+    resolved = str(Path(path).expanduser().resolve()) if path else ""
+    return f"{name}|{resolved}|{label_column or ''}"
+
+
+@task(name="read-validated-state", retries=2, retry_delay_seconds=2)
+def read_state(state_file: Path) -> dict[str, Any]:
+    """The state file (``{drop key: {sha256, flow_run_id}}``); empty when absent (I/O: retried)."""
+    if not state_file.is_file():
+        return {}
+    try:
+        state = json.loads(state_file.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"state file {state_file} is not valid JSON ({exc}); delete it to start over") from exc
+    if not isinstance(state, dict):
+        raise ValueError(f"state file {state_file} must hold a JSON object, got {type(state).__name__}")
+    return state
+
+
+@task(name="record-validated-hash", retries=2, retry_delay_seconds=2)
+def record_state(state_file: Path, state: dict[str, Any]) -> None:
+    """Write the state file atomically (I/O: retried)."""
+    state_file.parent.mkdir(parents=True, exist_ok=True)
+    write_json(state_file, state)
+
+
+def audit_parameters(repo: Path, name: str, path: str | None, label_column: str | None) -> dict[str, Any]:
+    """Parameters of the triggered audit run: ``force=True`` plus the dataset keys that differ from params.yaml."""
+    raw = yaml.safe_load((repo / "params.yaml").read_text(encoding="utf-8")) or {}
+    current = raw.get("dataset") or {}
+    wanted = {"name": name, "path": str(Path(path).expanduser().resolve()) if path else None, "label_column": label_column}
+    overrides = {}
+    for key, value in wanted.items():
+        have = current.get(key)
+        if key == "path" and have:
+            have = str((repo / have).resolve()) if not Path(have).is_absolute() else have
+        if have != value:
+            overrides[f"dataset_{key}"] = value
+    params: dict[str, Any] = {"repo": str(repo), "force": True}
+    if overrides:
+        params["overrides"] = overrides
+    return params
+
+
+def failure_markdown(name: str, path: str | None, failures: list[str]) -> str:
+    """The failed expectations as a Markdown artifact."""
+    lines = [f"# Data validation FAILED: `{name}` at `{path}`", "",
+             f"{len(failures)} failed expectation(s); no audit was started.", ""]
+    lines += [f"- `{text}`" for text in failures]
+    return "\n".join(lines) + "\n"
+
+
+@flow(name="privaudit-validate-data", log_prints=True)
+def validate_flow(
+    path: str | None = None,
+    dataset_name: str = "csv",
+    label_column: str | None = None,
+    min_rows: int = 2,
+    repo: str | None = None,
+    audit_deployment: str = AUDIT_DEPLOYMENT,
+    state_file: str | None = None,
+) -> State:
+    """Validate a data drop; start ``audit_deployment`` when it passes and its content changed.
+
+    Args:
+        path: the drop (``dataset.path``: a CSV, the Location ``.tgz``, an image folder);
+            ``None`` for embedded sets (``digits``, ``mnist5k``).
+        dataset_name: ``dataset.name`` of the drop (``csv``, ``location``, ``imagefolder``, ...).
+        label_column: ``dataset.label_column`` (csv only).
+        min_rows: smallest acceptable number of rows.
+        repo: the DVC repository the audit runs in (default: this checkout).
+        audit_deployment: ``"<flow name>/<deployment name>"`` to start.
+        state_file: JSON file with the last validated hashes (default ``<repo>/.dvc/tmp/privaudit-validated.json``).
+    """
+    logger = get_run_logger()
+    root = resolve_repo(repo)
+    state_path = Path(state_file) if state_file else root / STATE_FILE
+    try:
+        data = load_drop(dataset_name, path, label_column)
+    except DataSourceError as exc:  # the loader's own checks: a malformed drop, not a flaky disk
+        failures = [f"load_source({dataset_name!r}, {path!r}): {exc}"]
+    else:
+        failures = run_expectations(data, min_rows)
+    if failures:
+        create_markdown_artifact(failure_markdown(dataset_name, path, failures), key="privaudit-data-validation",
+                                 description="failed Great Expectations checks of the data drop")
+        message = f"data validation failed ({len(failures)} expectation(s)): " + "; ".join(failures)
+        return Failed(message=message, data=DropRejected(message, failures))
+
+    digest = content_hash(data)
+    key = drop_key(dataset_name, path, label_column)
+    state = read_state(state_path)
+    last = (state.get(key) or {}).get("sha256")
+    if last == digest:
+        logger.info("data drop %s unchanged (sha256 %s); no audit started", key, digest[:12])
+        return Completed(message=f"validation passed; data unchanged (sha256 {digest[:12]}); no audit started",
+                         data={"sha256": digest, "audit_flow_run_id": None})
+
+    parameters = audit_parameters(root, dataset_name, path, label_column)
+    run = run_deployment(audit_deployment, parameters=parameters, timeout=0, as_subflow=False)
+    logger.info("data drop %s changed (sha256 %s → %s); started %s run %s", key,
+                (last or "none")[:12], digest[:12], audit_deployment, run.id)
+    record_state(state_path, {**state, key: {"sha256": digest, "audit_flow_run_id": str(run.id)}})
+    create_markdown_artifact(
+        f"# Data validation passed: `{dataset_name}` at `{path}`\n\nContent changed "
+        f"(sha256 `{digest[:12]}`); started audit run `{run.id}` of `{audit_deployment}`.\n",
+        key="privaudit-data-validation", description="data drop validation")
+    return Completed(message=f"validation passed; data changed; started audit flow run {run.id}",
+                     data={"sha256": digest, "audit_flow_run_id": str(run.id)})
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m flows.validate PATH --dataset-name csv --label-column label``: one run, exit 1 on Failed."""
+    summary = (validate_flow.description or "").split("\n")[0]
+    parser = argparse.ArgumentParser(prog="python -m flows.validate", description=summary)
+    parser.add_argument("path", nargs="?", default=None)
+    parser.add_argument("--dataset-name", default="csv")
+    parser.add_argument("--label-column", default=None)
+    parser.add_argument("--repo", default=None)
+    parser.add_argument("--audit-deployment", default=AUDIT_DEPLOYMENT)
+    args = parser.parse_args(argv)
+    state = validate_flow(path=args.path, dataset_name=args.dataset_name, label_column=args.label_column,
+                          repo=args.repo, audit_deployment=args.audit_deployment, return_state=True)
+    print(state.message)
+    return 0 if state.is_completed() else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,221 @@
+"""The audit flow: typed overrides, a real micro pipeline run with its artifacts, the failure paths."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from prefect.client.orchestration import get_client
+
+import flows.audit as audit
+from flows._dvc import DVC_CONCURRENCY_LIMIT, LOCK_FILE, PipelineError, file_lock, set_overrides_args, yaml_scalar
+from flows.audit import AuditOverrides, GateFailed, audit_flow
+from privaudit.report.checks import audited_epsilons
+from tests.flows.helpers import artifacts_of, task_runs_named
+
+pytestmark = pytest.mark.usefixtures("prefect_harness")
+
+
+# ----------------------------------------------------------------------------- overrides (no server needed)
+
+
+def test_overrides_map_to_dvc_set_arguments() -> None:
+    o = AuditOverrides(ltu_rounds=500, dataset_label_column="y", gate_min_privacy=0.5,
+                       extra={"lidp.beta": 0.01, "report.title": "nightly run", "dataset.path": None})
+    assert o.as_dotted() == {"ltu.rounds": 500, "dataset.label_column": "y", "gate.min_privacy": 0.5,
+                             "lidp.beta": 0.01, "report.title": "nightly run", "dataset.path": None}
+    assert set_overrides_args(o.as_dotted()) == [
+        "-S", "dataset.label_column=y", "-S", "dataset.path=null", "-S", "gate.min_privacy=0.5",
+        "-S", "lidp.beta=0.01", "-S", "ltu.rounds=500", "-S", "report.title=nightly run"]
+    assert AuditOverrides().as_dotted() == {}
+    assert [yaml_scalar(v) for v in (True, None, 3, 1e-5, "auto")] == ["true", "null", "3", "1.0e-05", "auto"]
+
+
+@pytest.mark.parametrize("key", ["rounds", "nosuchblock.x", "ltu"])
+def test_override_keys_must_name_a_params_block(key: str) -> None:
+    with pytest.raises(ValueError, match="must be '<block>.<key>'"):
+        AuditOverrides(extra={key: 1}).as_dotted()
+
+
+def test_overrides_reject_unknown_fields() -> None:
+    with pytest.raises(ValueError, match="ltu_round"):
+        AuditOverrides(ltu_round=5)  # type: ignore[call-arg]
+
+
+# ----------------------------------------------------------------------------- a real micro pipeline
+
+
+@pytest.fixture()
+def first_run(first_audit: Any) -> Any:
+    """One real ``dvc repro`` of the micro pipeline through the flow (the end-to-end run; conftest)."""
+    return first_audit
+
+
+def test_audit_flow_runs_pipeline_and_publishes_artifacts(micro_workspace: Path, first_run: Any) -> None:
+    ws = micro_workspace
+    gate = json.loads((ws / "metrics" / "gate.json").read_text())
+    audit_json = json.loads((ws / "metrics" / "audit.json").read_text())
+    ltu = json.loads((ws / "metrics" / "ltu.json").read_text())
+    assert first_run.is_completed() == gate["passed"], first_run.message
+    if not gate["passed"]:
+        assert first_run.is_failed() and first_run.message.startswith("release gate failed")
+
+    arts = artifacts_of(first_run.state_details.flow_run_id)
+    assert {"privaudit-verdict", "privaudit-defenders", "privaudit-report"} <= set(arts)
+    md = arts["privaudit-verdict"].data
+    assert f"privaudit verdict: **{'PASS' if gate['passed'] else 'FAIL'}**" in md
+    table = json.loads(arts["privaudit-defenders"].data)
+    assert [row["defender"] for row in table] == list(gate["defenders"]) == ["logreg"]
+    row = table[0]
+    eps = audited_epsilons("logreg", audit_json["logreg"])
+    assert row["epsilon_hat"] == pytest.approx(max(eps.values()))
+    assert row["privacy"] == pytest.approx(ltu["logreg"]["privacy"])
+    assert f"{row['privacy']:.3f}" in md and f"{row['epsilon_hat']:.3f}" in md
+    report = ws / "reports" / "audit.html"
+    assert report.is_file() and report.resolve().as_uri() in arts["privaudit-report"].data
+
+    # the pipeline ran once, with no retry, and its log names the stages
+    [pipeline_run] = task_runs_named(first_run.state_details.flow_run_id, "dvc-pipeline")
+    assert pipeline_run.run_count == 1
+
+
+@pytest.mark.slow  # a second flow run after the real end-to-end run
+def test_second_run_reproduces_nothing(micro_workspace: Path, first_run: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    outputs: list[str] = []
+    real = audit.run_dvc
+
+    def spy(repo: Path, args: list[str], timeout_s: float | None = None) -> str:
+        outputs.append(out := real(repo, args, timeout_s))
+        return out
+
+    monkeypatch.setattr(audit, "run_dvc", spy)
+    state = audit_flow(repo=str(micro_workspace), return_state=True)
+    assert state.type == first_run.type
+    assert len(outputs) == 1 and "Running stage" not in outputs[0]
+
+
+@pytest.mark.slow  # a real `dvc exp run` (report stage only) after the real end-to-end run
+def test_real_failed_gate_fails_the_flow_with_its_reasons(micro_workspace: Path, first_run: Any) -> None:
+    """``gate.min_privacy=1.0`` via ``dvc exp run -S``: only the report stage reruns; the run ends Failed."""
+    params_file = micro_workspace / "params.yaml"
+    original = params_file.read_text()
+    try:
+        state = audit_flow(repo=str(micro_workspace), overrides=AuditOverrides(gate_min_privacy=1.0), return_state=True)
+        gate = json.loads((micro_workspace / "metrics" / "gate.json").read_text())
+        assert yaml.safe_load(params_file.read_text())["gate"]["min_privacy"] == 1.0  # the experiment's params
+    finally:
+        params_file.write_text(original)
+    assert gate["passed"] is False and gate["reasons"]
+    assert state.is_failed()
+    assert state.message.startswith("release gate failed: ")
+    for reason in gate["reasons"]:
+        assert reason in state.message
+    assert "privacy" in state.message
+    md = artifacts_of(state.state_details.flow_run_id)["privaudit-verdict"].data
+    assert "**FAIL**" in md and all(r in md for r in gate["reasons"])
+
+
+# ----------------------------------------------------------------------------- failure paths with a fake dvc
+
+
+FAILED_GATE = {
+    "passed": False,
+    "reasons": ["mlp: LTU privacy 0.10 < gate.min_privacy 0.20", "mlp: audited eps 3.1 > claimed 1.0"],
+    "defenders": {"logreg": {"passed": True, "reasons": []},
+                  "mlp": {"passed": False, "reasons": ["mlp: LTU privacy 0.10 < gate.min_privacy 0.20",
+                                                       "mlp: audited eps 3.1 > claimed 1.0"]}},
+}
+
+
+def test_failed_gate_fails_the_flow_with_its_reasons(micro_workspace: Path, tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """A fake ``dvc repro`` writes a failing gate: the run ends Failed, every reason in its message."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "dvc.yaml").write_text("stages: {}\n")
+    (repo / "params.yaml").write_text((micro_workspace / "params.yaml").read_text())
+
+    def fake_repro(root: Path, args: list[str], timeout_s: float | None = None) -> str:
+        (root / "metrics").mkdir()
+        (root / "metrics" / "gate.json").write_text(json.dumps(FAILED_GATE))
+        (root / "metrics" / "ltu.json").write_text(json.dumps({"mlp": {"privacy": 0.1, "privacy_stderr": 0.02}}))
+        (root / "metrics" / "audit.json").write_text(json.dumps(
+            {"mlp": {"claimed_epsilon": 1.0, "game3": {"eps_low": 3.1}, "lidp": {"eps_lower_bound": 2.0}}}))
+        return "Running stage 'report':\n"
+
+    monkeypatch.setattr(audit, "run_dvc", fake_repro)
+    state = audit_flow(repo=str(repo), return_state=True)
+    assert state.is_failed()
+    assert state.message == "release gate failed: " + "; ".join(FAILED_GATE["reasons"])
+    with pytest.raises(GateFailed, match="release gate failed") as raised:
+        state.result()
+    assert raised.value.summary["passed"] is False and raised.value.summary["reasons"] == FAILED_GATE["reasons"]
+    arts = artifacts_of(state.state_details.flow_run_id)
+    md = arts["privaudit-verdict"].data
+    assert "**FAIL**" in md and all(r in md for r in FAILED_GATE["reasons"])
+    rows = {r["defender"]: r for r in json.loads(arts["privaudit-defenders"].data)}
+    assert rows["mlp"]["gate"] == "FAIL" and rows["mlp"]["epsilon_hat"] == 3.1 and rows["mlp"]["privacy"] == 0.1
+    assert rows["logreg"]["gate"] == "PASS" and rows["logreg"]["epsilon_hat"] is None
+
+
+
+def test_pipeline_error_fails_the_run_without_retrying(micro_workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[list[str]] = []
+
+    def broken(repo: Path, args: list[str], timeout_s: float | None = None) -> str:
+        calls.append(args)
+        raise PipelineError("`dvc repro` failed (exit 255):\nERROR: failed to reproduce 'ltu'")
+
+    monkeypatch.setattr(audit, "run_dvc", broken)
+    state = audit_flow(repo=str(micro_workspace), return_state=True)
+    assert state.is_failed() and "failed to reproduce 'ltu'" in state.message
+    assert calls == [["repro"]]  # exactly one attempt: the pipeline task has no retries
+    assert audit.run_pipeline.retries == 0
+    assert audit.read_gate.retries > 0 and audit.publish_artifacts.retries > 0  # I/O tasks do retry
+
+
+def test_bad_override_stops_before_the_pipeline(micro_workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(audit, "run_dvc", lambda *a, **k: pytest.fail("dvc must not run with invalid params"))
+    state = audit_flow(repo=str(micro_workspace), overrides=AuditOverrides(ltu_rounds=0), return_state=True)
+    assert state.is_failed() and "ltu.rounds" in state.message
+
+
+def test_force_and_overrides_reach_dvc(micro_workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[list[str]] = []
+    monkeypatch.setattr(audit, "run_dvc", lambda repo, args, timeout_s=None: calls.append(args) or "")
+    monkeypatch.setattr(audit, "read_gate", lambda repo: {"passed": True, "reasons": [], "defenders": {}})
+    assert audit_flow(repo=str(micro_workspace), force=True, return_state=True).is_completed()
+    audit_flow(repo=str(micro_workspace), overrides={"lidp_trials": 8}, return_state=True)
+    assert calls == [["repro", "--force"], ["exp", "run", "-S", "lidp.trials=8"]]
+
+
+def test_pipeline_holds_the_global_limit_and_the_file_lock(micro_workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """While dvc runs: the ``privaudit-dvc`` slot is taken and a second locker times out."""
+    seen: dict[str, Any] = {}
+
+    def probe(repo: Path, args: list[str], timeout_s: float | None = None) -> str:
+        with get_client(sync_client=True) as client:
+            seen["active"] = client.read_global_concurrency_limit_by_name(DVC_CONCURRENCY_LIMIT).active_slots
+        with pytest.raises(TimeoutError, match="another pipeline run"):
+            with file_lock(repo / LOCK_FILE, timeout_s=0):
+                pass
+        seen["locked"] = True
+        return ""
+
+    monkeypatch.setattr(audit, "run_dvc", probe)
+    monkeypatch.setattr(audit, "read_gate", lambda repo: {"passed": True, "reasons": [], "defenders": {}})
+    with get_client(sync_client=True) as client:
+        client.upsert_global_concurrency_limit_by_name(DVC_CONCURRENCY_LIMIT, 1)
+    try:
+        assert audit_flow(repo=str(micro_workspace), return_state=True).is_completed()
+        with get_client(sync_client=True) as client:
+            after = client.read_global_concurrency_limit_by_name(DVC_CONCURRENCY_LIMIT).active_slots
+    finally:
+        with get_client(sync_client=True) as client:
+            client.delete_global_concurrency_limit_by_name(DVC_CONCURRENCY_LIMIT)
+    assert seen == {"active": 1, "locked": True} and after == 0
+    with file_lock(micro_workspace / LOCK_FILE, timeout_s=0):  # released afterwards
+        pass
