@@ -19,12 +19,13 @@ export DVC_NO_ANALYTICS := 1
 export PREFECT_SERVER_ANALYTICS_ENABLED := false
 export PYTHONHASHSEED := 0
 
-.PHONY: help setup audit test test-all browser verdict clean-outputs
+.PHONY: help setup audit test test-all test-server browser verdict schedule clean-outputs
 
 help:
 	@echo "make audit    - set up .venv if needed, run 'dvc repro', print the release verdict"
 	@echo "make test     - set up .venv if needed, run the test suite"
-	@echo "make test-all - also the slow, server and browser tests"
+	@echo "make test-all - also the slow simulations and the Prefect server test"
+	@echo "make schedule - register and serve the Prefect deployments (see README)"
 	@echo "make setup    - only create/refresh .venv"
 
 setup: $(STAMP)
@@ -63,6 +64,13 @@ test-all: setup browser
 browser: setup
 	@bash tests/report/install_browser.sh $(BIN)/pip $(VENV)/constraints.txt \
 	  || echo "browser: could not install chromium; tests/report/test_browser.py will skip"
+
+# register and serve the Prefect deployments (start `prefect server` first; README "Scheduled audits")
+schedule: setup
+	$(BIN)/python -m flows.deploy $(DEPLOY_ARGS)
+
+test-server: setup
+	$(BIN)/python -m pytest -q -m server tests/flows
 
 clean-outputs:
 	rm -rf data/source data/split data/features data/defenders data/ltu data/canaries data/audit metrics reports
