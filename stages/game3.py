@@ -12,6 +12,7 @@ from privaudit.artifacts import ensure_writable, write_json
 from privaudit.attacks.game3 import game3_audit
 from privaudit.config import Params
 from privaudit.seeding import rng_for
+from privaudit.validation import validate_metrics
 from stages._runner import run_stage
 
 
@@ -33,10 +34,13 @@ def _body(args: argparse.Namespace, params: Params) -> None:
             raise FileNotFoundError(f"{path} not found (run the canaries stage)")
         with np.load(path, allow_pickle=False) as z:
             run = {k: z[k] for k in z.files}
-        result[name] = game3_audit(run, taus, g.alpha, rng_for(params.base.seed, "game3", name))
+        result[name] = game3_audit(run, taus, g.alpha, rng_for(params.base.seed, "game3", name), g.tau_selection)
         r = result[name]
         print(f"game3: {name}: eps in [{r['eps_low']:.3f}, {r['eps_high']:.3f}] (CP, tau={r['tau']:.2f}), "
               f"ACGR [{r['acgr']['eps_low']:.3f}, {r['acgr']['eps_high']:.3f}]")
+        for i, pr in enumerate(r.get("per_run", [])):
+            print(f"game3: {name}: run {i}: eps in [{pr['eps_low']:.3f}, {pr['eps_high']:.3f}]")
+    validate_metrics("audit", {name: {"game3": r} for name, r in result.items()})
     write_json(args.out, result)
 
 

@@ -1,4 +1,9 @@
-"""Stage lidp: Lifted-DP ε lower bounds; merges Game 3 into ``metrics/audit.json``."""
+"""Stage lidp: Lifted-DP ε lower bounds; merges Game 3 into ``metrics/audit.json``.
+
+Also writes ``data/audit/epsilon_vs_trials/<defender>.csv`` (trials, eps_k1, eps_ksqrt).
+``python -m stages.lidp --self-check EPS`` instead audits the Gaussian mechanism with known ε
+(LiDP §4) through the same audit code and prints ε̂ next to the true ε.
+"""
 
 from __future__ import annotations
 
@@ -9,10 +14,12 @@ from pathlib import Path
 
 import numpy as np
 
-from privaudit.artifacts import ensure_writable, read_json, write_json
+from privaudit.artifacts import atomic_dir, ensure_writable, read_json, write_json
 from privaudit.attacks.lidp_audit import lidp_audit
 from privaudit.config import Params
+from privaudit.mechanisms import gaussian_mechanism_sigma, simulate_gaussian_scores
 from privaudit.seeding import rng_for
+from privaudit.validation import validate_metrics
 from stages._runner import run_stage
 
 
@@ -21,29 +28,73 @@ def _args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--game3", type=Path, default=Path("data/audit/game3.json"))
     p.add_argument("--defenders", type=Path, default=Path("data/defenders"))
     p.add_argument("--out", type=Path, default=Path("metrics/audit.json"))
+    p.add_argument("--curves", type=Path, default=Path("data/audit/epsilon_vs_trials"))
+    p.add_argument("--self-check", type=float, default=None, metavar="EPS",
+                   help="audit a Gaussian mechanism with known epsilon EPS instead (writes nothing)")
+    p.add_argument("--dim", type=int, default=100_000, help="self-check: dimension of the mechanism")
+
+
+def self_check(params: Params, epsilon: float, dim: int) -> dict[str, float]:
+    """LiDP §4: run :func:`lidp_audit` on Gaussian-mechanism scores with known (ε, lidp.delta)."""
+    lp = params.lidp
+    sigma = gaussian_mechanism_sigma(epsilon, lp.delta)
+    rng = rng_for(params.base.seed, "lidp", "self_check")
+    sx, sy = simulate_gaussian_scores(sigma, lp.trials, lp.k_canaries(), dim, rng, lp.m_null())
+    # the mechanism's statistic <theta, c> is larger for members; lidp_audit takes losses (lower = member)
+    res, _ = lidp_audit(-sx, -sy, delta=lp.delta, beta=lp.beta, order=lp.order, method=lp.method,
+                        tune_fraction=lp.tune_fraction, n_thresholds=lp.tau_quantiles, rng=rng,
+                        tau_selection=lp.tau_selection)
+    return {"epsilon": epsilon, "eps_lower_bound": res["eps_lower_bound"], "eps_lower_bound_k1": res["eps_lower_bound_k1"],
+            **{f"by_order.{k}": v for k, v in res["by_order"].items()}}
+
+
+def _load_stats(path: Path) -> tuple[np.ndarray, np.ndarray]:
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} not found (run the canaries stage)")
+    with np.load(path, allow_pickle=False) as z:
+        if "loss_in" in z.files:
+            return z["loss_in"], z["loss_null"]
+        return z["stat_in"], z["stat_null"]
 
 
 def _body(args: argparse.Namespace, params: Params) -> None:
-    """Algorithm 1 of Pillutla et al. with tau tuned on held-out trials; verdict vs claimed eps."""
-    ensure_writable(args.out)
+    """Algorithm 1 of Pillutla et al. with tau chosen honestly; verdict vs claimed eps."""
     lp = params.lidp
+    if args.self_check is not None:
+        r = self_check(params, args.self_check, args.dim)
+        print(f"lidp self-check: Gaussian mechanism with eps={r['epsilon']:g}, delta={lp.delta:g}: "
+              f"eps_hat={r['eps_lower_bound']:.3f} (K={lp.k_canaries()}, order {lp.order} {lp.method}), "
+              f"K=1 {r['eps_lower_bound_k1']:.3f}; "
+              + ", ".join(f"{k.split('.')[1]} {v:.3f}" for k, v in r.items() if k.startswith("by_order")))
+        if r["eps_lower_bound"] > r["epsilon"]:
+            raise ValueError(f"self-check failed: eps_hat {r['eps_lower_bound']:.3f} exceeds the true eps {r['epsilon']}")
+        return
+    ensure_writable(args.out, args.curves)
     game3 = read_json(args.game3)
+    audited = {s["name"] for s in params.audited_defenders()}
     audit = {}
-    for spec in params.audited_defenders():
-        name = spec["name"]
-        path = args.canaries / name / "lidp.npz"
-        if not path.is_file():
-            raise FileNotFoundError(f"{path} not found (run the canaries stage)")
-        with np.load(path, allow_pickle=False) as z:
-            loss_in, loss_null = z["loss_in"], z["loss_null"]
-        res = lidp_audit(loss_in, loss_null, delta=lp.delta, beta=lp.beta, order=lp.order, method=lp.method,
-                         tune_fraction=lp.tune_fraction, n_thresholds=lp.tau_quantiles,
-                         rng=rng_for(params.base.seed, "lidp", name))
-        claimed = json.loads((args.defenders / name / "info.json").read_text()).get("claimed_epsilon")
-        res["violation"] = bool(claimed is not None and res["eps_lower_bound"] > claimed)
-        audit[name] = {"claimed_epsilon": claimed, "game3": game3[name], "lidp": res}
-        print(f"lidp: {name}: eps_hat={res['eps_lower_bound']:.3f} (K={res['canaries']}, order {lp.order} "
-              f"{lp.method}), K=1 view {res['eps_lower_bound_k1']:.3f}, claimed eps {claimed}")
+    with atomic_dir(args.curves) as curves:
+        for spec in params.defenders:
+            name = spec["name"]
+            claimed = json.loads((args.defenders / name / "info.json").read_text()).get("claimed_epsilon")
+            if name not in audited:
+                audit[name] = {"claimed_epsilon": claimed, "game3": None, "lidp": None, "audited": False}
+                continue
+            loss_in, loss_null = _load_stats(args.canaries / name / "lidp.npz")
+            res, curve = lidp_audit(loss_in, loss_null, delta=lp.delta, beta=lp.beta, order=lp.order,
+                                    method=lp.method, tune_fraction=lp.tune_fraction,
+                                    n_thresholds=lp.tau_quantiles, rng=rng_for(params.base.seed, "lidp", name),
+                                    tau_selection=lp.tau_selection, neighbourhood=lp.neighbourhood)
+            res["canary_type"] = lp.canary_type
+            res["violation"] = bool(claimed is not None and res["eps_lower_bound"] > claimed)
+            g3 = game3[name]
+            g3["violation"] = bool(claimed is not None and (g3.get("eps_low") or 0.0) > claimed)
+            audit[name] = {"claimed_epsilon": claimed, "game3": g3, "lidp": res, "audited": True,
+                           "violation": res["violation"] or g3["violation"]}
+            curve.to_csv(curves / f"{name}.csv", index=False)
+            print(f"lidp: {name}: eps_hat={res['eps_lower_bound']:.3f} (K={res['canaries']}, order {lp.order} "
+                  f"{lp.method}), K=1 view {res['eps_lower_bound_k1']:.3f}, claimed eps {claimed}")
+        validate_metrics("audit", audit)
     write_json(args.out, audit)
 
 

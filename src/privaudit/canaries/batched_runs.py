@@ -1,0 +1,132 @@
+"""Game-3 runs and LiDP trials of one block, trained together on :mod:`privaudit.train`.
+
+A *block* is a fixed group of consecutive trials (``compute.block_trials``); all its models are
+trained in one batched call seeded by ``int_seed(base.seed, "canaries", <experiment>, <defender>,
+"block", b)``, while each trial's canaries come from its own ``rng_for(..., <trial>)``. Shards are
+whole blocks, so the numbers do not depend on how blocks are grouped into shards or where they run.
+"""
+
+from __future__ import annotations
+
+
+import numpy as np
+import torch
+
+from privaudit.canaries.designs import CanaryDraw, wrong_labels
+from privaudit.defenders.training import FeatureSet
+from privaudit.train import (
+    HeadRecipe,
+    StackedHeads,
+    TrainData,
+    cross_entropy_per_model,
+    initial_heads,
+    predict_proba,
+    train_heads,
+)
+
+
+def _t(a: np.ndarray, device: str, dtype: torch.dtype | None = None) -> torch.Tensor:
+    return torch.as_tensor(np.ascontiguousarray(a), device=device, dtype=dtype)
+
+
+def _canary_loss(heads: StackedHeads, draw_X: torch.Tensor | None, draw_y: torch.Tensor | None,
+                 grads: torch.Tensor | None, init: StackedHeads | None = None) -> torch.Tensor:
+    """L_canary per model and canary (M, Q): cross-entropy, or ⟨c, θ_T − θ_0⟩ for gradient canaries.
+
+    The auditor runs the training, so it knows θ_0 (grey-box, as in the random-gradient audits of
+    Andrew et al., LiDP ref. [2]); subtracting it removes the initialisation's share of the
+    variance of ⟨c, θ_T⟩ without changing which canaries were inserted (LiDP App. D.2, eq. 24).
+    """
+    if grads is not None:
+        theta = heads.flat() - (init.flat() if init is not None else 0.0)
+        return torch.bmm(grads, theta.unsqueeze(2)).squeeze(2)
+    return cross_entropy_per_model(heads, draw_X, draw_y)
+
+
+def lidp_block(
+    recipe: HeadRecipe, fs: FeatureSet, draws: list[CanaryDraw], k: int, m: int, neighbourhood: str,
+    seed: int, device: str,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Raw LiDP statistics of the trials of one block (LiDP Algorithm 1 lines 3-6; App. B.2).
+
+    Args:
+        draws: per trial, K + m canaries (first K inserted, last m fresh nulls).
+        neighbourhood: ``add_remove`` (θ1 with K canaries, θ0 with the first K−1; nulls on θ0) or
+            ``replace_one`` (one model θ1 per trial; nulls on θ1).
+    Returns:
+        ``loss_in`` (t, K) = L_canary(c_k, θ1), ``loss_null`` (t, m) = L_canary(c'_j, θ0 or θ1).
+    """
+    Xd, yd = fs.defender
+    n_t = len(draws)
+    pairs = 2 if neighbourhood == "add_remove" else 1
+    M = n_t * pairs
+    gen = torch.Generator(device=device).manual_seed(int(seed))
+    is_grad = draws[0].grad is not None
+    valid = np.ones((M, k), dtype=bool)
+    if pairs == 2:
+        valid[1::2, k - 1] = False  # θ0 of each trial: the first K−1 canaries only
+    rep = np.repeat(np.arange(n_t), pairs)
+    data = TrainData(_t(Xd, device, torch.float32), _t(yd, device, torch.int64), n_models=M)
+    if is_grad:
+        g = np.stack([d.grad[:k] for d in draws])[rep]
+        data.grad_canaries, data.grad_valid = _t(g, device, torch.float32), _t(valid, device)
+    else:
+        data.X_extra = _t(np.stack([d.X[:k] for d in draws])[rep], device, torch.float32)
+        data.y_extra = _t(np.stack([d.y[:k] for d in draws])[rep], device, torch.int64)
+        data.extra_valid = _t(valid, device)
+    init = initial_heads(recipe, data, fs.n_classes, gen)
+    heads = train_heads(recipe, data, fs.n_classes, gen, init=init)
+    with torch.no_grad():
+        if is_grad:
+            allc = _t(np.stack([d.grad for d in draws]), device, torch.float32)  # (t, K+m, P)
+            loss = _canary_loss(heads, None, None, allc[rep], init)
+        else:
+            X = _t(np.stack([d.X for d in draws]), device, torch.float32)[rep]
+            y = _t(np.stack([d.y for d in draws]), device, torch.int64)[rep]
+            loss = _canary_loss(heads, X, y, None)
+    loss = loss.double().cpu().numpy()
+    theta1 = loss[0::pairs]
+    theta_null = loss[1::2] if pairs == 2 else theta1
+    return theta1[:, :k], theta_null[:, k:k + m]
+
+
+def game3_draw(fs: FeatureSet, n_canaries: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
+    """Game 3 (Malek et al. App. B, Fig. 4) canaries of one run: N Defender rows, two wrong labels, a bit."""
+    yd = fs.defender[1]
+    idx = np.sort(rng.choice(len(yd), size=n_canaries, replace=False))
+    pair = wrong_labels(yd[idx], fs.n_classes, 2, rng)
+    bit = rng.integers(0, 2, size=n_canaries)
+    return {"canary_index": idx, "true_label": yd[idx], "label_pair": pair, "bit": bit}
+
+
+def game3_block(recipe: HeadRecipe, fs: FeatureSet, draws: list[dict[str, np.ndarray]], seed: int,
+                device: str) -> np.ndarray:
+    """Train one model per Game-3 run (its canaries relabelled) in one batched call.
+
+    Returns the probabilities on each run's canaries, (runs, N, C).
+    """
+    Xd, yd = fs.defender
+    R = len(draws)
+    idx = np.stack([d["canary_index"] for d in draws])
+    labels = np.stack([d["label_pair"][np.arange(len(d["bit"])), d["bit"]] for d in draws])
+    include = np.ones((R, len(yd)), dtype=bool)
+    np.put_along_axis(include, idx, False, axis=1)
+    data = TrainData(_t(Xd, device, torch.float32), _t(yd, device, torch.int64), n_models=R,
+                     include=_t(include, device), X_extra=_t(Xd[idx], device, torch.float32),
+                     y_extra=_t(labels, device, torch.int64))
+    heads = train_heads(recipe, data, fs.n_classes, torch.Generator(device=device).manual_seed(int(seed)))
+    with torch.no_grad():
+        return predict_proba(heads, data.X_extra).cpu().numpy()
+
+
+def clipbkd_labels(recipe: HeadRecipe, fs: FeatureSet, vectors: np.ndarray, alpha: float, seed: int,
+                   device: str, n_reference: int = 8) -> np.ndarray:
+    """y*(α v_j): the label of highest mean loss over ``n_reference`` canary-free models (LiDP App. D.1)."""
+    Xd, yd = fs.defender
+    data = TrainData(_t(Xd, device, torch.float32), _t(yd, device, torch.int64), n_models=n_reference)
+    heads = train_heads(recipe, data, fs.n_classes, torch.Generator(device=device).manual_seed(int(seed)))
+    with torch.no_grad():
+        p = predict_proba(heads, _t(alpha * vectors, device, torch.float32))  # (R, p, C)
+    return (-torch.log(p.clamp_min(1e-300))).mean(0).argmax(1).cpu().numpy().astype(np.int64)
+
+

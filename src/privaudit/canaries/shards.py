@@ -1,0 +1,202 @@
+"""Trial shards of the canary audits: plan, run, store, resume.
+
+A *shard* is a contiguous range ``[start, stop)`` of trials of one experiment of one defender:
+LiDP trials (Pillutla et al. 2023, Algorithm 1 lines 2-6) or Game-3 runs (Malek et al. 2021,
+App. B; one run by default, ``game3.runs`` > 1 for the Table-5 check). Trial t draws its canaries
+from ``rng_for(base.seed, "canaries", <experiment>, <defender>, t)``; the models of a block of
+``compute.block_trials`` trials are trained together with a generator seeded from the block
+index. Shards are whole blocks, so a shard's numbers do not depend on how the trials were cut
+into shards, nor on where the shard ran (locally, a Dask worker, a Prefect task).
+
+Finished shards are kept in a store *outside* the DVC outs of the canaries stage (DVC deletes a
+stage's outs before re-running it, which would throw finished work away)::
+
+    <root>/<key>/<defender>-<spec hash>/<experiment>-<start>-<stop>.npz
+
+``root`` is ``data/.shards/canaries`` (git- and DVC-ignored) and ``key`` a hash of everything
+that decides the shards' numbers: the library code (:func:`code_fingerprint`), the params that
+enter the training (``base.seed``,
+``base.device``, ``compute.block_trials``, the ``game3``/``lidp`` keys of the canary draws),
+one sub-directory per defender keyed by its spec. The inputs (features + split) are
+fingerprinted into every shard (``inputs_fingerprint``); :func:`missing_shards` with ``fs``
+treats a shard of other inputs as missing (it is then recomputed and overwritten). A shard is
+written atomically (temporary file, then rename), so a killed process leaves either a complete
+shard or none.
+
+Decision (resume vs DVC): the store lives outside the stage's ``outs`` rather than using
+``persist: true``, so ``dvc repro`` keeps its usual clean-outs semantics while finished trials
+survive a kill; a Prefect/Dask pre-run that saved shards here is picked up by the stage.
+Shards of old keys are never deleted automatically (``rm -r data/.shards`` frees the space).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+
+from privaudit.config import Params
+from privaudit.defenders.training import FeatureSet
+
+DEFAULT_SHARD_ROOT = Path("data/.shards/canaries")
+
+Experiment = Literal["game3", "lidp"]
+
+
+@dataclass(frozen=True)
+class Shard:
+    """Trials ``[start, stop)`` of ``experiment`` for ``defender``."""
+
+    defender: str
+    experiment: Experiment
+    start: int
+    stop: int
+
+    @property
+    def filename(self) -> str:
+        return f"{self.experiment}-{self.start:06d}-{self.stop:06d}.npz"
+
+
+def _block(params: Params) -> int:
+    return int(params.compute.block_trials)
+
+
+def _n_trials(params: Params, experiment: Experiment) -> int:
+    return int(params.game3.runs) if experiment == "game3" else int(params.lidp.trials)
+
+
+def plan_shards(params: Params, shard_size: int | None = None) -> list[Shard]:
+    """All shards of the canary stage, in a fixed order (defenders as in params, game3 then lidp).
+
+    ``shard_size`` (default ``compute.shard_trials``) is rounded up to whole blocks of
+    ``compute.block_trials`` trials, the unit of randomness.
+    """
+    block = _block(params)
+    size = int(shard_size or params.compute.shard_trials)
+    if size < 1:
+        raise ValueError(f"shard_size must be >= 1, got {size}")
+    size = -(-size // block) * block
+    out = []
+    for spec in params.audited_defenders():
+        for exp in ("game3", "lidp"):
+            n = _n_trials(params, exp)  # type: ignore[arg-type]
+            out += [Shard(spec["name"], exp, s, min(n, s + size)) for s in range(0, n, size)]  # type: ignore[arg-type]
+    return out
+
+
+def inputs_fingerprint(fs: FeatureSet) -> str:
+    """sha256 of the features, labels, ids, roles and class count (what the shards were computed on)."""
+    h = hashlib.sha256()
+    for a in (fs.X, fs.y, fs.is_defender):
+        h.update(np.ascontiguousarray(a).tobytes())
+    h.update("\0".join(map(str, fs.ids)).encode())
+    h.update(str(fs.n_classes).encode())
+    return h.hexdigest()
+
+
+def _digest(obj: object) -> str:
+    return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def code_fingerprint() -> str:
+    """sha256 of the library code that decides shard numbers (canaries, train, defenders), so an
+    upgraded privaudit never reuses shards of an older version."""
+    pkg = Path(__file__).resolve().parents[1]
+    h = hashlib.sha256()
+    for sub in ("canaries", "train", "defenders"):
+        for f in sorted((pkg / sub).glob("*.py")):
+            h.update(f.name.encode())
+            h.update(f.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def shard_dir(root: Path, params: Params) -> Path:
+    """Directory of the finished shards for these params under ``root`` (see the module docstring)."""
+    g, lp = params.game3, params.lidp
+    key = {
+        "format": 1, "code": code_fingerprint(), "seed": params.base.seed, "device": params.base.device,
+        "block_trials": params.compute.block_trials,
+        "game3": {"canaries": g.canaries, "runs": g.runs},
+        "lidp": {"trials": lp.trials, "k": lp.k_canaries(), "m": lp.m_null(), "type": lp.canary_type,
+                 "neighbourhood": lp.neighbourhood, "alpha": lp.clipbkd_alpha, "pool": lp.clipbkd_pool,
+                 "gradient_norm": lp.gradient_norm},
+    }
+    return Path(root) / _digest(key)
+
+
+def shard_path(root: Path, params: Params, shard: Shard) -> Path:
+    """Where ``shard`` lives: ``shard_dir/<defender>-<spec hash>/<experiment>-<start>-<stop>.npz``."""
+    spec = params.defender(shard.defender)
+    return shard_dir(root, params) / f"{shard.defender}-{_digest(spec)[:10]}" / shard.filename
+
+
+def run_shard(params: Params, fs: FeatureSet, shard: Shard, device: str) -> dict[str, np.ndarray]:
+    """Train the models of one shard and return its raw per-canary statistics (pure).
+
+    Deterministic from ``base.seed`` (on one device). Keys: game3 — ``canary_index, true_label``
+    (R, N), ``label_pair`` (R, N, 2), ``bit`` (R, N), ``proba`` (R, N, C); lidp — ``loss_in`` (t, K),
+    ``loss_null`` (t, m); both — ``trial`` (t,) and ``inputs_fingerprint`` (0-d str).
+    """
+    from privaudit.canaries.runner import run_trials
+
+    arrays = run_trials(params, fs, shard.defender, shard.experiment, shard.start, shard.stop, device)
+    arrays["trial"] = np.arange(shard.start, shard.stop)
+    arrays["inputs_fingerprint"] = np.array(inputs_fingerprint(fs))
+    return arrays
+
+
+def save_shard(root: Path, params: Params, shard: Shard, arrays: dict[str, np.ndarray]) -> Path:
+    """Atomically write one finished shard (temporary file + rename); returns its path."""
+    path = shard_path(root, params, shard)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".partial", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            np.savez(fh, **arrays)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def load_shard(root: Path, params: Params, shard: Shard) -> dict[str, np.ndarray]:
+    """Arrays of a finished shard (raises FileNotFoundError / ValueError naming the file)."""
+    path = shard_path(root, params, shard)
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            return {k: z[k] for k in z.files}
+    except FileNotFoundError:
+        raise FileNotFoundError(f"shard {path} not found") from None
+    except (ValueError, OSError, KeyError) as err:
+        raise ValueError(f"shard {path} is corrupt: {err}") from None
+
+
+def _shard_ok(root: Path, params: Params, shard: Shard, fingerprint: str | None) -> bool:
+    path = shard_path(root, params, shard)
+    if not path.is_file():
+        return False
+    if fingerprint is None:
+        return True
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            return str(z["inputs_fingerprint"]) == fingerprint
+    except (ValueError, OSError, KeyError):
+        return False
+
+
+def missing_shards(root: Path, params: Params, fs: FeatureSet | None = None) -> list[Shard]:
+    """The shards of :func:`plan_shards` without a finished file under :func:`shard_dir`.
+
+    With ``fs``, a shard computed on other inputs (features/split) counts as missing too.
+    """
+    fp = inputs_fingerprint(fs) if fs is not None else None
+    return [s for s in plan_shards(params) if not _shard_ok(root, params, s, fp)]

@@ -1,0 +1,111 @@
+"""Shards: plan, determinism independent of the cut, atomic store, resume, fingerprints, Dask."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from privaudit.canaries.shards import (
+    Shard,
+    load_shard,
+    missing_shards,
+    plan_shards,
+    run_shard,
+    save_shard,
+    shard_dir,
+)
+from tests.canaries.conftest import DP, LOGREG, MLP, digits_features, make_params
+
+
+def test_plan_covers_every_trial_once_on_block_boundaries() -> None:
+    p = make_params([MLP, LOGREG], lidp={"trials": 10}, compute={"block_trials": 4, "shard_trials": 5},
+                    game3={"runs": 3})
+    plan = plan_shards(p)
+    for name in ("mlp", "logreg"):
+        lidp = [s for s in plan if s.defender == name and s.experiment == "lidp"]
+        assert [(s.start, s.stop) for s in lidp] == [(0, 8), (8, 10)]  # 5 rounded up to 2 blocks of 4
+        assert [(s.start, s.stop) for s in plan if s.defender == name and s.experiment == "game3"] == [(0, 3)]
+    assert plan_shards(p, shard_size=1)[1] == Shard("mlp", "lidp", 0, 4)
+
+
+@pytest.mark.parametrize("spec", [MLP, DP, LOGREG])
+def test_results_do_not_depend_on_the_shard_cut(small_fs, spec) -> None:
+    p = make_params([spec])
+    whole = run_shard(p, small_fs, Shard(spec["name"], "lidp", 0, 8), "cpu")
+    parts = [run_shard(p, small_fs, Shard(spec["name"], "lidp", s, s + 4), "cpu") for s in (0, 4)]
+    for key in ("loss_in", "loss_null"):
+        np.testing.assert_array_equal(whole[key], np.concatenate([x[key] for x in parts]))
+    assert whole["loss_in"].shape == (8, 3) and whole["loss_null"].shape == (8, 3)
+    assert np.all(np.isfinite(whole["loss_in"])) and len(np.unique(whole["loss_in"])) > 8
+    with pytest.raises(ValueError, match="block boundary"):
+        run_shard(p, small_fs, Shard(spec["name"], "lidp", 2, 6), "cpu")
+
+
+def test_store_roundtrip_missing_and_fingerprint(tmp_path: Path, small_fs) -> None:
+    p = make_params([MLP])
+    plan = plan_shards(p)
+    assert missing_shards(tmp_path, p, small_fs) == plan
+    arrays = run_shard(p, small_fs, plan[1], "cpu")
+    path = save_shard(tmp_path, p, plan[1], arrays)
+    assert path.is_file() and path.parent.parent == shard_dir(tmp_path, p)
+    assert not list(path.parent.glob(".*tmp*"))
+    assert plan[1] not in missing_shards(tmp_path, p, small_fs)
+    back = load_shard(tmp_path, p, plan[1])
+    np.testing.assert_array_equal(back["loss_in"], arrays["loss_in"])
+    # other inputs: the shard counts as missing again; other params: another directory
+    other = digits_features(400, seed=1)
+    assert plan[1] in missing_shards(tmp_path, p, other)
+    p2 = make_params([MLP], lidp={"trials": 8, "canary_type": "random_gradient"})
+    assert shard_dir(tmp_path, p2) != shard_dir(tmp_path, p)
+    # a different spec of the same defender name lives in its own sub-directory
+    p3 = make_params([{**MLP, "epochs": 3}])
+    assert plan[1] in missing_shards(tmp_path, p3, small_fs)
+
+
+def test_game3_shard_shapes_and_labels(small_fs) -> None:
+    p = make_params([MLP], game3={"runs": 2, "canaries": 20})
+    g = run_shard(p, small_fs, Shard("mlp", "game3", 0, 2), "cpu")
+    assert g["proba"].shape == (2, 20, 10) and g["label_pair"].shape == (2, 20, 2)
+    np.testing.assert_allclose(g["proba"].sum(2), 1.0, atol=1e-9)
+    pair, true = g["label_pair"], g["true_label"]
+    assert np.all(pair[..., 0] != pair[..., 1]) and np.all(pair[..., 0] != true) and np.all(pair[..., 1] != true)
+    assert not np.array_equal(g["canary_index"][0], g["canary_index"][1])
+
+
+@pytest.mark.parametrize("ctype", ["clipbkd", "random_gradient"])
+def test_batched_only_canary_types(small_fs, ctype) -> None:
+    from privaudit.canaries.runner import check_canary_setup
+
+    p = make_params([MLP], lidp={"trials": 4, "canary_type": ctype})
+    out = run_shard(p, small_fs, Shard("mlp", "lidp", 0, 4), "cpu")
+    assert out["loss_in"].shape == (4, 2) and np.all(np.isfinite(out["loss_in"]))
+    with pytest.raises(ValueError, match="lidp.canary_type"):
+        check_canary_setup(make_params([LOGREG], lidp={"canary_type": ctype}), small_fs)
+
+
+def test_replace_one_trains_one_model_per_trial(small_fs) -> None:
+    p = make_params([DP], lidp={"neighbourhood": "replace_one"})
+    out = run_shard(p, small_fs, Shard("dp", "lidp", 0, 4), "cpu")
+    assert out["loss_in"].shape == (4, 3) and out["loss_null"].shape == (4, 3)
+
+
+def test_dask_local_cluster_gives_the_local_results(tmp_path: Path, small_fs) -> None:
+    distributed = pytest.importorskip("distributed")
+    from stages.canaries import _run_missing
+
+    p_local = make_params([MLP])
+    local_root, dask_root = tmp_path / "local", tmp_path / "dask"
+    _run_missing(p_local, small_fs, plan_shards(p_local), local_root, "cpu")
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=True,
+                                  dashboard_address=None) as cluster:
+        p_dask = make_params([MLP], compute={"scheduler": cluster.scheduler_address})
+        assert shard_dir(dask_root, p_dask).name == shard_dir(local_root, p_local).name
+        _run_missing(p_dask, small_fs, missing_shards(dask_root, p_dask, small_fs), dask_root, "cpu")
+    assert missing_shards(dask_root, p_dask, small_fs) == []
+    for shard in plan_shards(p_local):
+        a, b = load_shard(local_root, p_local, shard), load_shard(dask_root, p_dask, shard)
+        assert a.keys() == b.keys()
+        for k in a:
+            np.testing.assert_array_equal(a[k], b[k])
