@@ -9,6 +9,7 @@ from pathlib import Path
 from privaudit.artifacts import ensure_writable, read_json, write_json
 from privaudit.bounds import compute_bounds
 from privaudit.config import Params
+from privaudit.validation import check_defender_dirs, validate_metrics
 from stages._runner import run_stage
 
 
@@ -21,8 +22,12 @@ def _args(p: argparse.ArgumentParser) -> None:
 def _body(args: argparse.Namespace, params: Params) -> None:
     """Thudi/Yeom/Erlingsson/Sablayrolles bounds and Izzo's eta next to the LTU accuracy."""
     ensure_writable(args.out)
+    check_defender_dirs(args.defenders, [d["name"] for d in params.defenders])  # model files are data, not code
     infos = {d["name"]: read_json(args.defenders / d["name"] / "info.json") for d in params.defenders}
-    bounds = compute_bounds(infos, read_json(args.ltu), params.bounds.p_member)
+    ltu = read_json(args.ltu)
+    validate_metrics("ltu", ltu)  # input
+    bounds = compute_bounds(infos, ltu, params.bounds.p_member)
+    validate_metrics("bounds", bounds)  # output, before it is written
     write_json(args.out, bounds)
     for name, row in bounds.items():
         print(f"bounds: {name}: thudi={row['thudi']} empirical={row['empirical_accuracy']}")

@@ -4,12 +4,17 @@ from __future__ import annotations
 
 import argparse
 import sys
+import zipfile
 from pathlib import Path
 
-from privaudit.artifacts import atomic_dir, ensure_writable
+import numpy as np
+import pandas as pd
+
+from privaudit.artifacts import atomic_dir, ensure_writable, read_json
 from privaudit.config import Params
-from privaudit.defenders.training import load_feature_set, train_one, write_defender
+from privaudit.determinism import configure_determinism
 from privaudit.features import resolve_device
+from privaudit.validation import check_defender_dirs, validate_defender_outputs, validate_features, validate_membership
 from stages._runner import run_stage
 
 
@@ -22,15 +27,43 @@ def _args(p: argparse.ArgumentParser) -> None:
 def _body(args: argparse.Namespace, params: Params) -> None:
     """Train each defender recipe on the Defender set and record per-sample outputs."""
     ensure_writable(args.out)
-    fs = load_feature_set(args.features, args.split)
     device = resolve_device(params.base.device)
+    configure_determinism(device)
+    check_inputs(args.features, args.split, params)
+    # the trainers (torch, sklearn, opacus) load only once the inputs have passed their checks
+    from privaudit.defenders.training import load_feature_set, train_one, write_defender
+
+    fs = load_feature_set(args.features, args.split)
     with atomic_dir(args.out) as tmp:
         for spec in params.defenders:
             model, outputs, info = train_one(spec, fs, params.base.seed, device)
+            validate_defender_outputs(outputs, fs.n_classes, fs.ids)  # output, before it is moved into place
             write_defender(tmp / spec["name"], model, outputs, info)
             print(f"defenders: {spec['name']} ({spec['kind']}): train acc {info['train_accuracy']:.3f}, "
                   f"test acc {info['test_accuracy']:.3f}, utility {info['utility']:.3f}, "
                   f"claimed eps {info['claimed_epsilon']}")
+        check_defender_dirs(tmp, [spec["name"] for spec in params.defenders])  # before the move into place
+
+
+def check_inputs(features: Path, split: Path, params: Params) -> None:
+    """GX suites 'split' (membership table) and 'features' (finite, meta.json's dim) before any training."""
+    fpath, mpath, spath = features / "features.npz", features / "meta.json", split / "membership.parquet"
+    for p in (fpath, mpath, spath):
+        if not p.is_file():
+            raise FileNotFoundError(f"{p} not found (run the featurize and split stages: dvc repro)")
+    try:
+        with np.load(fpath, allow_pickle=False) as z:
+            X, ids = z["X"], z["ids"]
+    except (ValueError, OSError, EOFError, KeyError, zipfile.BadZipFile) as err:
+        raise ValueError(f"{fpath} is truncated or corrupt: {err}") from None
+    try:
+        membership = pd.read_parquet(spath)
+    except Exception as err:  # pyarrow raises several types for a truncated/corrupt file
+        raise ValueError(f"{spath} is truncated or corrupt: {err}") from None
+    meta = read_json(mpath)
+    validate_membership(membership, int(meta["n_classes"]), params.split.defender_fraction,
+                        params.split.fraction_tolerance)
+    validate_features(X, ids, ids, meta.get("dim"))
 
 
 if __name__ == "__main__":

@@ -11,7 +11,9 @@ import numpy as np
 from privaudit.artifacts import atomic_dir, dumps_json, ensure_writable
 from privaudit.config import Params
 from privaudit.data.sources import read_source
+from privaudit.determinism import configure_determinism
 from privaudit.features import featurize, resolve_device
+from privaudit.validation import validate_features, validate_source
 from stages._runner import run_stage
 
 FEATURES_FILE = "features.npz"
@@ -27,9 +29,13 @@ def _body(args: argparse.Namespace, params: Params) -> None:
     """Embed every source sample with the configured backbone (cached as a DVC output)."""
     ensure_writable(args.out)
     data = read_source(args.source)
+    validate_source(data)  # input
     f = params.featurize
     device = resolve_device(params.base.device)
+    configure_determinism(device)
     X = featurize(data, f.backbone, device=device, batch_size=f.batch_size, image_size=f.image_size)
+    expected_dim = int(data.X[0].size) if f.backbone == "identity" and data.n else None
+    validate_features(X, data.ids, data.ids, expected_dim)  # output, before it is moved into place
     with atomic_dir(args.out) as tmp:
         np.savez(tmp / FEATURES_FILE, X=X.astype(np.float32), ids=data.ids.astype(str))
         (tmp / META_FILE).write_text(dumps_json({

@@ -10,6 +10,7 @@ from privaudit.artifacts import atomic_dir, ensure_writable
 from privaudit.config import Params
 from privaudit.data.sources import load_source, save_source
 from privaudit.seeding import rng_for
+from privaudit.validation import validate_source
 from stages._runner import run_stage
 
 
@@ -23,6 +24,7 @@ def _body(args: argparse.Namespace, params: Params) -> None:
     ds = params.dataset
     data = load_source(ds.name, path=ds.path, label_column=ds.label_column, max_samples=ds.max_samples,
                        rng=rng_for(params.base.seed, "ingest"))
+    validate_source(data)  # GX suite 'source' on the output, before it is moved into place
     with atomic_dir(args.out) as tmp:
         save_source(data, tmp)
     print(f"ingest: {len(data.y)} samples, {data.meta['n_classes']} classes from {ds.name!r} → {args.out}")

@@ -15,6 +15,7 @@ from privaudit.artifacts import ensure_writable, read_json, write_json
 from privaudit.config import Params
 from privaudit.provenance import build_manifest
 from privaudit.report import ReportInputs, build_report, evaluate_gate
+from privaudit.validation import validate_metrics
 from stages._runner import run_stage
 
 REPORT_FILES = ("audit.html", "audit.md", "plots")
@@ -34,7 +35,10 @@ def _body(args: argparse.Namespace, params: Params) -> None:
     """Evaluate the release gate and write the self-contained audit report."""
     ensure_writable(args.gate, args.out / "audit.html")
     ltu, audit, bounds = read_json(args.ltu), read_json(args.audit), read_json(args.bounds)
+    for kind, value in (("ltu", ltu), ("audit", audit), ("bounds", bounds)):
+        validate_metrics(kind, value)  # inputs
     gate = evaluate_gate(ltu, audit, bounds, params.gate)
+    validate_metrics("gate", gate)  # output, before anything is written
     scores = {
         name: pd.read_parquet(args.ltu_scores / f"{name}.scores.parquet")
         for name in ltu if (args.ltu_scores / f"{name}.scores.parquet").is_file()

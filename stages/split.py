@@ -11,7 +11,7 @@ from privaudit.config import Params
 from privaudit.data.sources import read_source
 from privaudit.data.split import stratified_split
 from privaudit.seeding import rng_for
-from privaudit.validation import validate_membership
+from privaudit.validation import validate_membership, validate_source
 from stages._runner import run_stage
 
 MEMBERSHIP_FILE = "membership.parquet"
@@ -26,6 +26,7 @@ def _body(args: argparse.Namespace, params: Params) -> None:
     """Split the source into Defender (training) and Reserved (held-out) samples, per class."""
     ensure_writable(args.out)
     data = read_source(args.source)
+    validate_source(data)  # input
     membership = stratified_split(data.ids, data.y, params.split.defender_fraction, rng_for(params.base.seed, "split"))
     validate_membership(membership, int(data.meta["n_classes"]), params.split.defender_fraction,
                         params.split.fraction_tolerance)

@@ -1,8 +1,12 @@
-"""Run a Great Expectations (1.x) suite on a pandas DataFrame, in an ephemeral context.
+"""Run a Great Expectations (1.x) suite on pandas DataFrames, in an ephemeral context.
 
 The suite is built in code (no GX project directory to keep in sync); results become a
-:class:`ValidationFailed` whose message names the suite, each failed expectation with its
-arguments, and up to five offending rows.
+:class:`ValidationFailed` whose message names the suite, each failed expectation (its
+human-readable description, GX type and arguments), and up to five offending rows.
+
+:func:`check_suite` is what the per-stage builders call: it runs the suite, records every
+outcome in the Data Docs under ``reports/validation/`` (see :mod:`privaudit.validation.docs`)
+and raises on failure.
 """
 
 from __future__ import annotations
@@ -17,6 +21,14 @@ import pandas as pd
 os.environ.setdefault("GX_ANALYTICS_ENABLED", "False")
 
 MAX_ROWS_SHOWN = 5
+MAX_ARG_CHARS = 80
+
+
+def _short(value: Any) -> str:
+    if isinstance(value, float) and value >= 1.7976931348623157e308:
+        return "<largest finite float>"
+    text = repr(value)
+    return text if len(text) <= MAX_ARG_CHARS else text[: MAX_ARG_CHARS - 5] + " ...]"
 
 
 @dataclass(frozen=True)
@@ -30,17 +42,34 @@ class ExpectationFailure:
     observed: Any = None
     offending_rows: list[Any] = field(default_factory=list)
     offending_values: list[Any] = field(default_factory=list)
+    description: str = ""
+    missing_values: list[Any] = field(default_factory=list)
 
     def describe(self) -> str:
-        args = ", ".join(f"{k}={v!r}" for k, v in self.kwargs.items() if k not in {"batch_id"})
-        text = f"[{self.suite}/{self.batch}] {self.expectation}({args}) failed"
+        args = ", ".join(f"{k}={_short(v)}" for k, v in self.kwargs.items() if k not in {"batch_id"})
+        what = f"{self.description}: " if self.description else ""
+        text = f"[{self.suite}/{self.batch}] {what}{self.expectation}({args}) failed"
         if self.offending_rows:
             text += f"; offending rows {self.offending_rows[:MAX_ROWS_SHOWN]}"
         if self.offending_values:
             text += f"; offending values {self.offending_values[:MAX_ROWS_SHOWN]}"
+        if self.missing_values:
+            text += f"; missing values {self.missing_values[:MAX_ROWS_SHOWN]}"
         if self.observed is not None:
-            text += f"; observed {self.observed!r}"
+            text += f"; observed {_short(self.observed)}"
         return text
+
+
+@dataclass(frozen=True)
+class ExpectationOutcome:
+    """One evaluated expectation (passed or not), as shown in the Data Docs."""
+
+    batch: str
+    expectation: str
+    description: str
+    kwargs: dict[str, Any]
+    success: bool
+    failure: ExpectationFailure | None = None
 
 
 class ValidationFailed(ValueError):
@@ -53,10 +82,17 @@ class ValidationFailed(ValueError):
         super().__init__(f"validation suite {suite!r} failed:\n  {lines}")
 
 
+_CONTEXT: list[Any] = []  # one ephemeral context per process (creating one costs ~0.1-0.3 s)
+_RUN_COUNTER = [0]
+
+
 def _context() -> Any:
+    if _CONTEXT:
+        return _CONTEXT[0]
+    for name in ("great_expectations", "great_expectations.data_context.types.base"):
+        logging.getLogger(name).setLevel(logging.ERROR)
     import great_expectations as gx
 
-    logging.getLogger("great_expectations").setLevel(logging.ERROR)
     ctx = gx.get_context(mode="ephemeral")
     try:  # no progress bars in stage logs
         from great_expectations.data_context.types.base import ProgressBarsConfig
@@ -64,7 +100,70 @@ def _context() -> Any:
         ctx.variables.progress_bars = ProgressBarsConfig(globally=False, metric_calculations=False)
     except Exception:  # pragma: no cover - older/newer GX without this knob
         pass
+    _CONTEXT.append(ctx)
     return ctx
+
+
+def _plain(values: Sequence[Any]) -> list[Any]:
+    """numpy scalars → Python scalars so messages read ``[3, 'a']`` rather than ``[np.int64(3)]``."""
+    out = []
+    for v in list(values)[:MAX_ROWS_SHOWN]:
+        out.append(v.item() if hasattr(v, "item") and callable(v.item) else v)
+    return out
+
+
+def evaluate_suite(
+    suite_name: str,
+    batches: dict[str, pd.DataFrame],
+    expectations: dict[str, list[Any]],
+) -> list[ExpectationOutcome]:
+    """Validate each named batch against its GX expectation objects; every outcome, in order."""
+    import great_expectations as gx
+
+    ctx = _context()
+    _RUN_COUNTER[0] += 1
+    run_id = f"{suite_name}-{_RUN_COUNTER[0]}"  # names are unique within the shared context
+    source = ctx.data_sources.add_pandas(f"{run_id}-source")
+    outcomes: list[ExpectationOutcome] = []
+    for batch_name, frame in batches.items():
+        exps = expectations.get(batch_name, [])
+        if not exps:
+            continue
+        asset = source.add_dataframe_asset(batch_name)
+        batch_def = asset.add_batch_definition_whole_dataframe(f"{batch_name}-all")
+        suite = ctx.suites.add(gx.ExpectationSuite(name=f"{run_id}.{batch_name}"))
+        for e in exps:
+            suite.add_expectation(e)
+        vd = ctx.validation_definitions.add(
+            gx.ValidationDefinition(name=f"{run_id}.{batch_name}", data=batch_def, suite=suite)
+        )
+        # unnamed index: GX then reports offending rows as index labels, not dicts
+        frame = frame.rename_axis(None)
+        result = vd.run(batch_parameters={"dataframe": frame}, result_format="COMPLETE")
+        for r in result.results:
+            cfg = r.expectation_config
+            kwargs = {k: v for k, v in cfg.kwargs.items() if k != "batch_id"}
+            description = getattr(cfg, "description", None) or ""
+            failure = None
+            if not r.success:
+                res = r.result or {}
+                observed = res.get("observed_value")
+                info = r.exception_info or {}
+                if observed is None and info.get("raised_exception"):
+                    observed = f"error: {info.get('exception_message')}"
+                failure = ExpectationFailure(
+                    suite=suite_name,
+                    batch=batch_name,
+                    expectation=cfg.type,
+                    kwargs=kwargs,
+                    observed=observed,
+                    offending_rows=_plain(res.get("unexpected_index_list") or []),
+                    offending_values=_plain(res.get("partial_unexpected_list") or []),
+                    description=description,
+                    missing_values=_plain(res.get("partial_missing_list") or []),
+                )
+            outcomes.append(ExpectationOutcome(batch_name, cfg.type, description, kwargs, bool(r.success), failure))
+    return outcomes
 
 
 def run_suite(
@@ -82,38 +181,24 @@ def run_suite(
     Returns:
         The failures (empty when everything passed); callers raise :class:`ValidationFailed`.
     """
-    import great_expectations as gx
+    return [o.failure for o in evaluate_suite(suite_name, batches, expectations) if o.failure is not None]
 
-    ctx = _context()
-    source = ctx.data_sources.add_pandas(f"{suite_name}-source")
-    failures: list[ExpectationFailure] = []
-    for batch_name, frame in batches.items():
-        exps = expectations.get(batch_name, [])
-        if not exps:
-            continue
-        asset = source.add_dataframe_asset(batch_name)
-        batch_def = asset.add_batch_definition_whole_dataframe(f"{batch_name}-all")
-        suite = ctx.suites.add(gx.ExpectationSuite(name=f"{suite_name}.{batch_name}"))
-        for e in exps:
-            suite.add_expectation(e)
-        vd = ctx.validation_definitions.add(
-            gx.ValidationDefinition(name=f"{suite_name}.{batch_name}", data=batch_def, suite=suite)
-        )
-        result = vd.run(batch_parameters={"dataframe": frame}, result_format="COMPLETE")
-        for r in result.results:
-            if r.success:
-                continue
-            cfg = r.expectation_config
-            res = r.result or {}
-            failures.append(
-                ExpectationFailure(
-                    suite=suite_name,
-                    batch=batch_name,
-                    expectation=cfg.type,
-                    kwargs={k: v for k, v in cfg.kwargs.items() if k != "batch_id"},
-                    observed=res.get("observed_value"),
-                    offending_rows=list(res.get("unexpected_index_list") or [])[:MAX_ROWS_SHOWN],
-                    offending_values=list(res.get("partial_unexpected_list") or [])[:MAX_ROWS_SHOWN],
-                )
-            )
-    return failures
+
+def check_suite(
+    suite_name: str,
+    batches: dict[str, pd.DataFrame],
+    expectations: dict[str, list[Any]],
+    subject: str = "",
+) -> None:
+    """Run the suite, record it in the Data Docs, raise :class:`ValidationFailed` on any failure.
+
+    Args:
+        subject: what was validated (e.g. ``"defender logreg"``), shown in the Data Docs.
+    """
+    from privaudit.validation.docs import record
+
+    outcomes = evaluate_suite(suite_name, batches, expectations)
+    record(suite_name, subject, {b: len(f) for b, f in batches.items()}, outcomes)
+    failures = [o.failure for o in outcomes if o.failure is not None]
+    if failures:
+        raise ValidationFailed(suite_name, failures)

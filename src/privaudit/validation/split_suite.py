@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from privaudit.validation.core import ValidationFailed, run_suite
+from privaudit.validation.core import check_suite
 
 ROLES = ("defender", "reserved")
 
@@ -34,19 +34,21 @@ def validate_membership(
     }
     expectations = {
         "membership": [
-            gxe.ExpectColumnValuesToBeUnique(column="id"),
-            gxe.ExpectColumnValuesToNotBeNull(column="id"),
-            gxe.ExpectColumnValuesToBeInSet(column="role", value_set=list(ROLES)),
-            gxe.ExpectColumnValuesToBeBetween(column="label", min_value=0, max_value=n_classes - 1),
+            gxe.ExpectColumnValuesToBeUnique(column="id", description="ids unique, so Defender and Reserved are disjoint"),
+            gxe.ExpectColumnValuesToNotBeNull(column="id", description="ids non-null"),
+            gxe.ExpectColumnValuesToBeInSet(column="role", value_set=list(ROLES), description="role is defender or reserved"),
+            gxe.ExpectColumnValuesToBeInSet(column="label", value_set=classes,
+                                            description=f"labels are integers in [0, {n_classes})"),
             gxe.ExpectColumnMeanToBeBetween(
                 column="is_defender",
                 min_value=max(0.0, defender_fraction - tolerance),
                 max_value=min(1.0, defender_fraction + tolerance),
+                description="Defender fraction within split.fraction_tolerance of split.defender_fraction",
             ),
         ],
-        "defender": [gxe.ExpectColumnDistinctValuesToContainSet(column="label", value_set=classes)],
-        "reserved": [gxe.ExpectColumnDistinctValuesToContainSet(column="label", value_set=classes)],
+        "defender": [gxe.ExpectColumnDistinctValuesToContainSet(column="label", value_set=classes,
+                                                               description="every class on the Defender side")],
+        "reserved": [gxe.ExpectColumnDistinctValuesToContainSet(column="label", value_set=classes,
+                                                               description="every class on the Reserved side")],
     }
-    failures = run_suite("split", batches, expectations)
-    if failures:
-        raise ValidationFailed("split", failures)
+    check_suite("split", batches, expectations, subject=f"{len(frame)} samples, {n_classes} classes")

@@ -1,0 +1,56 @@
+"""Catalogue: a model file replaced by a malicious pickle; metrics breaking their contract."""
+
+from __future__ import annotations
+
+import json
+import pickle
+from pathlib import Path
+
+import pytest
+
+from tests.catalogue.conftest import expect_failure
+
+
+class _Payload:
+    """Unpickling this creates ``marker`` (stands for any code an attacker would run)."""
+
+    def __init__(self, marker: Path) -> None:
+        self.marker = str(marker)
+
+    def __reduce__(self):  # type: ignore[no-untyped-def]
+        return (open, (self.marker, "w"))
+
+
+@pytest.mark.parametrize("defender, model_file", [("logreg", "model.skops"), ("mlp", "model.safetensors")])
+def test_model_file_replaced_by_pickle(ws: Path, tmp_path: Path, defender: str, model_file: str) -> None:
+    marker = tmp_path / "pwned"
+    path = ws / "data" / "defenders" / defender / model_file
+    assert path.is_file()
+    path.write_bytes(pickle.dumps(_Payload(marker)))
+    # sanity: the payload does run code when unpickled (so the test can fail)
+    probe = tmp_path / "probe"
+    pickle.loads(pickle.dumps(_Payload(probe)))
+    assert probe.exists()
+    err = expect_failure(ws, "bounds", f"data/defenders/{defender}/{model_file}", "is a python pickle",
+                         "refusing to load", absent=("metrics/bounds.json",))
+    assert not marker.exists(), "the pickle's code ran"
+    assert "refusing" in err
+
+
+def test_ltu_metrics_out_of_range(ws: Path) -> None:
+    (ws / "metrics").mkdir()
+    bad = {"logreg": {"accuracy": 0.6, "privacy": 1.7, "privacy_stderr": 0.01, "utility": 0.9,
+                      "utility_stderr": 0.01, "rounds": 20, "attacker": "loss_gap"}}
+    (ws / "metrics" / "ltu.json").write_text(json.dumps(bad))
+    (ws / "metrics" / "audit.json").write_text("{}")
+    (ws / "metrics" / "bounds.json").write_text("{}")
+    expect_failure(ws, "report", "validation suite 'metrics' failed", "logreg.privacy", "[0, 1]",
+                   absent=("metrics/gate.json", "reports/audit.html"))
+
+
+def test_ltu_metrics_missing_key(ws: Path) -> None:
+    (ws / "metrics").mkdir()
+    bad = {"logreg": {"accuracy": 0.6, "privacy": 0.7, "rounds": 20, "attacker": "loss_gap"}}
+    (ws / "metrics" / "ltu.json").write_text(json.dumps(bad))
+    expect_failure(ws, "bounds", "required ltu keys present", "logreg.privacy_stderr",
+                   absent=("metrics/bounds.json",))
