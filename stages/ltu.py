@@ -1,4 +1,4 @@
-"""Stage ltu: LTU attackers against every defender → ``metrics/ltu.json`` + per-sample scores."""
+"""Stage ltu: LTU attackers against every defender → ``metrics/ltu.json``, per-sample scores, ROC data."""
 
 from __future__ import annotations
 
@@ -6,42 +6,68 @@ import argparse
 import sys
 from pathlib import Path
 
+import numpy as np
+
 from privaudit.artifacts import atomic_dir, ensure_writable, write_json
-from privaudit.attacks.ltu import evaluate_defender, strongest
+from privaudit.attacks.ltu import LtuData
+from privaudit.attacks.ltu_attackers import AttackerOptions, check_attacker_names, evaluate_defender
 from privaudit.config import Params
-from privaudit.defenders.training import read_defender_outputs
+from privaudit.defenders.registry import make_defender
+from privaudit.defenders.training import FeatureSet, load_feature_set, read_defender_outputs
 from privaudit.seeding import rng_for
 from stages._runner import run_stage
 
 
 def _args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--defenders", type=Path, default=Path("data/defenders"))
+    p.add_argument("--features", type=Path, default=Path("data/features"))
+    p.add_argument("--split", type=Path, default=Path("data/split"))
     p.add_argument("--metrics", type=Path, default=Path("metrics/ltu.json"))
     p.add_argument("--out", type=Path, default=Path("data/ltu"))
 
 
+def _ltu_data(defender_dir: Path, spec: dict, fs: FeatureSet) -> LtuData:
+    """Align a defender's outputs with the features; load M_D for white-box attackers."""
+    outputs, info = read_defender_outputs(defender_dir)
+    frame = outputs.set_index(outputs["id"].astype(str)).loc[fs.ids]
+    proba = frame[[f"p_{c}" for c in range(fs.n_classes)]].to_numpy(np.float64)
+    model = make_defender(spec, n_classes=fs.n_classes, device="cpu").load(defender_dir / info["model_file"])
+    return LtuData(X=fs.X, y=fs.y, proba=proba, is_defender=fs.is_defender, ids=fs.ids,
+                   train_rows=np.flatnonzero(fs.is_defender), n_classes=fs.n_classes, spec=spec, model=model)
+
+
 def _body(args: argparse.Namespace, params: Params) -> None:
     """Play ltu.rounds LTU rounds per attacker; Eq. 1 privacy and Eq. 2 utility per defender."""
+    lp = params.ltu
+    check_attacker_names(list(lp.attackers))
     ensure_writable(args.metrics, args.out)
-    metrics = {}
+    fs = load_feature_set(args.features, args.split)
+    options = AttackerOptions(n_jobs=lp.n_jobs, reference_models=lp.reference_models,
+                              reference_fraction=lp.reference_fraction, learned_mode=lp.learned_mode,
+                              rmia_a=lp.rmia_a, rmia_gamma=lp.rmia_gamma)
+    metrics, roc = {}, {}
     with atomic_dir(args.out) as tmp:
         for spec in params.defenders:
             name = spec["name"]
-            outputs, info = read_defender_outputs(args.defenders / name)
-            rng = rng_for(params.base.seed, "ltu", name)
-            results, scores = evaluate_defender(outputs, params.ltu.rounds, list(params.ltu.attackers), rng)
-            best = strongest(results)
-            metrics[name] = {
-                **best.as_dict(),
-                "utility": info["utility"],
-                "utility_stderr": info["utility_stderr"],
-                "attackers": {a: r.as_dict() for a, r in results.items()},
-            }
-            scores.to_parquet(tmp / f"{name}.scores.parquet", index=False)
-            print(f"ltu: {name}: A_ltu={best.accuracy:.3f} privacy={best.privacy:.3f}±{best.privacy_stderr:.3f} "
-                  f"({best.attacker}), utility={info['utility']:.3f}")
+            _, info = read_defender_outputs(args.defenders / name)
+            data = _ltu_data(args.defenders / name, spec, fs)
+            ev = evaluate_defender(data, lp.rounds, list(lp.attackers), rng_for(params.base.seed, "ltu", name), options)
+            metrics[name] = ev.metrics(info["utility"], info["utility_stderr"])
+            roc[name] = ev.roc
+            ev.scores.to_parquet(tmp / f"{name}.scores.parquet", index=False)
+            write_json(tmp / f"{name}.roc.json", ev.roc)
+            b = ev.best
+            print(f"ltu: {name}: A_ltu={b.accuracy:.3f} privacy={b.privacy:.3f}±{b.privacy_stderr:.3f} ({b.attacker}), "
+                  f"utility={info['utility']:.3f}, Theorem 1/2 bounds {ev.bounds['theorem1']:.3f}/{ev.bounds['theorem2']:.3f}"
+                  + ("  WARNING: below the theorem's lower bound" if metrics[name]["below_theorem_bound"] else ""))
+    try:
+        from privaudit.validation import validate_metrics  # type: ignore[attr-defined]
+    except ImportError:
+        validate_metrics = None
+    if validate_metrics is not None:
+        validate_metrics("ltu", metrics)
     write_json(args.metrics, metrics)
 
 
 if __name__ == "__main__":
-    sys.exit(run_stage("ltu", _args, _body))
+    sys.exit(run_stage("ltu", _args, _body, torch_threads=1))

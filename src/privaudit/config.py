@@ -82,10 +82,40 @@ class FeaturizeParams(_Strict):
 class LtuParams(_Strict):
     rounds: int = Field(200, ge=1)
     attackers: list[str] = Field(default_factory=lambda: ["loss_gap"], min_length=1)
+    n_jobs: int = Field(2, ge=-1, description="joblib workers for retrain / reference-model trainings (-1 = all cores)")
+    reference_models: int = Field(8, ge=1, description="reference models of lira / rmia (trained on Reserved data)")
+    reference_fraction: float = Field(0.5, gt=0.0, le=1.0, description="share of D_R per reference model")
+    learned_mode: Literal["exact", "one_split"] = "exact"
+    rmia_a: float = Field(0.33, ge=0.0, le=1.0, description="RMIA offline Pr(x) interpolation a")
+    rmia_gamma: float = Field(1.0, gt=0.0, description="RMIA likelihood-ratio threshold gamma")
+
+    @field_validator("attackers")
+    @classmethod
+    def _known_attackers(cls, v: list[str]) -> list[str]:
+        from privaudit.attacks.ltu_attackers import check_attacker_names
+
+        check_attacker_names(v)
+        return v
+
+    @field_validator("n_jobs")
+    @classmethod
+    def _nonzero_jobs(cls, v: int) -> int:
+        if v == 0:
+            raise ValueError("must be >= 1 or -1 (all cores), got 0")
+        return v
 
 
 class CanaryParams(_Strict):
     defenders: list[str] | Literal["all"] = "all"
+
+
+class ComputeParams(_Strict):
+    """Where and in what pieces the canary trials run (privaudit.canaries.shards)."""
+
+    scheduler: str = Field("local", description="local | a Dask scheduler address (tcp://host:8786)")
+    shard_trials: int = Field(32, ge=1, description="trials per shard (rounded up to whole blocks)")
+    block_trials: int = Field(16, ge=1, description="trials trained in one batched call (randomness unit)")
+    n_jobs: int = Field(1, ge=1, description="joblib workers for defenders without a batched recipe")
 
 
 class Game3Params(_Strict):
@@ -94,6 +124,8 @@ class Game3Params(_Strict):
     tau_min: float = Field(0.5, ge=0.0, lt=1.0)
     tau_max: float = Field(0.99, gt=0.0, le=1.0)
     tau_steps: int = Field(10, ge=1)
+    runs: int = Field(1, ge=1, description="training runs of game3.canaries each (Table 5: 1x1000 vs 10x100)")
+    tau_selection: Literal["bonferroni", "split"] = "bonferroni"
 
     @model_validator(mode="after")
     def _tau_range(self) -> "Game3Params":
@@ -106,7 +138,12 @@ class LidpParams(_Strict):
     trials: int = Field(32, ge=2)
     canaries: int | Literal["auto"] = "auto"
     null_canaries: int | Literal["auto"] = "auto"
-    canary_type: Literal["mislabel"] = "mislabel"
+    canary_type: Literal["mislabel", "clipbkd", "random_gradient"] = "mislabel"
+    neighbourhood: Literal["add_remove", "replace_one"] = "add_remove"
+    clipbkd_alpha: float = Field(10.0, gt=0.0, description="scale alpha of the tail singular vectors")
+    clipbkd_pool: int = Field(0, ge=0, description="p tail singular vectors (0: min(n, d) // 4)")
+    gradient_norm: float | None = Field(None, gt=0.0, description="norm of random-gradient canaries (null: the clip norm, else 1)")
+    tau_selection: Literal["split", "bonferroni"] = "split"
     order: Literal[1, 2, 4] = 1
     method: Literal["wilson", "bernstein"] = "wilson"
     beta: float = Field(0.05, gt=0.0, lt=1.0)
@@ -147,6 +184,7 @@ class Params(_Strict):
     defenders: list[dict[str, Any]] = Field(min_length=1)
     ltu: LtuParams = LtuParams()
     canaries: CanaryParams = CanaryParams()
+    compute: ComputeParams = ComputeParams()
     game3: Game3Params = Game3Params()
     lidp: LidpParams = LidpParams()
     bounds: BoundsParams = BoundsParams()
