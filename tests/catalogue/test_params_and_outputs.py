@@ -39,13 +39,16 @@ def test_lidp_delta_not_below_one(ws: Path) -> None:
 
 
 def test_more_game3_canaries_than_defender_pool(ws: Path) -> None:
-    """Game-3 canaries are distinct Defender samples: K above the pool is refused before training.
-
-    (LiDP mislabel canaries are i.i.d. draws *with replacement* from the Reserved pool, so
-    ``lidp.canaries`` above the pool size is a valid design; only an empty pool is refused.)
-    """
+    """Game-3 canaries are distinct Defender samples: K above the pool is refused before training."""
     write_params(ws, game3={"canaries": 500})
     expect_failure(ws, "canaries", "game3.canaries=500 exceeds the 36 Defender samples", absent=("data/canaries",))
+
+
+def test_more_lidp_canaries_than_reserved_pool(ws: Path) -> None:
+    """LiDP mislabel canaries are drawn from the Reserved pool: K + m above it is refused."""
+    write_params(ws, lidp={"canaries": 500})
+    expect_failure(ws, "canaries", "lidp.canaries + lidp.null_canaries = 500 + 500 exceeds the canary pool",
+                   absent=("data/canaries",))
 
 
 def test_clipbkd_pool_larger_than_available(ws: Path) -> None:

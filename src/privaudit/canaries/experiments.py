@@ -18,7 +18,7 @@ from privaudit.defenders.base import cross_entropy
 from privaudit.defenders.registry import make_defender
 from privaudit.defenders.training import FeatureSet
 
-__all__ = ["wrong_labels", "fit_predict", "game3_sequential", "lidp_trial_sequential", "check_lidp_sizes"]
+__all__ = ["wrong_labels", "fit_predict", "game3_sequential", "lidp_trial_sequential"]
 
 
 def fit_predict(spec: dict[str, Any], n_classes: int, device: str, X: np.ndarray, y: np.ndarray, seed: int,
@@ -57,14 +57,3 @@ def lidp_trial_sequential(spec: dict[str, Any], fs: FeatureSet, draw: CanaryDraw
     p1 = fit_predict(spec, fs.n_classes, device, X1, y1, seed1, cX[:k])
     p0 = fit_predict(spec, fs.n_classes, device, X0, y0, seed0, cX[k:])
     return cross_entropy(p1, cy[:k]), cross_entropy(p0, cy[k:])
-
-
-def check_lidp_sizes(fs: FeatureSet, k: int, m: int, trials: int) -> None:
-    """Validate LiDP sizes before any training (names the params keys)."""
-    if trials < 2:
-        raise ValueError(f"lidp.trials must be >= 2, got {trials}")
-    if k < 1 or m < 1:
-        raise ValueError(f"lidp.canaries (K={k}) and lidp.null_canaries (m={m}) must be >= 1")
-    pool = int((~fs.is_defender).sum())
-    if pool < 1:
-        raise ValueError("the Reserved set is empty; mislabel canaries are drawn from it")

@@ -45,8 +45,14 @@ def check_canary_setup(params: Params, fs: FeatureSet) -> None:
     lp = params.lidp
     if lp.k_canaries() < 1 or lp.m_null() < 1:
         raise ValueError("lidp.canaries and lidp.null_canaries must be >= 1")
-    if lp.canary_type == "mislabel" and int((~fs.is_defender).sum()) < 1:
-        raise ValueError("lidp.canary_type: mislabel draws canaries from the Reserved set, which is empty")
+    pool = int((~fs.is_defender).sum())
+    if lp.canary_type == "mislabel" and lp.k_canaries() + lp.m_null() > pool:
+        # canaries are i.i.d. draws from the pool; more than the pool per trial would mostly
+        # repeat samples and test a different design than the one the user asked for
+        raise ValueError(
+            f"lidp.canaries + lidp.null_canaries = {lp.k_canaries()} + {lp.m_null()} exceeds the canary pool "
+            f"of {pool} Reserved samples (lidp.canary_type: mislabel draws canaries from it)"
+        )
     if lp.canary_type == "clipbkd" and lp.clipbkd_pool > min(n_def, fs.X.shape[1]):
         raise ValueError(f"lidp.clipbkd_pool={lp.clipbkd_pool} exceeds min(n, d) = {min(n_def, fs.X.shape[1])}")
     for spec in params.audited_defenders():
