@@ -9,6 +9,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+import json
+
 import pandas as pd
 
 from privaudit.artifacts import ensure_writable, read_json, write_json
@@ -23,7 +25,10 @@ REPORT_FILES = ("audit.html", "audit.md", "plots")
 
 def _args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--ltu", type=Path, default=Path("metrics/ltu.json"))
-    p.add_argument("--ltu-scores", type=Path, default=Path("data/ltu"))
+    p.add_argument("--ltu-scores", type=Path, default=Path("data/ltu"),
+                   help="folder with <defender>.scores.parquet and <defender>.roc.json")
+    p.add_argument("--curves", type=Path, default=Path("data/audit/epsilon_vs_trials"),
+                   help="folder with <defender>.csv (trials, eps_k1, eps_ksqrt)")
     p.add_argument("--audit", type=Path, default=Path("metrics/audit.json"))
     p.add_argument("--bounds", type=Path, default=Path("metrics/bounds.json"))
     p.add_argument("--gate", type=Path, default=Path("metrics/gate.json"))
@@ -43,12 +48,27 @@ def _body(args: argparse.Namespace, params: Params) -> None:
         name: pd.read_parquet(args.ltu_scores / f"{name}.scores.parquet")
         for name in ltu if (args.ltu_scores / f"{name}.scores.parquet").is_file()
     }
+    roc = {
+        name: json.loads((args.ltu_scores / f"{name}.roc.json").read_text())
+        for name in ltu if (args.ltu_scores / f"{name}.roc.json").is_file()
+    }
+    curves = {
+        name: pd.read_csv(args.curves / f"{name}.csv")[["trials", "eps_k1", "eps_ksqrt"]]
+        for name in audit if (args.curves / f"{name}.csv").is_file()
+    }
+    table1 = None
+    if params.report.table1:
+        path = Path(params.report.table1)
+        if not path.is_file():
+            raise FileNotFoundError(f"report.table1: {path} not found (run benchmarks/ltu_table1.py or set it to null)")
+        table1 = pd.read_csv(path)
     manifest = build_manifest(
         args.repo, params.model_dump(mode="json"), params.base.seed,
         {"source": Path("data/source"), "split": Path("data/split"), "features": Path("data/features")},
     )
     inputs = ReportInputs(ltu=ltu, audit=audit, bounds=bounds, gate=gate, manifest=manifest,
-                          privacy_scores=scores or None)
+                          privacy_scores=scores or None, roc={k: v for k, v in roc.items() if v} or None,
+                          epsilon_vs_trials=curves or None, table1=table1)
     args.out.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=".report.tmp-", dir=args.out))
     try:

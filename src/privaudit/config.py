@@ -174,6 +174,8 @@ class BoundsParams(_Strict):
 class ReportParams(_Strict):
     title: str = "privaudit release audit"
     most_exposed: int = Field(10, ge=0)
+    #: CSV of the LTU Table 1 reproduction (benchmarks/ltu_table1.py) shown in the report, or null
+    table1: str | None = None
 
 
 class Params(_Strict):
