@@ -4,14 +4,11 @@ from __future__ import annotations
 
 import argparse
 import sys
-import zipfile
 from pathlib import Path
 
-import numpy as np
-import pandas as pd
-
-from privaudit.artifacts import atomic_dir, ensure_writable, read_json
+from privaudit.artifacts import atomic_dir, ensure_writable
 from privaudit.config import Params
+from privaudit.defenders.training import read_feature_files
 from privaudit.determinism import configure_determinism
 from privaudit.features import resolve_device
 from privaudit.validation import check_defender_dirs, validate_defender_outputs, validate_features, validate_membership
@@ -47,20 +44,7 @@ def _body(args: argparse.Namespace, params: Params) -> None:
 
 def check_inputs(features: Path, split: Path, params: Params) -> None:
     """GX suites 'split' (membership table) and 'features' (finite, meta.json's dim) before any training."""
-    fpath, mpath, spath = features / "features.npz", features / "meta.json", split / "membership.parquet"
-    for p in (fpath, mpath, spath):
-        if not p.is_file():
-            raise FileNotFoundError(f"{p} not found (run the featurize and split stages: dvc repro)")
-    try:
-        with np.load(fpath, allow_pickle=False) as z:
-            X, ids = z["X"], z["ids"]
-    except (ValueError, OSError, EOFError, KeyError, zipfile.BadZipFile) as err:
-        raise ValueError(f"{fpath} is truncated or corrupt: {err}") from None
-    try:
-        membership = pd.read_parquet(spath)
-    except Exception as err:  # pyarrow raises several types for a truncated/corrupt file
-        raise ValueError(f"{spath} is truncated or corrupt: {err}") from None
-    meta = read_json(mpath)
+    X, ids, meta, membership = read_feature_files(features, split)
     validate_membership(membership, int(meta["n_classes"]), params.split.defender_fraction,
                         params.split.fraction_tolerance)
     validate_features(X, ids, ids, meta.get("dim"))

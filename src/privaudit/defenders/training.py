@@ -135,9 +135,15 @@ def read_defender_outputs(defender_dir: Path) -> tuple[pd.DataFrame, dict[str, A
     return pd.read_parquet(out_path), json.loads(info_path.read_text())
 
 
-def load_feature_set(features_dir: Path, split_dir: Path) -> FeatureSet:
-    """Read ``features.npz`` + ``meta.json`` and ``membership.parquet`` into a :class:`FeatureSet`."""
+def read_feature_files(features_dir: Path, split_dir: Path) -> tuple[np.ndarray, np.ndarray, dict[str, Any], pd.DataFrame]:
+    """Read ``features.npz`` (X (n, d), ids (n,)), ``meta.json`` and ``membership.parquet``.
+
+    Raises:
+        FileNotFoundError: a file is missing (names it and the stage that writes it).
+        ValueError: a file is truncated or corrupt (names it); nothing is unpickled.
+    """
     import json
+    import zipfile
 
     fpath, mpath, spath = features_dir / "features.npz", features_dir / "meta.json", split_dir / "membership.parquet"
     for p in (fpath, mpath, spath):
@@ -146,7 +152,20 @@ def load_feature_set(features_dir: Path, split_dir: Path) -> FeatureSet:
     try:
         with np.load(fpath, allow_pickle=False) as z:
             X, ids = z["X"], z["ids"]
-    except (ValueError, OSError, KeyError) as err:
+    except (ValueError, OSError, EOFError, KeyError, zipfile.BadZipFile) as err:
         raise ValueError(f"{fpath} is truncated or corrupt: {err}") from None
-    meta = json.loads(mpath.read_text())
-    return align_features(X, ids, pd.read_parquet(spath), int(meta["n_classes"]))
+    try:
+        membership = pd.read_parquet(spath)
+    except Exception as err:  # pyarrow raises several types for a truncated/corrupt file
+        raise ValueError(f"{spath} is truncated or corrupt: {err}") from None
+    try:
+        meta = json.loads(mpath.read_text())
+    except json.JSONDecodeError as err:
+        raise ValueError(f"{mpath} is not valid JSON ({err.msg}); the file is corrupt") from None
+    return X, ids, meta, membership
+
+
+def load_feature_set(features_dir: Path, split_dir: Path) -> FeatureSet:
+    """Read the featurize and split outputs into a :class:`FeatureSet` (see :func:`read_feature_files`)."""
+    X, ids, meta, membership = read_feature_files(features_dir, split_dir)
+    return align_features(X, ids, membership, int(meta["n_classes"]))
