@@ -12,8 +12,7 @@ from privaudit.artifacts import atomic_dir, ensure_writable, write_json
 from privaudit.attacks.ltu import LtuData
 from privaudit.attacks.ltu_attackers import AttackerOptions, check_attacker_names, evaluate_defender
 from privaudit.config import Params
-from privaudit.defenders.registry import make_defender
-from privaudit.defenders.training import FeatureSet, load_feature_set, read_defender_outputs
+from privaudit.defenders.training import FeatureSet, load_feature_set, load_trained_defender, read_defender_outputs
 from privaudit.seeding import rng_for
 from stages._runner import run_stage
 
@@ -28,10 +27,10 @@ def _args(p: argparse.ArgumentParser) -> None:
 
 def _ltu_data(defender_dir: Path, spec: dict, fs: FeatureSet) -> LtuData:
     """Align a defender's outputs with the features; load M_D for white-box attackers."""
-    outputs, info = read_defender_outputs(defender_dir)
+    outputs, _ = read_defender_outputs(defender_dir)
     frame = outputs.set_index(outputs["id"].astype(str)).loc[fs.ids]
     proba = frame[[f"p_{c}" for c in range(fs.n_classes)]].to_numpy(np.float64)
-    model = make_defender(spec, n_classes=fs.n_classes, device="cpu").load(defender_dir / info["model_file"])
+    model = load_trained_defender(defender_dir, spec, fs.n_classes, device="cpu")
     return LtuData(X=fs.X, y=fs.y, proba=proba, is_defender=fs.is_defender, ids=fs.ids,
                    train_rows=np.flatnonzero(fs.is_defender), n_classes=fs.n_classes, spec=spec, model=model)
 

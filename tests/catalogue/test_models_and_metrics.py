@@ -21,8 +21,11 @@ class _Payload:
         return (open, (self.marker, "w"))
 
 
+@pytest.mark.parametrize("stage, output", [("bounds", "metrics/bounds.json"), ("ltu", "metrics/ltu.json")])
 @pytest.mark.parametrize("defender, model_file", [("logreg", "model.skops"), ("mlp", "model.safetensors")])
-def test_model_file_replaced_by_pickle(ws: Path, tmp_path: Path, defender: str, model_file: str) -> None:
+def test_model_file_replaced_by_pickle(ws: Path, tmp_path: Path, defender: str, model_file: str,
+                                       stage: str, output: str) -> None:
+    """Every stage that reads model files (bounds checks them; ltu loads them) refuses a pickle."""
     marker = tmp_path / "pwned"
     path = ws / "data" / "defenders" / defender / model_file
     assert path.is_file()
@@ -31,8 +34,8 @@ def test_model_file_replaced_by_pickle(ws: Path, tmp_path: Path, defender: str, 
     probe = tmp_path / "probe"
     pickle.loads(pickle.dumps(_Payload(probe)))
     assert probe.exists()
-    err = expect_failure(ws, "bounds", f"data/defenders/{defender}/{model_file}", "is a python pickle",
-                         "refusing to load", absent=("metrics/bounds.json",))
+    err = expect_failure(ws, stage, f"data/defenders/{defender}/{model_file}", "is a python pickle",
+                         "refusing to load", absent=(output,))
     assert not marker.exists(), "the pickle's code ran"
     assert "refusing" in err
 

@@ -169,3 +169,22 @@ def load_feature_set(features_dir: Path, split_dir: Path) -> FeatureSet:
     """Read the featurize and split outputs into a :class:`FeatureSet` (see :func:`read_feature_files`)."""
     X, ids, meta, membership = read_feature_files(features_dir, split_dir)
     return align_features(X, ids, membership, int(meta["n_classes"]))
+
+
+def load_trained_defender(defender_dir: Path, spec: dict[str, Any], n_classes: int, device: str = "cpu") -> Defender:
+    """Load the model the defenders stage wrote for ``spec``, refusing anything that could run code.
+
+    The file named by ``info.json`` is checked first (a pickle is refused by its first byte, a
+    skops file may hold only allow-listed types, safetensors headers must parse), then loaded.
+
+    Raises:
+        privaudit.validation.ModelFileError: the file is not a safe model file (names it).
+    """
+    import json
+
+    from privaudit.validation.model_files import check_model_file
+
+    info = json.loads((defender_dir / INFO_FILE).read_text())
+    path = defender_dir / info["model_file"]
+    check_model_file(path, spec.get("trusted_types") or ())
+    return make_defender(spec, n_classes=n_classes, device=device).load(path)
