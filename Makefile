@@ -14,6 +14,11 @@ TORCH_VERSION ?= 2.13.0
 TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
 STAMP  := $(VENV)/.privaudit-installed
 
+# dvc runs each stage's `python -m stages.<name>` through the shell: the venv must come first on
+# PATH for every recipe, or the stages would run with whatever python the caller has.
+export PATH := $(abspath $(BIN)):$(PATH)
+export VIRTUAL_ENV := $(abspath $(VENV))
+
 export DO_NOT_TRACK := 1
 export DVC_NO_ANALYTICS := 1
 export PREFECT_SERVER_ANALYTICS_ENABLED := false
