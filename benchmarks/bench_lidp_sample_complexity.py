@@ -4,12 +4,15 @@
 For each data set (digits; Location with ``--location``) and ε ∈ {2, 8}: for every n in the grid,
 n add/remove trials with K = round(√n) canaries and n trials with K = 1 (separately trained), τ tuned
 on half the trials and ε̂ certified on the other half (2nd-order Wilson for K = √n, 1st-order for
-K = 1, β = 0.05, δ = 1e-5). Then the trial ratio: how many trials the K = 1 audit needs to reach the
+K = 1, β = 0.05, δ = 1e-5), averaged over ``--reps`` independent audits. Then the trial ratio: how many trials the K = 1 audit needs to reach the
 ε̂ that K = √n reaches at the largest n (log-linear interpolation over the K = 1 curve; ">" when it
 never gets there), divided by that n. The paper reports 2.3× (data poisoning) to 3× (random gradients).
 
-Run:  nice python benchmarks/bench_lidp_sample_complexity.py [--trials 32 64 128 256]
-          [--canary random_gradient|mislabel] [--location ../shared/data/location.tgz] [--epochs 10]
+Random-gradient statistics subtract the mean displacement of ``lidp.gradient_reference`` canary-free
+heads (``--reference 0``: the plain ⟨c, θ_T − θ_0⟩, which certifies ~nothing on a 650-parameter head).
+
+Run:  nice python benchmarks/bench_lidp_sample_complexity.py [--trials 128 256 512 1024] [--reps 3]
+          [--canary random_gradient|mislabel|clipbkd] [--location ../shared/data/location.tgz] [--epochs 10]
 """
 
 from __future__ import annotations
@@ -53,12 +56,14 @@ def location(path: Path) -> FeatureSet | None:
                       int(y.max()) + 1)
 
 
-def eps_hat(fs: FeatureSet, eps: float, n: int, k: int, canary: str, epochs: int, seed: int) -> tuple[float, float]:
+def eps_hat(fs: FeatureSet, eps: float, n: int, k: int, canary: str, epochs: int, seed: int,
+            reference: int = 16) -> tuple[float, float]:
     """(ε̂ of the K-canary audit at its order, seconds) for n trials."""
     p = parse_params({
         "base": {"seed": seed, "device": "cpu"},
         "defenders": [{"name": "dp", "kind": "dp_sgd", "epsilon": eps, "epochs": epochs}],
-        "lidp": {"trials": n, "canaries": k, "null_canaries": k, "canary_type": canary},
+        "lidp": {"trials": n, "canaries": k, "null_canaries": k, "canary_type": canary,
+                 "gradient_reference": reference},
         "compute": {"block_trials": 64},
     })
     t0 = time.perf_counter()
@@ -83,14 +88,16 @@ def trials_needed(target: float, ns: list[int], curve: list[float]) -> float:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--trials", type=int, nargs="+", default=[32, 64, 128, 256])
-    ap.add_argument("--baseline-extra", type=int, nargs="*", default=[512],
+    ap.add_argument("--trials", type=int, nargs="+", default=[128, 256, 512, 1024])
+    ap.add_argument("--baseline-extra", type=int, nargs="*", default=[2048, 4096],
                     help="larger n for the K=1 curve only (to find where it catches up)")
     ap.add_argument("--epsilons", type=float, nargs="+", default=[2.0, 8.0])
     ap.add_argument("--canary", default="random_gradient", choices=["random_gradient", "mislabel", "clipbkd"])
     ap.add_argument("--epochs", type=int, default=10)
     ap.add_argument("--location", type=Path, default=None)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--reps", type=int, default=3, help="independent audits averaged per point")
+    ap.add_argument("--reference", type=int, default=16, help="lidp.gradient_reference (random_gradient only)")
     args = ap.parse_args()
     warnings.filterwarnings("ignore")
     torch.set_num_threads(1)
@@ -99,22 +106,28 @@ def main() -> None:
         loc = location(args.location)
         if loc is not None:
             sets["location"] = loc
-    print(f"load={os.getloadavg()[0]:.2f} canary={args.canary} epochs={args.epochs} "
+    def avg(fs: FeatureSet, eps: float, n: int, k: int, offset: int) -> tuple[float, float]:
+        runs = [eps_hat(fs, eps, n, k, args.canary, args.epochs, args.seed + 1000 * r + offset, args.reference)
+                for r in range(args.reps)]
+        return float(np.mean([e for e, _ in runs])), float(sum(t for _, t in runs))
+
+    print(f"load={os.getloadavg()[0]:.2f} canary={args.canary} epochs={args.epochs} reps={args.reps} "
+          f"reference={args.reference} "
           f"LD_PRELOAD={os.environ.get('LD_PRELOAD', '-')}")
     for name, fs in sets.items():
         for eps in args.epsilons:
             ks, k1 = [], []
             total = 0.0
             for n in args.trials:
-                e, dt = eps_hat(fs, eps, n, max(1, round(n**0.5)), args.canary, args.epochs, args.seed)
-                e1, dt1 = eps_hat(fs, eps, n, 1, args.canary, args.epochs, args.seed + 1)
+                e, dt = avg(fs, eps, n, max(1, round(n**0.5)), 0)
+                e1, dt1 = avg(fs, eps, n, 1, 1)
                 ks.append(e)
                 k1.append(e1)
                 total += dt + dt1
                 print(f"{name} eps={eps:g} n={n:5d}: K=sqrt(n)={round(n**0.5):3d} eps_hat={e:.3f} | K=1 eps_hat={e1:.3f}")
             ns1 = list(args.trials)
             for n in args.baseline_extra:
-                e1, dt1 = eps_hat(fs, eps, n, 1, args.canary, args.epochs, args.seed + 1)
+                e1, dt1 = avg(fs, eps, n, 1, 1)
                 total += dt1
                 ns1.append(n)
                 k1.append(e1)

@@ -143,6 +143,9 @@ class LidpParams(_Strict):
     clipbkd_alpha: float = Field(10.0, gt=0.0, description="scale alpha of the tail singular vectors")
     clipbkd_pool: int = Field(0, ge=0, description="p tail singular vectors (0: min(n, d) // 4)")
     gradient_norm: float | None = Field(None, gt=0.0, description="norm of random-gradient canaries (null: the clip norm, else 1)")
+    gradient_reference: int = Field(
+        16, ge=0, description="canary-free reference heads whose mean displacement is subtracted from "
+        "random-gradient statistics (0: off, the plain <c, theta_T - theta_0>)")
     tau_selection: Literal["split", "bonferroni"] = "split"
     order: Literal[1, 2, 4] = 1
     method: Literal["wilson", "bernstein"] = "wilson"

@@ -30,22 +30,30 @@ def _t(a: np.ndarray, device: str, dtype: torch.dtype | None = None) -> torch.Te
 
 
 def _canary_loss(heads: StackedHeads, draw_X: torch.Tensor | None, draw_y: torch.Tensor | None,
-                 grads: torch.Tensor | None, init: StackedHeads | None = None) -> torch.Tensor:
-    """L_canary per model and canary (M, Q): cross-entropy, or ⟨c, θ_T − θ_0⟩ for gradient canaries.
+                 grads: torch.Tensor | None, init: StackedHeads | None = None,
+                 reference: torch.Tensor | None = None) -> torch.Tensor:
+    """L_canary per model and canary (M, Q): cross-entropy, or ⟨c, θ_T − θ_0 − Δ_ref⟩ for gradient canaries.
 
     The auditor runs the training, so it knows θ_0 (grey-box, as in the random-gradient audits of
     Andrew et al., LiDP ref. [2]); subtracting it removes the initialisation's share of the
     variance of ⟨c, θ_T⟩ without changing which canaries were inserted (LiDP App. D.2, eq. 24).
+    ``reference`` (P,) is the mean displacement θ_T − θ_0 of canary-free models trained on the
+    same data (:func:`reference_displacement`): in a small model the data's own pull on θ
+    projects onto a random c with a spread far above the canary's effect; it is the same for
+    every trial, so subtracting it keeps R_c a fixed region per canary (eq. 24 with τ shifted by
+    ⟨c, Δ_ref⟩) while removing that spread.
     """
     if grads is not None:
         theta = heads.flat() - (init.flat() if init is not None else 0.0)
+        if reference is not None:
+            theta = theta - reference.unsqueeze(0)
         return torch.bmm(grads, theta.unsqueeze(2)).squeeze(2)
     return cross_entropy_per_model(heads, draw_X, draw_y)
 
 
 def lidp_block(
     recipe: HeadRecipe, fs: FeatureSet, draws: list[CanaryDraw], k: int, m: int, neighbourhood: str,
-    seed: int, device: str,
+    seed: int, device: str, reference: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Raw LiDP statistics of the trials of one block (LiDP Algorithm 1 lines 3-6; App. B.2).
 
@@ -53,6 +61,8 @@ def lidp_block(
         draws: per trial, K + m canaries (first K inserted, last m fresh nulls).
         neighbourhood: ``add_remove`` (θ1 with K canaries, θ0 with the first K−1; nulls on θ0) or
             ``replace_one`` (one model θ1 per trial; nulls on θ1).
+        reference: (P,) mean canary-free displacement subtracted from gradient-canary
+            statistics (:func:`reference_displacement`), or None.
     Returns:
         ``loss_in`` (t, K) = L_canary(c_k, θ1), ``loss_null`` (t, m) = L_canary(c'_j, θ0 or θ1).
     """
@@ -79,7 +89,8 @@ def lidp_block(
     with torch.no_grad():
         if is_grad:
             allc = _t(np.stack([d.grad for d in draws]), device, torch.float32)  # (t, K+m, P)
-            loss = _canary_loss(heads, None, None, allc[rep], init)
+            ref = None if reference is None else _t(reference, device, torch.float32)
+            loss = _canary_loss(heads, None, None, allc[rep], init, ref)
         else:
             X = _t(np.stack([d.X for d in draws]), device, torch.float32)[rep]
             y = _t(np.stack([d.y for d in draws]), device, torch.int64)[rep]
@@ -88,6 +99,22 @@ def lidp_block(
     theta1 = loss[0::pairs]
     theta_null = loss[1::2] if pairs == 2 else theta1
     return theta1[:, :k], theta_null[:, k:k + m]
+
+
+def reference_displacement(recipe: HeadRecipe, fs: FeatureSet, n_models: int, seed: int,
+                           device: str) -> np.ndarray:
+    """Mean θ_T − θ_0 of ``n_models`` canary-free heads on the Defender data, (P,) float64.
+
+    Trained with its own seed, independent of every trial's canaries and training randomness, so
+    the regions R_c built from it are fixed before the trials run (LiDP App. D.2, eq. 24).
+    """
+    Xd, yd = fs.defender
+    data = TrainData(_t(Xd, device, torch.float32), _t(yd, device, torch.int64), n_models=n_models)
+    gen = torch.Generator(device=device).manual_seed(int(seed))
+    init = initial_heads(recipe, data, fs.n_classes, gen)
+    heads = train_heads(recipe, data, fs.n_classes, gen, init=init)
+    with torch.no_grad():
+        return (heads.flat() - init.flat()).double().mean(0).cpu().numpy()
 
 
 def game3_draw(fs: FeatureSet, n_canaries: int, rng: np.random.Generator) -> dict[str, np.ndarray]:

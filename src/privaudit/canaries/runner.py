@@ -13,7 +13,13 @@ from typing import Any
 
 import numpy as np
 
-from privaudit.canaries.batched_runs import clipbkd_labels, game3_block, game3_draw, lidp_block
+from privaudit.canaries.batched_runs import (
+    clipbkd_labels,
+    game3_block,
+    game3_draw,
+    lidp_block,
+    reference_displacement,
+)
 from privaudit.canaries.designs import (
     BATCHED_ONLY,
     CanaryDraw,
@@ -116,8 +122,14 @@ def run_trials(params: Params, fs: FeatureSet, name: str, experiment: str, start
     k, m = lp.k_canaries(), lp.m_null()
     draws_all = _lidp_draws(params, fs, name, recipe, range(start, stop), device)
     if recipe is not None:
+        reference = None
+        if lp.canary_type == "random_gradient" and lp.gradient_reference:
+            # the same for every shard: seeded by the defender, not by the trial range
+            reference = reference_displacement(recipe, fs, lp.gradient_reference,
+                                               int_seed(seed, "canaries", "lidp", name, "reference"), device)
         parts = [lidp_block(recipe, fs, draws_all[b.start - start:b.stop - start], k, m, lp.neighbourhood,
-                            int_seed(seed, "canaries", "lidp", name, "block", b.start // block), device)
+                            int_seed(seed, "canaries", "lidp", name, "block", b.start // block), device,
+                            reference)
                  for b in blocks]
         return {"loss_in": np.concatenate([p[0] for p in parts]), "loss_null": np.concatenate([p[1] for p in parts])}
     res = _parallel(params, [

@@ -125,7 +125,7 @@ def shard_dir(root: Path, params: Params) -> Path:
         "game3": {"canaries": g.canaries, "runs": g.runs},
         "lidp": {"trials": lp.trials, "k": lp.k_canaries(), "m": lp.m_null(), "type": lp.canary_type,
                  "neighbourhood": lp.neighbourhood, "alpha": lp.clipbkd_alpha, "pool": lp.clipbkd_pool,
-                 "gradient_norm": lp.gradient_norm},
+                 "gradient_norm": lp.gradient_norm, "gradient_reference": lp.gradient_reference},
     }
     return Path(root) / _digest(key)
 
