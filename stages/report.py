@@ -56,19 +56,19 @@ def _body(args: argparse.Namespace, params: Params) -> None:
         name: pd.read_csv(args.curves / f"{name}.csv")[["trials", "eps_k1", "eps_ksqrt"]]
         for name in audit if (args.curves / f"{name}.csv").is_file()
     }
-    table1 = None
-    if params.report.table1:
-        path = Path(params.report.table1)
+    table1 = {}
+    for entry in params.report.table1 or []:
+        path = Path(entry)
         if not path.is_file():
             raise FileNotFoundError(f"report.table1: {path} not found (run benchmarks/ltu_table1.py or set it to null)")
-        table1 = pd.read_csv(path)
+        table1[path.stem.removeprefix("table1_")] = pd.read_csv(path)
     manifest = build_manifest(
         args.repo, params.model_dump(mode="json"), params.base.seed,
         {"source": Path("data/source"), "split": Path("data/split"), "features": Path("data/features")},
     )
     inputs = ReportInputs(ltu=ltu, audit=audit, bounds=bounds, gate=gate, manifest=manifest,
                           privacy_scores=scores or None, roc={k: v for k, v in roc.items() if v} or None,
-                          epsilon_vs_trials=curves or None, table1=table1)
+                          epsilon_vs_trials=curves or None, table1=table1 or None)
     args.out.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=".report.tmp-", dir=args.out))
     try:

@@ -177,8 +177,14 @@ class BoundsParams(_Strict):
 class ReportParams(_Strict):
     title: str = "privaudit release audit"
     most_exposed: int = Field(10, ge=0)
-    #: CSV of the LTU Table 1 reproduction (benchmarks/ltu_table1.py) shown in the report, or null
-    table1: str | None = None
+    #: CSVs of the LTU Table 1 reproduction (benchmarks/ltu_table1.py) shown in the report, one per
+    #: data set (a single path is accepted), or null / [] for none
+    table1: list[str] | None = None
+
+    @field_validator("table1", mode="before")
+    @classmethod
+    def _table1_list(cls, v: Any) -> Any:
+        return [v] if isinstance(v, str) else v
 
 
 class Params(_Strict):

@@ -279,3 +279,24 @@ def test_most_exposed_must_be_positive_int(tmp_path: Path, bad: Any) -> None:
     with pytest.raises(ValueError, match="most_exposed must be an integer >= 1"):
         build_report(ReportInputs({}, {}, {}, {}, {}), tmp_path, most_exposed=bad)
     assert not (tmp_path / "audit.html").exists()
+
+
+def test_table1_per_data_set_in_the_paper_layout(tmp_path: Path) -> None:
+    """One Table 1 per data set: a row per model, utility and privacy ± s.e. per randomness level."""
+    def frame(privacy: float) -> pd.DataFrame:
+        return pd.DataFrame({
+            "model": ["knn", "knn", "svc", "svc"], "randomness": ["fixed", "unseeded"] * 2,
+            "utility": [0.9, 0.9, 0.95, 0.95], "utility_stderr": [0.02] * 4,
+            "privacy": [privacy, 0.5, 0.0, 0.0], "privacy_stderr": [0.05] * 4,
+            "trials": [3] * 4, "rounds": [40] * 4,
+        })
+
+    inputs = synthetic.report_inputs(table1={"digits": frame(0.123), "location": frame(0.777)})
+    html = build_report(inputs, tmp_path / "r")["html"].read_text(encoding="utf-8")
+    section = html[html.index("LTU Table 1 reproduction"):]
+    assert "digits (3 trials × 40 rounds)" in section and "location (3 trials × 40 rounds)" in section
+    assert "fixed privacy" in section and "unseeded utility" in section
+    assert "0.123 ± 0.050" in section and "0.777 ± 0.050" in section
+    assert section.index("0.123") < section.index("location") < section.index("0.777")
+    with pytest.raises(ValueError, match=r"table1\['x'\]"):
+        synthetic.report_inputs(table1={"x": [1, 2]})

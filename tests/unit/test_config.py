@@ -78,3 +78,12 @@ def test_lidp_auto_sizes() -> None:
     assert p.lidp.k_canaries() == 10 and p.lidp.m_null() == 10
     p = parse_params(_with(lidp__trials=100, lidp__canaries=3, lidp__null_canaries=7))
     assert p.lidp.k_canaries() == 3 and p.lidp.m_null() == 7
+
+
+def test_report_table1_takes_one_path_or_a_list() -> None:
+    assert parse_params({**MIN, "report": {"table1": "a/table1_digits.csv"}}).report.table1 == ["a/table1_digits.csv"]
+    both = ["a/table1_digits.csv", "a/table1_location.csv"]
+    assert parse_params({**MIN, "report": {"table1": both}}).report.table1 == both
+    assert parse_params({**MIN, "report": {"table1": None}}).report.table1 is None
+    with pytest.raises(ParamsError, match="report.table1"):
+        parse_params({**MIN, "report": {"table1": 3}})

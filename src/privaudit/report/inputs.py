@@ -33,7 +33,9 @@ class ReportInputs:
             (individual LTU privacy scores; ids only, never raw data).
         roc: per defender, per attacker: ``{fpr, tpr, auc, tpr_at_0_1pct, tpr_at_1pct}``.
         epsilon_vs_trials: per defender, a DataFrame with columns ``trials, eps_k1, eps_ksqrt``.
-        table1: the LTU Table 1 reproduction (columns model, randomness, utility, privacy).
+        table1: the LTU Table 1 reproduction (columns model, randomness, utility, privacy, and
+            optionally utility_stderr, privacy_stderr, trials, rounds): one DataFrame, or one per
+            data set keyed by its name.
     """
 
     ltu: dict[str, Any]
@@ -44,7 +46,7 @@ class ReportInputs:
     privacy_scores: dict[str, pd.DataFrame] | None = None
     roc: dict[str, dict[str, dict[str, Any]]] | None = None
     epsilon_vs_trials: dict[str, pd.DataFrame] | None = None
-    table1: pd.DataFrame | None = None
+    table1: pd.DataFrame | dict[str, pd.DataFrame] | None = None
 
     def __post_init__(self) -> None:
         """Validate types and the columns of the optional tables (``ValueError`` naming them)."""
@@ -75,9 +77,24 @@ class ReportInputs:
                             f"({len(curve['fpr'])} vs {len(curve['tpr'])})"
                         )
         if self.table1 is not None and not isinstance(self.table1, pd.DataFrame):
-            raise ValueError(
-                f"ReportInputs.table1 must be a pandas DataFrame, got {type(self.table1).__name__}"
-            )
+            if not isinstance(self.table1, Mapping):
+                raise ValueError(
+                    "ReportInputs.table1 must be a pandas DataFrame or a dict of them, "
+                    f"got {type(self.table1).__name__}"
+                )
+            for name, frame in self.table1.items():
+                if not isinstance(frame, pd.DataFrame):
+                    raise ValueError(
+                        f"ReportInputs.table1[{name!r}] must be a pandas DataFrame, got {type(frame).__name__}"
+                    )
+
+    def table1_by_dataset(self) -> dict[str, pd.DataFrame]:
+        """The Table 1 reproductions keyed by data set ("" for a single unnamed one)."""
+        if self.table1 is None:
+            return {}
+        if isinstance(self.table1, pd.DataFrame):
+            return {"": self.table1}
+        return dict(self.table1)
 
     def defenders(self) -> list[str]:
         """Defender names over all metrics and optional tables, in first-seen order."""
