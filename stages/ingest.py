@@ -18,10 +18,29 @@ def _args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", type=Path, default=Path("data/source"))
 
 
+#: the folder dvc.yaml lists as the ingest stage's data dependency
+TRACKED_DATA = Path("data/external")
+
+
+def untracked_path_warning(path: str | None, tracked: Path = TRACKED_DATA) -> str | None:
+    """A warning when ``dataset.path`` lies outside the folder DVC watches for the ingest stage."""
+    if path is None:
+        return None
+    resolved, root = Path(path).resolve(), tracked.resolve()
+    if resolved == root or root in resolved.parents:
+        return None
+    return (f"dataset.path={path!r} is outside {tracked}/, which is the ingest stage's DVC dependency: "
+            "`dvc repro` will not notice when that data changes. Move or `dvc import` it under "
+            f"{tracked}/, or force a rerun with `dvc repro -f -s ingest` after changing it.")
+
+
 def _body(args: argparse.Namespace, params: Params) -> None:
     """Load the source data set named in params.dataset."""
     ensure_writable(args.out)
     ds = params.dataset
+    warning = untracked_path_warning(ds.path)
+    if warning:
+        print(f"ingest: warning: {warning}", file=sys.stderr)
     data = load_source(ds.name, path=ds.path, label_column=ds.label_column, max_samples=ds.max_samples,
                        rng=rng_for(params.base.seed, "ingest"))
     validate_source(data)  # GX suite 'source' on the output, before it is moved into place

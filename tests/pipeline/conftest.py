@@ -40,7 +40,7 @@ def merged_params(overrides: dict) -> dict:
 
 TINY_PARAMS = merged_params(TINY_OVERRIDES)
 
-COPIED = ("dvc.yaml", ".dvcignore", "stages", "src", "benchmarks/results")
+COPIED = ("dvc.yaml", ".dvcignore", "stages", "src", "benchmarks/results", "data/external")
 
 
 def pipeline_env() -> dict[str, str]:

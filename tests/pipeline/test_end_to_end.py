@@ -52,6 +52,14 @@ def test_pipeline_end_to_end(workspace: Path) -> None:
     again = run(DVC + ["repro"], ws)
     assert "Running stage" not in again.stdout, again.stdout
 
+    # a data file under data/external (where README says user data lives) is the ingest stage's dep
+    extra = ws / "data/external/new.csv"
+    extra.write_text("f0,label\n1,0\n")
+    status = run(DVC + ["status", "ingest"], ws)
+    assert "changed deps" in status.stdout and "data/external" in status.stdout, status.stdout
+    extra.unlink()
+    assert "changed" not in run(DVC + ["status", "ingest"], ws).stdout
+
     # ltu.rounds changes → ltu and its dependants only
     first = _metrics(ws)
     params = yaml.safe_load((ws / "params.yaml").read_text())
