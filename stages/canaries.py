@@ -22,6 +22,7 @@ from privaudit.canaries.shards import (
     load_shard,
     missing_shards,
     plan_shards,
+    prune_shards,
     run_shard,
     save_shard,
 )
@@ -57,6 +58,16 @@ def _run_missing(params: Params, fs, todo, root: Path, device: str) -> None:  # 
                 save_shard(root, params, shard, fut.result())
                 bar.update(shard.stop - shard.start)
     bar.close()
+
+
+def _statistic(params: Params) -> str:
+    lp = params.lidp
+    if lp.canary_type != "random_gradient":
+        return "cross-entropy loss"
+    if lp.gradient_reference:
+        return (f"inner product <c, theta_T - theta_0 - mean displacement of {lp.gradient_reference} "
+                "canary-free heads>")
+    return "inner product <c, theta_T - theta_0>"
 
 
 def _body(args: argparse.Namespace, params: Params) -> None:
@@ -101,13 +112,17 @@ def _body(args: argparse.Namespace, params: Params) -> None:
                 "game3": {"canaries": params.game3.canaries, "runs": params.game3.runs},
                 "lidp": {"trials": lp.trials, "canaries": lp.k_canaries(), "null_canaries": lp.m_null(),
                          "canary_type": lp.canary_type, "neighbourhood": lp.neighbourhood,
-                         "statistic": "inner product <c, theta_T - theta_0>" if lp.canary_type == "random_gradient"
-                         else "cross-entropy loss"},
+                         "statistic": _statistic(params)},
                 "inputs_fingerprint": fp,
             })
             print(f"canaries: {name}: Game 3 with {params.game3.runs} x {params.game3.canaries} canaries; "
                   f"{lp.trials} LiDP trials ({lp.neighbourhood}, {lp.canary_type}) with K={lp.k_canaries()}, "
                   f"m={lp.m_null()}")
+    if params.compute.prune_shards:
+        removed = prune_shards(args.shards, params)
+        if removed:
+            print(f"canaries: pruned {len(removed)} shard director{'y' if len(removed) == 1 else 'ies'} of other "
+                  f"params/code under {args.shards} (compute.prune_shards: false keeps them)")
 
 
 if __name__ == "__main__":

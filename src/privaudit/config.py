@@ -116,6 +116,8 @@ class ComputeParams(_Strict):
     shard_trials: int = Field(32, ge=1, description="trials per shard (rounded up to whole blocks)")
     block_trials: int = Field(16, ge=1, description="trials trained in one batched call (randomness unit)")
     n_jobs: int = Field(1, ge=1, description="joblib workers for defenders without a batched recipe")
+    prune_shards: bool = Field(True, description="after a successful canaries stage, delete stored shards "
+                               "of other params/code (the DVC cache keeps their assembled outputs)")
 
 
 class Game3Params(_Strict):

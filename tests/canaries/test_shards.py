@@ -15,6 +15,7 @@ from privaudit.canaries.shards import (
     run_shard,
     save_shard,
     shard_dir,
+    shard_path,
 )
 from tests.canaries.conftest import DP, LOGREG, MLP, digits_features, make_params
 
@@ -109,3 +110,22 @@ def test_dask_local_cluster_gives_the_local_results(tmp_path: Path, small_fs) ->
         assert a.keys() == b.keys()
         for k in a:
             np.testing.assert_array_equal(a[k], b[k])
+
+
+def test_prune_keeps_only_the_shards_these_params_use(tmp_path: Path, small_fs) -> None:
+    from privaudit.canaries.shards import prune_shards
+
+    p = make_params([MLP, DP], lidp={"trials": 4})
+    old = make_params([MLP], lidp={"trials": 8})
+    for params in (p, old):
+        shard = plan_shards(params)[0]
+        save_shard(tmp_path, params, shard, {"loss_in": np.zeros((1, 1))})
+    gone_defender = shard_dir(tmp_path, p) / "retired-0123456789"
+    gone_defender.mkdir()
+    unrelated = tmp_path / "notes"
+    unrelated.mkdir()
+    kept = [shard_path(tmp_path, p, s) for s in plan_shards(p)[:1]]
+    removed = prune_shards(tmp_path, p)
+    assert set(removed) == {shard_dir(tmp_path, old), gone_defender}
+    assert all(k.is_file() for k in kept) and unrelated.is_dir()
+    assert prune_shards(tmp_path, p) == [] and prune_shards(tmp_path / "absent", p) == []

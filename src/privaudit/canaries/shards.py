@@ -26,7 +26,9 @@ shard or none.
 Decision (resume vs DVC): the store lives outside the stage's ``outs`` rather than using
 ``persist: true``, so ``dvc repro`` keeps its usual clean-outs semantics while finished trials
 survive a kill; a Prefect/Dask pre-run that saved shards here is picked up by the stage.
-Shards of old keys are never deleted automatically (``rm -r data/.shards`` frees the space).
+Shards of other keys (old params or code) and of defenders no longer in the params are deleted by
+:func:`prune_shards`, which the canaries stage calls after it has assembled its outputs
+(``compute.prune_shards: false`` keeps them; ``rm -r data/.shards`` frees everything).
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -200,3 +203,34 @@ def missing_shards(root: Path, params: Params, fs: FeatureSet | None = None) -> 
     """
     fp = inputs_fingerprint(fs) if fs is not None else None
     return [s for s in plan_shards(params) if not _shard_ok(root, params, s, fp)]
+
+
+def prune_shards(root: Path, params: Params) -> list[Path]:
+    """Delete the stored shards that ``params`` cannot use; returns the removed directories.
+
+    Keeps ``shard_dir(root, params)/<defender>-<spec hash>`` of the defenders in ``params`` and
+    removes every other key directory under ``root`` and every other defender directory under
+    the current key. Only directories that look like shard stores (hex key names) are touched.
+    """
+    root = Path(root)
+    if not root.is_dir():
+        return []
+    current = shard_dir(root, params)
+    keep = {shard_path(root, params, s).parent.name for s in plan_shards(params)}
+    removed: list[Path] = []
+    for key in sorted(root.iterdir()):
+        if not key.is_dir() or not _is_hex(key.name):
+            continue
+        if key != current:
+            shutil.rmtree(key)
+            removed.append(key)
+            continue
+        for sub in sorted(key.iterdir()):
+            if sub.is_dir() and sub.name not in keep:
+                shutil.rmtree(sub)
+                removed.append(sub)
+    return removed
+
+
+def _is_hex(name: str) -> bool:
+    return len(name) == 16 and all(c in "0123456789abcdef" for c in name)
