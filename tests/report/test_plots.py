@@ -9,10 +9,12 @@ import pandas as pd
 import pytest
 
 from privaudit.report import ReportInputs
+from tests.report import synthetic
 from privaudit.report.plots import (
     most_exposed,
     privacy_score_figure,
     privacy_utility_figure,
+    privacy_utility_plot,
     privacy_utility_table,
     roc_figure,
     safe_name,
@@ -132,3 +134,18 @@ def test_privacy_utility_table_attackers_only() -> None:
     assert list(table["attacker"]) == ["x", "y"]
     assert list(table["strongest"]) == [False, True]  # lowest privacy when no top-level attacker
     assert (table["utility"] == 0.8).all()
+
+
+def test_many_defenders_get_a_legend_beside_the_axes_not_over_them() -> None:
+    """20 defenders × 2 attackers: one legend entry per defender and per attacker, outside the plot."""
+    ltu = {f"defender_{i:02d}": synthetic.defender_ltu(0.55 + i / 100, 0.6 + i / 100, 0.9) for i in range(20)}
+    fig = privacy_utility_plot(ltu)
+    assert fig is not None
+    (legend,) = fig.legends
+    labels = [t.get_text() for t in legend.get_texts()]
+    assert labels[:20] == [f"defender_{i:02d}" for i in range(20)]
+    assert sorted(labels[20:]) == ["attacker: gap", "attacker: model_diff"]
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]
+    box, axes_box = legend.get_window_extent(renderer), fig.axes[0].get_window_extent(renderer)
+    assert box.x0 >= axes_box.x1 and box.y0 >= 0 and box.y1 <= fig.bbox.height

@@ -27,6 +27,7 @@ import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
 
 from privaudit.report.inputs import ReportInputs
 from privaudit.report.tables import (
@@ -103,7 +104,13 @@ def placeholder_figure(title: str, message: str = "not computed in this audit") 
 
 
 def privacy_utility_figure(ltu: Mapping[str, Any]) -> bytes | None:
-    """Privacy vs utility scatter with error bars; ``None`` if there is no LTU result."""
+    """Privacy vs utility scatter with error bars as PNG; ``None`` if there is no LTU result."""
+    fig = privacy_utility_plot(ltu)
+    return None if fig is None else _png(fig)
+
+
+def privacy_utility_plot(ltu: Mapping[str, Any]) -> Figure | None:
+    """The matplotlib figure of :func:`privacy_utility_figure` (colour = defender, marker = attacker)."""
     table = privacy_utility_table(ltu).dropna(subset=["privacy", "utility"])
     if table.empty:
         return None
@@ -122,7 +129,6 @@ def privacy_utility_figure(ltu: Mapping[str, Any]) -> bytes | None:
             color=color,
             markersize=8,
             capsize=4,
-            label=_text(f"{row['defender']} / {row['attacker']}"),
         )
     ax.set_xlim(-0.05, 1.05)
     ax.set_ylim(-0.05, 1.05)
@@ -130,8 +136,14 @@ def privacy_utility_figure(ltu: Mapping[str, Any]) -> bytes | None:
     ax.set_ylabel("privacy (LTU Eq. 1)  →  more private")
     ax.set_title("Privacy vs utility (± 1 standard error)")
     ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=8, loc="best")
-    return _png(fig)
+    # colour = defender, marker = attacker: one legend entry each (not one per pair), outside the
+    # axes, in columns of at most 20, so that many defenders never cover the points
+    handles = [Line2D([], [], color=_COLORS[i % len(_COLORS)], marker="o", linestyle="", label=_text(d))
+               for i, d in enumerate(defenders)]
+    handles += [Line2D([], [], color="#444444", marker=_MARKERS[i % len(_MARKERS)], linestyle="",
+                       label=_text(f"attacker: {a}")) for i, a in enumerate(attackers)]
+    fig.legend(handles=handles, fontsize=8, loc="outside right upper", ncols=math.ceil(len(handles) / 20))
+    return fig
 
 
 def epsilon_trials_figure(

@@ -26,6 +26,7 @@ from privaudit.report.figures import (
     placeholder_figure,
     privacy_score_figure,
     privacy_utility_figure,
+    privacy_utility_plot,
     render_plots,
     roc_figure,
 )
@@ -52,6 +53,7 @@ __all__ = [
     "privacy_score_figure",
     "privacy_score_histogram",
     "privacy_utility_figure",
+    "privacy_utility_plot",
     "privacy_utility_table",
     "render_plots",
     "roc_figure",
