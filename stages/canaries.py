@@ -103,10 +103,9 @@ def _body(args: argparse.Namespace, params: Params) -> None:
                 else:
                     arrays = {k: np.concatenate([a[k] for a in shards]) for k in ("loss_in", "loss_null")}
                     if lp.canary_type == "random_gradient":
-                        # <c, theta> may be negative: the GX suite's "loss >= 0" rule does not apply
+                        # <c, theta> may be negative: checked as signed statistics, not losses
                         arrays = {"stat_in": arrays["loss_in"], "stat_null": arrays["loss_null"]}
-                    else:
-                        validate_canary_stats("lidp", arrays)
+                    validate_canary_stats("lidp", arrays)
                 np.savez(tmp / name / f"{exp}.npz", **arrays)
             write_json(tmp / name / "meta.json", {
                 "game3": {"canaries": params.game3.canaries, "runs": params.game3.runs},

@@ -170,6 +170,15 @@ def test_canary_stats_lidp() -> None:
     assert "one row per trial" in msg and "'loss_null'" in msg
     msg = _fails(validate_canary_stats, "lidp", {"x": np.full((3, 2), 0.5), "y": np.zeros((3, 2))})
     assert "x outcomes are 0/1" in msg
+    # random-gradient statistics <c, theta> are signed: negative is fine, NaN/inf and ragged rows are not
+    stat_in, stat_null = rng.normal(size=(5, 3)), rng.normal(size=(5, 4))
+    validate_canary_stats("lidp", {"stat_in": stat_in, "stat_null": stat_null})
+    bad = stat_null.copy()
+    bad[4, 0] = np.nan
+    msg = _fails(validate_canary_stats, "lidp", {"stat_in": stat_in, "stat_null": bad})
+    assert "stat_null" in msg and "offending rows [4]" in msg
+    msg = _fails(validate_canary_stats, "lidp", {"stat_in": stat_in, "stat_null": stat_null[:3]})
+    assert "one row per trial" in msg
     with pytest.raises(ValueError, match="'game3' or 'lidp'"):
         validate_canary_stats("game4", {})  # type: ignore[arg-type]
 

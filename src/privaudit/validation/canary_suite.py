@@ -6,6 +6,7 @@ Arrays are recognised by name:
 - probabilities: ``proba`` and names starting with ``proba_`` — in [0, 1]; a 2-D ``proba`` must
   have rows summing to 1 (tolerance :data:`PROBA_SUM_TOLERANCE`, the stored values are float32);
 - losses: names starting with ``loss`` — finite and >= 0;
+- signed statistics: names starting with ``stat`` (random-gradient ⟨c, θ⟩) — finite;
 - labels: ``true_label``, ``label_pair``, names ending in ``_label`` — integers in [0, C) when C
   is known from ``proba``, else >= 0; ``label_pair`` rows hold two distinct labels, both
   different from ``true_label`` (Malek et al. 2021, App. B, Fig. 4);
@@ -13,7 +14,7 @@ Arrays are recognised by name:
 
 Shapes: ``game3`` needs ``bit`` and ``proba`` and every array has one row per canary (N = len(bit)),
 ``label_pair`` is (N, 2), ``proba`` is (N, C) with C >= 3; ``lidp`` needs ``loss_in``/``loss_null``
-(or the 0/1 outcomes ``x``/``y``), every array 2-D with one row per trial and at least 2 trials
+(or the signed ``stat_in``/``stat_null``, or the 0/1 outcomes ``x``/``y``), every array 2-D with one row per trial and at least 2 trials
 (Pillutla et al. 2023, Algorithm 1).
 """
 
@@ -29,7 +30,7 @@ from privaudit.validation._frames import FINITE_MAX, as_numeric
 from privaudit.validation.core import check_suite
 
 PROBA_SUM_TOLERANCE = 1e-4
-REQUIRED = {"game3": (("bit", "proba"),), "lidp": (("loss_in", "loss_null"), ("x", "y"))}
+REQUIRED = {"game3": (("bit", "proba"),), "lidp": (("loss_in", "loss_null"), ("stat_in", "stat_null"), ("x", "y"))}
 
 
 def _role(key: str) -> str | None:
@@ -39,6 +40,8 @@ def _role(key: str) -> str | None:
         return "probability"
     if key.startswith("loss"):
         return "loss"
+    if key.startswith("stat"):
+        return "statistic"
     if key in ("true_label", "label_pair") or key.endswith("_label"):
         return "label"
     if key == "canary_index":
@@ -58,7 +61,7 @@ def validate_canary_stats(name: Literal["game3", "lidp"], arrays: Mapping[str, n
     Args:
         name: ``"game3"`` (``canary_index (N,)``, ``true_label (N,)``, ``label_pair (N, 2)``,
             ``bit (N,)``, ``proba (N, C)``) or ``"lidp"`` (``loss_in (n, K)``, ``loss_null (n, m)``,
-            or 0/1 ``x (n, K)``, ``y (n, m)``).
+            or signed ``stat_in (n, K)``, ``stat_null (n, m)``, or 0/1 ``x (n, K)``, ``y (n, m)``).
         arrays: array name → array, e.g. the contents of ``game3.npz``.
     """
     import great_expectations.expectations as gxe
@@ -123,6 +126,9 @@ def validate_canary_stats(name: Literal["game3", "lidp"], arrays: Mapping[str, n
         elif role == "loss":
             e.append(gxe.ExpectColumnValuesToBeBetween(column="value", min_value=0.0, max_value=FINITE_MAX,
                                                        description=f"{key} losses finite and >= 0"))
+        elif role == "statistic":
+            e.append(gxe.ExpectColumnValuesToBeBetween(column="value", min_value=-FINITE_MAX, max_value=FINITE_MAX,
+                                                       description=f"{key} statistics finite"))
         elif role == "label":
             if n_classes is not None:
                 e.append(gxe.ExpectColumnValuesToBeInSet(column="value", value_set=list(range(n_classes)),
