@@ -12,7 +12,7 @@ from privaudit.artifacts import ensure_writable, write_json
 from privaudit.attacks.game3 import game3_audit
 from privaudit.config import Params
 from privaudit.seeding import rng_for
-from privaudit.validation import validate_metrics
+from privaudit.validation import validate_canary_stats, validate_metrics
 from stages._runner import run_stage
 
 
@@ -34,6 +34,7 @@ def _body(args: argparse.Namespace, params: Params) -> None:
             raise FileNotFoundError(f"{path} not found (run the canaries stage)")
         with np.load(path, allow_pickle=False) as z:
             run = {k: z[k] for k in z.files}
+        validate_canary_stats("game3", run)  # GX suite 'canaries' on the input
         result[name] = game3_audit(run, taus, g.alpha, rng_for(params.base.seed, "game3", name), g.tau_selection)
         r = result[name]
         print(f"game3: {name}: eps in [{r['eps_low']:.3f}, {r['eps_high']:.3f}] (CP, tau={r['tau']:.2f}), "

@@ -19,7 +19,7 @@ from privaudit.attacks.lidp_audit import lidp_audit
 from privaudit.config import Params
 from privaudit.mechanisms import gaussian_mechanism_sigma, simulate_gaussian_scores
 from privaudit.seeding import rng_for
-from privaudit.validation import validate_metrics
+from privaudit.validation import validate_canary_stats, validate_metrics
 from stages._runner import run_stage
 
 
@@ -52,9 +52,11 @@ def _load_stats(path: Path) -> tuple[np.ndarray, np.ndarray]:
     if not path.is_file():
         raise FileNotFoundError(f"{path} not found (run the canaries stage)")
     with np.load(path, allow_pickle=False) as z:
-        if "loss_in" in z.files:
-            return z["loss_in"], z["loss_null"]
-        return z["stat_in"], z["stat_null"]
+        arrays = {k: z[k] for k in z.files}
+    validate_canary_stats("lidp", arrays)  # GX suite 'canaries' on the input
+    if "loss_in" in arrays:
+        return arrays["loss_in"], arrays["loss_null"]
+    return arrays["stat_in"], arrays["stat_null"]
 
 
 def _body(args: argparse.Namespace, params: Params) -> None:

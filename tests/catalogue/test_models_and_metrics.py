@@ -57,3 +57,24 @@ def test_ltu_metrics_missing_key(ws: Path) -> None:
     (ws / "metrics" / "ltu.json").write_text(json.dumps(bad))
     expect_failure(ws, "bounds", "required ltu keys present", "logreg.privacy_stderr",
                    absent=("metrics/bounds.json",))
+
+
+def test_canary_statistics_with_nan(ws: Path) -> None:
+    """The lidp and game3 stages check their input statistics (GX suite 'canaries') before auditing."""
+    import numpy as np
+
+    (ws / "data" / "audit").mkdir(parents=True)
+    (ws / "data" / "audit" / "game3.json").write_text("{}")
+    folder = ws / "data" / "canaries" / "logreg"
+    folder.mkdir(parents=True)
+    loss_in = np.full((2, 1), 0.5)
+    loss_in[1, 0] = np.nan
+    np.savez(folder / "lidp.npz", loss_in=loss_in, loss_null=np.full((2, 1), 0.7))
+    expect_failure(ws, "lidp", "validation suite 'canaries' failed", "loss_in", "offending rows [1]",
+                   absent=("metrics/audit.json", "data/audit/epsilon_vs_trials"))
+    proba = np.full((3, 3), 1 / 3)
+    np.savez(folder / "game3.npz", canary_index=np.arange(3), true_label=np.zeros(3, int),
+             label_pair=np.tile([1, 2], (3, 1)), bit=np.array([0, 1, 2]), proba=proba)
+    (ws / "data" / "audit" / "game3.json").unlink()
+    expect_failure(ws, "game3", "validation suite 'canaries' failed", "bit outcomes are 0/1",
+                   absent=("data/audit/game3.json",))
