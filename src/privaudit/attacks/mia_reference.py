@@ -6,6 +6,11 @@ used (its membership label is hidden), so round k may only use the models whose 
 not contain r. :class:`ReferencePool` enforces this: its accessors return NaN for the unusable
 models of each round, so predictions of a model trained on r never reach the attacker.
 Both candidates are "out" for every usable model (d is never in a Reserved subset).
+
+Defenders with a batched recipe (``kind: torch_mlp`` / ``dp_sgd``) train the K models in
+chunks of at most ``max_models`` per call of the batched trainer
+(:func:`privaudit.attacks.batched_mocks.reference_confidences`); other kinds fit them one by one
+(joblib workers).
 """
 
 from __future__ import annotations
@@ -14,6 +19,8 @@ from typing import Any
 
 import numpy as np
 from joblib import Parallel, delayed
+
+from privaudit.attacks.batched_mocks import MAX_MODELS, batched_recipe, reference_confidences
 
 
 def _fit_conf(spec: dict[str, Any], n_classes: int, X: np.ndarray, y: np.ndarray,
@@ -37,8 +44,14 @@ def _fit_conf(spec: dict[str, Any], n_classes: int, X: np.ndarray, y: np.ndarray
 
 def train_reference_confidences(spec: dict[str, Any], n_classes: int, X: np.ndarray, y: np.ndarray,
                                 reserved_rows: np.ndarray, count: int, fraction: float,
-                                rng: np.random.Generator, n_jobs: int = 1) -> tuple[np.ndarray, np.ndarray]:
+                                rng: np.random.Generator, n_jobs: int = 1, *, batched: bool = True,
+                                max_models: int = MAX_MODELS, device: str = "cpu") -> tuple[np.ndarray, np.ndarray]:
     """Train ``count`` reference models on random ``fraction`` subsets of ``reserved_rows``.
+
+    LiRA offline (Carlini et al. 2022) / RMIA reference models. With ``batched`` and a spec that
+    has a batched recipe, up to ``max_models`` models train in one batched call on ``device``;
+    otherwise ``n_jobs`` joblib workers fit them one by one. Subsets and seeds are drawn from
+    ``rng`` identically on both paths.
 
     Returns:
         (conf (n, K): p_y(x) under each reference model, inside (n, K) bool: row in subset k).
@@ -48,15 +61,18 @@ def train_reference_confidences(spec: dict[str, Any], n_classes: int, X: np.ndar
     size = max(2, int(round(fraction * len(reserved_rows))))
     subsets = [np.sort(rng.choice(reserved_rows, size=size, replace=False)) for _ in range(count)]
     seeds = rng.integers(0, 2**31 - 1, count)
-    if n_jobs == 1:
-        confs = [_fit_conf(spec, n_classes, X, y, s, int(sd)) for s, sd in zip(subsets, seeds)]
+    recipe = batched_recipe(spec, size, n_classes) if batched else None
+    if recipe is not None:
+        conf = reference_confidences(recipe, n_classes, X, y, subsets, seeds, max_models=max_models, device=device)
+    elif n_jobs == 1:
+        conf = np.column_stack([_fit_conf(spec, n_classes, X, y, s, int(sd)) for s, sd in zip(subsets, seeds)])
     else:
-        confs = Parallel(n_jobs=n_jobs)(delayed(_fit_conf)(spec, n_classes, X, y, s, int(sd))
-                                        for s, sd in zip(subsets, seeds))
+        conf = np.column_stack(Parallel(n_jobs=n_jobs)(delayed(_fit_conf)(spec, n_classes, X, y, s, int(sd))
+                                                       for s, sd in zip(subsets, seeds)))
     inside = np.zeros((len(y), count), bool)
     for k, s in enumerate(subsets):
         inside[s, k] = True
-    return np.column_stack(confs), inside
+    return conf, inside
 
 
 class ReferencePool:

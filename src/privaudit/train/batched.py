@@ -71,6 +71,13 @@ class TrainData:
         X_extra: (M, E, d) per-model extra rows (canaries); y_extra (M, E); extra_valid (M, E) bool.
         grad_canaries: (M, G, P) per-model canary gradients (flattened parameter order of
             :meth:`StackedHeads.flat`); grad_valid (M, G) bool.
+        order_key: optional (M, n + E + G) or shared (n + E + G,) sort keys of the virtual rows,
+            compared as float32 (exact for integers below 2**24). Used only by SGD with
+            ``recipe.shuffle`` False: each epoch model m visits its valid rows in increasing key
+            order (ties in row position) instead of in row-position order. This lets a model train
+            on an arbitrary ordered list of base rows, e.g. a mock defender whose candidate takes
+            the hidden sample's slot in the public training order (Pedersen et al. 2022,
+            Theorem 3). None (default): row-position order, unchanged.
     """
 
     X_base: torch.Tensor
@@ -82,6 +89,7 @@ class TrainData:
     extra_valid: torch.Tensor | None = None
     grad_canaries: torch.Tensor | None = None
     grad_valid: torch.Tensor | None = None
+    order_key: torch.Tensor | None = None
     _valid: torch.Tensor | None = field(default=None, repr=False)
 
     @property
@@ -220,6 +228,9 @@ def _train_sgd(recipe: HeadRecipe, data: TrainData, heads: StackedHeads, opt: _O
                valid: torch.Tensor, gen: torch.Generator) -> None:
     M, N = valid.shape
     dev = valid.device
+    if data.order_key is not None and tuple(data.order_key.shape) not in ((M, N), (N,)):
+        raise ValueError(f"TrainData.order_key has shape {tuple(data.order_key.shape)}, "
+                         f"expected ({M}, {N}) or ({N},)")
     counts = valid.sum(1)
     n_max = int(counts.max())
     pos = torch.arange(N, device=dev)
@@ -227,6 +238,8 @@ def _train_sgd(recipe: HeadRecipe, data: TrainData, heads: StackedHeads, opt: _O
     for _ in range(recipe.epochs):
         if recipe.shuffle:
             keys = torch.rand(M, N, device=dev, generator=gen)
+        elif data.order_key is not None:
+            keys = data.order_key.to(device=dev, dtype=torch.float32).expand(M, N)
         else:
             keys = pos.to(torch.float32).expand(M, N).clone()
         keys = keys.masked_fill(~valid, float("inf"))
