@@ -13,6 +13,7 @@ from privaudit.attacks.ltu import LtuData
 from privaudit.attacks.ltu_attackers import AttackerOptions, check_attacker_names, evaluate_defender
 from privaudit.config import Params
 from privaudit.defenders.training import FeatureSet, load_feature_set, load_trained_defender, read_defender_outputs
+from privaudit.features import resolve_device
 from privaudit.seeding import rng_for
 from stages._runner import run_stage
 
@@ -43,7 +44,7 @@ def _body(args: argparse.Namespace, params: Params) -> None:
     fs = load_feature_set(args.features, args.split)
     options = AttackerOptions(n_jobs=lp.n_jobs, reference_models=lp.reference_models,
                               reference_fraction=lp.reference_fraction, learned_mode=lp.learned_mode,
-                              rmia_a=lp.rmia_a, rmia_gamma=lp.rmia_gamma)
+                              rmia_a=lp.rmia_a, rmia_gamma=lp.rmia_gamma, device=resolve_device(params.base.device))
     metrics, roc = {}, {}
     with atomic_dir(args.out) as tmp:
         for spec in params.defenders:

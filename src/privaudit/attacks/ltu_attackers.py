@@ -53,6 +53,8 @@ class AttackerOptions:
     learned_mode: str = "exact"
     rmia_a: float = 0.33
     rmia_gamma: float = 1.0
+    #: where ``retrain`` trains its batched mock heads (torch_mlp / dp_sgd defenders)
+    device: str = "cpu"
 
 
 ATTACKERS: dict[str, Callable[[AttackerOptions], LtuAttacker]] = {
@@ -64,7 +66,7 @@ ATTACKERS: dict[str, Callable[[AttackerOptions], LtuAttacker]] = {
     "score_best": lambda o: BestScoreAttacker(),
     "bounded_loss": lambda o: BoundedLossAttacker(),
     "learned": lambda o: LearnedAttacker(o.learned_mode),
-    "retrain": lambda o: RetrainAttacker(o.n_jobs),
+    "retrain": lambda o: RetrainAttacker(o.n_jobs, device=o.device),
     "gradient": lambda o: GradientAttacker(),
     "lira": lambda o: LiraAttacker(o.reference_models, o.reference_fraction, o.n_jobs),
     "rmia": lambda o: RmiaAttacker(o.reference_models, o.reference_fraction, o.rmia_a, o.rmia_gamma, o.n_jobs),
