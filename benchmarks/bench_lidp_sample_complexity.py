@@ -94,15 +94,17 @@ def main() -> None:
     ap.add_argument("--epsilons", type=float, nargs="+", default=[2.0, 8.0])
     ap.add_argument("--canary", default="random_gradient", choices=["random_gradient", "mislabel", "clipbkd"])
     ap.add_argument("--epochs", type=int, default=10)
-    ap.add_argument("--location", type=Path, default=None)
+    ap.add_argument("--location", type=Path, default=None, help="Location archive (location.tgz)")
+    ap.add_argument("--datasets", nargs="+", default=["digits", "location"], choices=["digits", "location"],
+                    help="which data sets to run (location also needs --location)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--reps", type=int, default=3, help="independent audits averaged per point")
     ap.add_argument("--reference", type=int, default=16, help="lidp.gradient_reference (random_gradient only)")
     args = ap.parse_args()
     warnings.filterwarnings("ignore")
     torch.set_num_threads(1)
-    sets = {"digits": digits()}
-    if args.location is not None:
+    sets = {"digits": digits()} if "digits" in args.datasets else {}
+    if args.location is not None and "location" in args.datasets:
         loc = location(args.location)
         if loc is not None:
             sets["location"] = loc
