@@ -94,6 +94,38 @@ class Defender(ABC):
         }
 
 
+class WrappingDefender(Defender):
+    """A randomized recipe whose released model is another defender's model.
+
+    MIP (Izzo et al. 2023, Algorithm 1) releases its base model with noise added to the
+    parameters; PATE (Papernot et al.) releases its student. Predictions and the model file are
+    those of :meth:`released` (same format and suffix); the recipe itself is randomized, so it is
+    neither deterministic nor order invariant (Pedersen et al. 2022, Theorem 3 does not apply).
+    """
+
+    @property
+    def deterministic(self) -> bool:
+        return False
+
+    @property
+    def order_invariant(self) -> bool:
+        return False
+
+    @abstractmethod
+    def released(self) -> Defender:
+        """The defender whose fitted model is released."""
+
+    def predict_proba(self, X: np.ndarray) -> np.ndarray:
+        return self.released().predict_proba(X)
+
+    def save(self, path: Path) -> None:
+        self.released().save(path)
+
+    def load(self, path: Path) -> "WrappingDefender":
+        self.released().load(path)
+        return self
+
+
 def cross_entropy(proba: np.ndarray, y: np.ndarray, eps: float = 1e-12) -> np.ndarray:
     """Per-sample log loss −log p(y|x), shape (n,), from ``proba`` (n, C) and ``y`` (n,)."""
     p = np.clip(proba[np.arange(len(y)), y], eps, 1.0)

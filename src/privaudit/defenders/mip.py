@@ -22,14 +22,13 @@ E‖X‖_{σ,M} = d·b, e.g. b ≈ 3,795 at η = 0.1, M = 2.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 from pydantic import Field, field_validator
 
-from privaudit.defenders.base import Defender, DefenderSpecBase
+from privaudit.defenders.base import Defender, DefenderSpecBase, WrappingDefender
 from privaudit.defenders.registry import make_defender, register, validate_defender_spec
 from privaudit.defenders.sklearn_zoo import SklearnDefender
 from privaudit.defenders.torch_head import TorchMLPDefender
@@ -92,7 +91,7 @@ def set_vector(model: Defender, vec: np.ndarray) -> None:
 
 
 @register("mip", MipSpec)
-class MipDefender(Defender):
+class MipDefender(WrappingDefender):
     """Izzo et al. Algorithm 1 around ``base``; saved in the base model's format."""
 
     spec: MipSpec
@@ -106,13 +105,9 @@ class MipDefender(Defender):
         self.theta_: np.ndarray | None = None
         self.noise_: np.ndarray | None = None
 
-    @property
-    def deterministic(self) -> bool:
-        return False
-
-    @property
-    def order_invariant(self) -> bool:
-        return False
+    def released(self) -> Defender:
+        """The base model with the MIP noise added to its parameters."""
+        return self.inner
 
     def noise_scale(self) -> float:
         """b = (6.16/η)^{1+2/M} (Corollary 8), in units of ‖·‖_{σ,M}."""
@@ -146,16 +141,6 @@ class MipDefender(Defender):
         self.theta_ = get_vector(self.inner)
         self.noise_ = self.draw_noise(self.sigma_, rng)
         set_vector(self.inner, self.theta_ + self.noise_)
-        return self
-
-    def predict_proba(self, X: np.ndarray) -> np.ndarray:
-        return self.inner.predict_proba(X)
-
-    def save(self, path: Path) -> None:
-        self.inner.save(path)
-
-    def load(self, path: Path) -> "MipDefender":
-        self.inner.load(path)
         return self
 
     def describe(self) -> dict[str, Any]:

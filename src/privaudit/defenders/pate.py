@@ -33,14 +33,13 @@ from __future__ import annotations
 
 import math
 from functools import lru_cache
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 from pydantic import Field, field_validator
 from scipy import optimize
 
-from privaudit.defenders.base import Defender, DefenderSpecBase
+from privaudit.defenders.base import Defender, DefenderSpecBase, WrappingDefender
 from privaudit.defenders.registry import make_defender, register, validate_defender_spec
 
 _ORDERS = 1.0 + np.geomspace(1e-7, 1e7, 4000)
@@ -120,7 +119,7 @@ class PateSpec(DefenderSpecBase):
 
 
 @register("pate", PateSpec)
-class PateDefender(Defender):
+class PateDefender(WrappingDefender):
     """Teachers → confident GNMax → student; the student is saved (in its own format)."""
 
     spec: PateSpec
@@ -131,13 +130,9 @@ class PateDefender(Defender):
         self.model_suffix = self.student.model_suffix  # type: ignore[misc]
         self.stats_: dict[str, Any] = {}
 
-    @property
-    def deterministic(self) -> bool:
-        return False
-
-    @property
-    def order_invariant(self) -> bool:
-        return False
+    def released(self) -> Defender:
+        """The student trained on the teachers' noisy answers."""
+        return self.student
 
     def threshold(self) -> float:
         return self.spec.threshold_fraction * self.spec.teachers
@@ -178,16 +173,6 @@ class PateDefender(Defender):
             "ensemble_accuracy": float(np.mean(votes.argmax(axis=1) == y[query_rows])),
             "epsilon_bound": gnmax_epsilon(sigma1, sigma2, n_query, self.spec.delta),
         }
-        return self
-
-    def predict_proba(self, X: np.ndarray) -> np.ndarray:
-        return self.student.predict_proba(X)
-
-    def save(self, path: Path) -> None:
-        self.student.save(path)
-
-    def load(self, path: Path) -> "PateDefender":
-        self.student.load(path)
         return self
 
     def claimed_epsilon(self) -> float | None:
