@@ -36,6 +36,7 @@ from sklearn.svm import SVC, LinearSVC
 
 from privaudit.defenders.base import Defender, DefenderSpecBase
 from privaudit.defenders.registry import register
+from privaudit.defenders.skops_files import dump_skops
 
 Randomness = Literal["fixed", "shuffled", "unseeded"]
 
@@ -183,7 +184,7 @@ class SklearnDefender(Defender):
         return softmax(full, axis=1)
 
     def save(self, path: Path) -> None:
-        sio.dump(self._require_model(), path)
+        dump_skops(self._require_model(), path)
 
     def load(self, path: Path) -> "SklearnDefender":
         untrusted = sio.get_untrusted_types(file=path)

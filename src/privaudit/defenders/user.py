@@ -48,6 +48,7 @@ from sklearn.base import BaseEstimator
 
 from privaudit.defenders.base import Defender, DefenderSpecBase
 from privaudit.defenders.registry import register
+from privaudit.defenders.skops_files import dump_skops
 from privaudit.defenders.sklearn_zoo import TRUSTED_TYPES
 
 _SKOPS, _STATE = "skops", "safetensors"
@@ -161,7 +162,7 @@ class PythonDefender(Defender):
         if self.model is None:
             raise RuntimeError(f"defender {self.name!r} is not fitted")
         if isinstance(self.model, BaseEstimator):
-            sio.dump(self.model, path)
+            dump_skops(self.model, path)
             return
         if self.spec.loader is None:
             raise ValueError(f"defender {self.name!r}: a non-sklearn model needs 'loader' in the spec "
