@@ -14,21 +14,35 @@ from __future__ import annotations
 
 from typing import Any
 
+from privaudit.claims import PrivacyClaim, check_neighbourhood
 from privaudit.stats import mi_accuracy_bound, mip_eta
 
 KINDS = ("thudi", "yeom", "erlingsson", "sablayrolles")
 
 
 def defender_bounds(
-    claimed_epsilon: float | None, claimed_delta: float | None, ltu: dict[str, Any] | None, p_member: float
+    claimed_epsilon: float | None, claimed_delta: float | None, ltu: dict[str, Any] | None, p_member: float,
+    claimed_neighbourhood: str = "replace_one",
 ) -> dict[str, Any]:
-    """One row of ``metrics/bounds.json``: bounds (None without a claimed ε) + empirical accuracy."""
+    """One row of ``metrics/bounds.json``: bounds (None without a claimed ε) + empirical accuracy.
+
+    The LTU game swaps a member for a non-member (a ``replace_one`` neighbourhood), so the bounds
+    use the claim implied for ``replace_one`` (:mod:`privaudit.claims`): an add/remove (ε, δ) claim
+    (DP-SGD) gives (2ε, (1 + e^ε)δ). A claim that implies nothing for it (label-DP) gives null
+    bounds and ``comparable: false`` (the gate skips the theory check).
+    """
     empirical = None if ltu is None else ltu.get("accuracy")
     row: dict[str, Any] = {k: None for k in KINDS}
     row.update(mip_eta=None, empirical_accuracy=empirical, p_member=p_member, exceeds_theory=False)
     if claimed_epsilon is None:
         return row
-    delta = float(claimed_delta or 0.0)
+    implied = PrivacyClaim(float(claimed_epsilon), float(claimed_delta or 0.0),
+                           check_neighbourhood(claimed_neighbourhood)).implied_for("replace_one")
+    row.update(neighbourhood="replace_one", comparable=implied is not None)
+    if implied is None:
+        return row
+    claimed_epsilon, delta = implied.epsilon, implied.delta
+    row["compared_epsilon"] = claimed_epsilon
     row["thudi"] = mi_accuracy_bound(claimed_epsilon, p_member=p_member, kind="thudi")
     row["yeom"] = mi_accuracy_bound(claimed_epsilon, p_member=0.5, kind="yeom")
     row["erlingsson"] = mi_accuracy_bound(claimed_epsilon, p_member=0.5, kind="erlingsson", delta=delta)
@@ -48,6 +62,7 @@ def defender_bounds(
 def compute_bounds(infos: dict[str, dict[str, Any]], ltu: dict[str, Any], p_member: float) -> dict[str, Any]:
     """``metrics/bounds.json``: {defender: row} for every defender in ``infos`` (name → info.json)."""
     return {
-        name: defender_bounds(info.get("claimed_epsilon"), info.get("claimed_delta"), ltu.get(name), p_member)
+        name: defender_bounds(info.get("claimed_epsilon"), info.get("claimed_delta"), ltu.get(name), p_member,
+                              info.get("claimed_neighbourhood") or "add_remove")
         for name, info in sorted(infos.items())
     }

@@ -16,7 +16,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from privaudit.report.gate import GateParams
+from privaudit.error_budget import DEFAULT_GATED, ErrorBudget, applicable_bounds, check_bound_kinds, plan_budget
 
 
 class ParamsError(ValueError):
@@ -189,6 +189,32 @@ class ReportParams(_Strict):
         return [v] if isinstance(v, str) else v
 
 
+class GateParams(_Strict):
+    """Thresholds and error budget of the release gate (``gate.*`` in ``params.yaml``)."""
+
+    min_privacy: float = Field(0.2, ge=0.0, le=1.0, description="Minimum LTU privacy (Eq. 1) of the strongest attacker.")
+    min_utility: float = Field(0.5, ge=0.0, le=1.0, description="Minimum LTU utility (Eq. 2).")
+    max_epsilon_excess: float = Field(
+        0.0, ge=0.0, description="Allowed audited ε lower bound minus claimed ε before it is a violation.")
+    fail_on_theory_violation: bool = Field(
+        True, description="Fail when the empirical attack accuracy exceeds a theoretical upper bound.")
+    use_error_bars: bool = Field(
+        True, description="Compare pessimistic bounds (privacy - stderr, utility - stderr; accuracy - z stderr "
+                          "for theory violations) instead of point estimates.")
+    beta: float = Field(0.05, gt=0.0, lt=1.0, description=(
+        "Error budget: probability that the gate reports a violation of a DP claim that holds, split "
+        "equally (Bonferroni) over the gated bounds that apply to a defender (privaudit.error_budget)."))
+    bounds: list[str] = Field(default_factory=lambda: list(DEFAULT_GATED), description=(
+        "Bounds compared with the claim (whitebox, one_run, lidp, lidp_k1, game3, theory); the others "
+        "are computed and shown as diagnostic, not gated."))
+
+    @field_validator("bounds")
+    @classmethod
+    def _known_bounds(cls, v: list[str]) -> list[str]:
+        check_bound_kinds(v)
+        return v
+
+
 class Params(_Strict):
     base: BaseParams = BaseParams()
     dataset: DatasetParams = DatasetParams()
@@ -236,6 +262,16 @@ class Params(_Strict):
             if d["name"] == name:
                 return d
         raise ParamsError(f"no defender named {name!r} in params.defenders")
+
+    def error_budget(self, name: str) -> ErrorBudget:
+        """The split of ``gate.beta`` over the bounds of defender ``name`` (from params alone)."""
+        from privaudit.defenders.registry import spec_is_observable
+
+        spec = self.defender(name)
+        audited = any(d["name"] == name for d in self.audited_defenders())
+        applicable = applicable_bounds(observable=spec_is_observable(spec), canary_audited=audited,
+                                       theory=self.gate.fail_on_theory_violation)
+        return plan_budget(self.gate.beta, self.gate.bounds, applicable)
 
     def audited_defenders(self) -> list[dict[str, Any]]:
         """Defenders that get canary audits (``canaries.defenders``)."""

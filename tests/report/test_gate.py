@@ -263,7 +263,8 @@ def test_defender_missing_from_audit_fails(metrics: dict[str, Any]) -> None:
 
 
 def test_theory_violation_fails_and_names_the_bound(metrics: dict[str, Any]) -> None:
-    metrics["bounds"]["dp_sgd"]["empirical_accuracy"] = 0.80
+    # issue 13: the theory check needs z >= 2 standard errors (Bonferroni over the attackers), not 1
+    metrics["bounds"]["dp_sgd"]["empirical_accuracy"] = 0.82
     reasons = reasons_of(run(metrics), "dp_sgd")
     kinds = {
         k
@@ -274,7 +275,7 @@ def test_theory_violation_fails_and_names_the_bound(metrics: dict[str, Any]) -> 
         "thudi",
         "sablayrolles",
         "izzo",
-    }  # 0.8 - 0.028 > 0.731, 0.75, 0.731; not 0.816, 1.0
+    }  # 0.82 - 2 x 0.0272 = 0.766 > 0.731, 0.75, 0.731; not 0.816, 1.0
     assert all("gate.fail_on_theory_violation" in r and "claimed ε = 1" in r for r in reasons)
     assert run(metrics, fail_on_theory_violation=False)["defenders"]["dp_sgd"]["passed"]
 
@@ -285,6 +286,25 @@ def test_theory_violation_within_error_bar_is_not_a_bug(metrics: dict[str, Any])
     assert run(metrics)["defenders"]["dp_sgd"]["passed"]
     reasons = reasons_of(run(metrics, use_error_bars=False), "dp_sgd")
     assert {r.split("bound ")[1].split(" =")[0] for r in reasons} == {"thudi", "izzo"}
+
+
+def test_theory_violation_by_one_stderr_is_not_a_bug(metrics: dict[str, Any]) -> None:
+    """0.80 - 0.028 > Sablayrolles 0.75 (one s.e.), but 0.80 - 2 x 0.028 < 0.75: no flag for it."""
+    metrics["bounds"]["dp_sgd"]["empirical_accuracy"] = 0.80
+    reasons = reasons_of(run(metrics), "dp_sgd")
+    assert not any("bound sablayrolles =" in r for r in reasons)
+    assert any("bound thudi =" in r and "- 2 x" in r for r in reasons)
+
+
+def test_theory_z_grows_with_attackers_and_budget_share(metrics: dict[str, Any]) -> None:
+    """More attackers looked at, or a smaller share of gate.beta, need a larger margin."""
+    from privaudit.report.checks import theory_z
+
+    assert theory_z(0.01, 5) > theory_z(0.01, 1) > theory_z(0.05, 1) >= 2.0
+    metrics["audit"]["dp_sgd"]["budget"] = {"beta": 0.05, "gated": ["lidp", "theory"], "diagnostic": [],
+                                            "levels": {"lidp": 0.025, "theory": 1e-6}}
+    metrics["bounds"]["dp_sgd"]["empirical_accuracy"] = 0.82  # flagged at z = 2, not at z ~ 5
+    assert run(metrics)["defenders"]["dp_sgd"]["passed"]
 
 
 def test_izzo_bound_is_half_plus_eta(metrics: dict[str, Any]) -> None:

@@ -24,6 +24,10 @@ class DefenderSpecBase(BaseModel):
     name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_.-]+$")
     kind: str
 
+    def observable_training(self) -> bool:
+        """Whether the recipe's optimizer calls :func:`privaudit.hooks.watch` (white-box audit)."""
+        return False
+
 
 class Defender(ABC):
     """A training recipe: ``fit(X, y, seed)`` then ``predict_proba(X)``.
@@ -81,6 +85,10 @@ class Defender(ABC):
     def claimed_delta(self) -> float | None:
         return None
 
+    def claimed_neighbourhood(self) -> str:
+        """What the claim protects (:mod:`privaudit.claims`): ``add_remove`` unless overridden."""
+        return "add_remove"
+
     def describe(self) -> dict[str, Any]:
         """JSON-serialisable description written next to the model."""
         return {
@@ -90,6 +98,7 @@ class Defender(ABC):
             "order_invariant": self.order_invariant,
             "claimed_epsilon": self.claimed_epsilon(),
             "claimed_delta": self.claimed_delta(),
+            "claimed_neighbourhood": self.claimed_neighbourhood(),
             "spec": self.spec.model_dump(mode="json"),
         }
 

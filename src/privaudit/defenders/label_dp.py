@@ -133,6 +133,9 @@ class AlibiDefender(TorchMLPDefender):
     def claimed_epsilon(self) -> float | None:
         return float(self.spec.epsilon)
 
+    def claimed_neighbourhood(self) -> str:
+        return "replace_label"  # label-DP: two data sets differ in one label
+
     def describe(self) -> dict[str, Any]:
         return {**super().describe(), "privacy_unit": "label",
                 "note": "label-DP: only the labels are protected; features are used without noise",

@@ -83,6 +83,16 @@ def validate_defender_spec(raw: Any, where: str = "defenders[?]") -> dict[str, A
     return spec.model_dump(mode="json")
 
 
+def spec_is_observable(spec: dict[str, Any]) -> bool:
+    """Whether the defender's training can be watched by :func:`privaudit.hooks.watch` (white-box audit):
+    ``kind: dp_sgd`` always, a ``kind: python`` trainer when it declares ``observable: true``."""
+    _load_builtins()
+    kind = spec.get("kind")
+    if kind not in _KINDS:
+        raise ValueError(f"defender kind {kind!r} is not registered; allowed: {sorted(_KINDS)}")
+    return bool(_KINDS[kind][0].model_validate(spec).observable_training())
+
+
 def make_defender(spec: dict[str, Any], n_classes: int, device: str = "cpu") -> Defender:
     """Instantiate the trainer for a validated spec (a dict from :func:`validate_defender_spec`)."""
     _load_builtins()

@@ -38,7 +38,7 @@ import sys
 import zipfile
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Callable
+from typing import Any, Callable, Literal
 
 import numpy as np
 import skops.io as sio
@@ -104,7 +104,14 @@ class PythonSpec(DefenderSpecBase):
     order_invariant: bool = False
     claimed_epsilon: float | None = Field(None, gt=0)
     claimed_delta: float | None = Field(None, gt=0, lt=1)
+    claimed_neighbourhood: Literal["add_remove", "replace_one", "replace_label"] = Field(
+        "add_remove", description="what the claim protects: add/remove a record (DP-SGD), replace one, or one label")
+    observable: bool = Field(False, description="the trainer calls privaudit.hooks.watch(optimizer, ...) on its "
+                                                "opacus DPOptimizer, so the white-box audit applies")
     trusted_types: list[str] = Field(default_factory=list, description="extra skops types to trust on load")
+
+    def observable_training(self) -> bool:
+        return self.observable
 
     @field_validator("target", "loader")
     @classmethod
@@ -191,6 +198,9 @@ class PythonDefender(Defender):
 
     def claimed_delta(self) -> float | None:
         return self.spec.claimed_delta
+
+    def claimed_neighbourhood(self) -> str:
+        return self.spec.claimed_neighbourhood
 
     def describe(self) -> dict[str, Any]:
         return {**super().describe(), "note": "user trainer: deterministic/order_invariant/claims are declared "

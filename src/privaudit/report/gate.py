@@ -40,8 +40,10 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
-
+from privaudit.claim_check import audited_bounds, check_bounds, claim_of
+from privaudit.claims import PrivacyClaim
+from privaudit.config import GateParams
+from privaudit.error_budget import EPSILON_BOUNDS
 from privaudit.report.checks import (
     BOUND_KINDS,
     accuracy_bounds,
@@ -53,10 +55,15 @@ from privaudit.report.checks import (
     privacy_stderr,
     read_number,
     theory_violations,
+    theory_z,
     validate_gate_result,
 )
 
+#: marks a reason saying that a DP claim could not be audited (the report shows it in red)
+NOT_AUDITED = "[NOT AUDITED]"
+
 __all__ = [
+    "NOT_AUDITED",
     "BOUND_KINDS",
     "GateParams",
     "accuracy_bounds",
@@ -65,38 +72,6 @@ __all__ = [
     "theory_violations",
     "validate_gate_result",
 ]
-
-
-class GateParams(BaseModel):
-    """Thresholds of the release gate (``gate.*`` in ``params.yaml``)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    min_privacy: float = Field(
-        default=0.2,
-        ge=0.0,
-        le=1.0,
-        description="Minimum LTU privacy (Eq. 1) of the strongest attacker.",
-    )
-    min_utility: float = Field(
-        default=0.5, ge=0.0, le=1.0, description="Minimum LTU utility (Eq. 2)."
-    )
-    max_epsilon_excess: float = Field(
-        default=0.0,
-        ge=0.0,
-        description="Allowed audited ε lower bound minus claimed ε before it is a violation.",
-    )
-    fail_on_theory_violation: bool = Field(
-        default=True,
-        description="Fail when the empirical attack accuracy exceeds a theoretical upper bound.",
-    )
-    use_error_bars: bool = Field(
-        default=True,
-        description=(
-            "Compare pessimistic one-standard-error bounds (privacy - stderr, utility - stderr,"
-            " accuracy - stderr for theory violations) instead of point estimates."
-        ),
-    )
 
 
 def _attacker_entries(
@@ -157,6 +132,63 @@ def _check_score(
     return None
 
 
+def _budget_levels(audit_entry: Mapping[str, Any] | None) -> dict[str, float]:
+    """``budget.levels`` of an audit entry ({} for entries written before the budget existed)."""
+    budget = as_mapping(audit_entry.get("budget"), "audit.budget") if audit_entry else None
+    levels = as_mapping(budget.get("levels"), "audit.budget.levels") if budget else None
+    return {str(k): float(v) for k, v in (levels or {}).items()}
+
+
+def _gated_kinds(audit_entry: Mapping[str, Any], present: list[str]) -> list[str]:
+    """The bound kinds the gate compares: ``budget.gated``, or every bound present (older files)."""
+    budget = as_mapping(audit_entry.get("budget"), "audit.budget")
+    if budget is None:
+        return present
+    gated = budget.get("gated")
+    if not isinstance(gated, list) or not all(isinstance(k, str) for k in gated):
+        raise ValueError(f"audit.budget.gated must be a list of bound names, got {gated!r}")
+    return [k for k in gated if k in EPSILON_BOUNDS]
+
+
+def _theory_not_comparable(bounds_entry: Mapping[str, Any] | None) -> bool:
+    """bounds.json marks a claim whose neighbourhood says nothing about the LTU (swap) game."""
+    return bool(bounds_entry is not None and bounds_entry.get("comparable") is False)
+
+
+def _attacker_count(ltu_entry: Mapping[str, Any] | None) -> int:
+    attackers = as_mapping(ltu_entry.get("attackers"), "ltu.attackers") if ltu_entry else None
+    return max(1, len(attackers or {}))
+
+
+def _claim_reasons(defender: str, claim: PrivacyClaim, entry: Mapping[str, Any], params: GateParams) -> list[str]:
+    """Reasons from the gated ε lower bounds of one defender (violations and NOT AUDITED)."""
+    where = f"audit.{defender}"
+    bounds = audited_bounds(entry, where)
+    gated = _gated_kinds(entry, [b.kind for b in bounds])
+    findings = [f for f in check_bounds(claim, bounds, params.max_epsilon_excess) if f.bound.kind in gated]
+    reasons = [f"{defender}: {f.reason}" for f in findings if f.violation]
+    missing = [k for k in gated if k not in {b.kind for b in bounds}]
+    comparable = [f for f in findings if f.comparable]
+    if not bounds:
+        reasons.append(
+            f"{defender}: claimed ε = {fmt_value(claim.epsilon)} but no audited ε lower bound "
+            "(whitebox, one_run, game3, lidp) is available to check it against gate.max_epsilon_excess = "
+            f"{fmt_value(params.max_epsilon_excess)} {NOT_AUDITED}"
+        )
+    elif "budget" in entry and missing:
+        reasons.append(
+            f"{defender}: gated bound(s) {missing} missing from metrics/audit.json "
+            f"(a failed or skipped audit stage); rerun `dvc repro` or remove them from gate.bounds {NOT_AUDITED}"
+        )
+    elif not comparable:
+        notes = "; ".join(f.reason or "" for f in findings)
+        reasons.append(
+            f"{defender}: no gated bound is comparable with the claim "
+            f"({fmt_value(claim.epsilon)}, {claim.delta:.3g}, {claim.neighbourhood}): {notes} {NOT_AUDITED}"
+        )
+    return reasons
+
+
 def _evaluate_defender(
     defender: str,
     ltu_entry: Mapping[str, Any] | None,
@@ -202,34 +234,20 @@ def _evaluate_defender(
         if reason:
             reasons.append(reason)
 
-    # 3. Audited ε against claimed ε.
-    claimed = read_number(audit_entry, "claimed_epsilon", f"audit.{defender}")
-    claims_dp = claimed is not None and math.isfinite(claimed)
+    # 3. Audited ε against the claim, like with like, within one error budget.
+    claim = claim_of(audit_entry, f"audit.{defender}")
+    claimed = claim.epsilon if claim is not None else None
     if audit_entry is None:
         reasons.append(
             f"{defender}: no entry in metrics/audit.json, so claimed_epsilon and the audited "
             f"ε lower bounds cannot be checked against gate.max_epsilon_excess = "
-            f"{fmt_value(params.max_epsilon_excess)}"
+            f"{fmt_value(params.max_epsilon_excess)} {NOT_AUDITED}"
         )
-    elif claimed is not None and claims_dp:
-        audited = audited_epsilons(defender, audit_entry)
-        limit = claimed + params.max_epsilon_excess
-        if not audited:
-            reasons.append(
-                f"{defender}: claimed ε = {fmt_value(claimed)} but no audited ε lower bound "
-                "(game3.eps_low, lidp.eps_lower_bound, lidp.eps_lower_bound_k1) is available "
-                f"to check it against gate.max_epsilon_excess = {fmt_value(params.max_epsilon_excess)}"
-            )
-        for source, eps in audited.items():
-            if not math.isfinite(eps) or eps > limit:
-                reasons.append(
-                    f"{defender}: audited ε lower bound {source} = {fmt_value(eps)} > claimed ε "
-                    f"{fmt_value(claimed)} + gate.max_epsilon_excess {fmt_value(params.max_epsilon_excess)}"
-                    f" = {fmt_value(limit)}"
-                )
+    elif claim is not None:
+        reasons.extend(_claim_reasons(defender, claim, audit_entry, params))
 
     # 4. Empirical accuracy against theoretical bounds.
-    if params.fail_on_theory_violation and claimed is not None and claims_dp:
+    if params.fail_on_theory_violation and claim is not None and not _theory_not_comparable(bounds_entry):
         bounds = accuracy_bounds(defender, bounds_entry)
         accuracy = read_number(bounds_entry, "empirical_accuracy", f"bounds.{defender}")
         if bounds_entry is None or not bounds or accuracy is None:
@@ -246,10 +264,12 @@ def _evaluate_defender(
             )
         else:
             stderr = empirical_stderr(bounds_entry, ltu_entry, defender) if eb else None
-            for kind, bound in theory_violations(bounds, accuracy, stderr).items():
+            level = _budget_levels(audit_entry).get("theory", params.beta)
+            z = theory_z(level, _attacker_count(ltu_entry))
+            for kind, bound in theory_violations(bounds, accuracy, stderr, z).items():
                 shown = (
-                    f"empirical_accuracy - stderr = {fmt_value(accuracy)} - {fmt_value(stderr)} = "
-                    f"{fmt_value(accuracy - stderr)}"
+                    f"empirical_accuracy - {z:.3g} stderr = {fmt_value(accuracy)} - {z:.3g} x {fmt_value(stderr)} = "
+                    f"{fmt_value(accuracy - z * stderr)}"
                     if stderr
                     else f"empirical_accuracy = {fmt_value(accuracy)}"
                 )
