@@ -8,7 +8,8 @@ from pathlib import Path
 
 import numpy as np
 
-from privaudit.artifacts import ensure_writable, write_json
+from privaudit.artifacts import ensure_writable, read_json, write_json
+from privaudit.audit_metrics import audit_delta, claim_from_info
 from privaudit.attacks.game3 import game3_audit
 from privaudit.config import Params
 from privaudit.seeding import rng_for
@@ -18,11 +19,13 @@ from stages._runner import run_stage
 
 def _args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--canaries", type=Path, default=Path("data/canaries"))
+    p.add_argument("--defenders", type=Path, default=Path("data/defenders"))
     p.add_argument("--out", type=Path, default=Path("data/audit/game3.json"))
 
 
 def _body(args: argparse.Namespace, params: Params) -> None:
-    """Abstaining Game-3 adversary; Clopper-Pearson and ACGR ε intervals (Malek et al. App. B)."""
+    """Abstaining Game-3 adversary; Clopper-Pearson and ACGR ε intervals (Malek et al. App. B) at each
+    defender's share of gate.beta and its claim's δ for a label change (group privacy for add/remove claims)."""
     ensure_writable(args.out)
     g = params.game3
     taus = np.linspace(g.tau_min, g.tau_max, g.tau_steps)
@@ -35,7 +38,13 @@ def _body(args: argparse.Namespace, params: Params) -> None:
         with np.load(path, allow_pickle=False) as z:
             run = {k: z[k] for k in z.files}
         validate_canary_stats("game3", run)  # GX suite 'canaries' on the input
-        result[name] = game3_audit(run, taus, g.alpha, rng_for(params.base.seed, "game3", name), g.tau_selection)
+        claim = claim_from_info(read_json(args.defenders / name / "info.json"), f"{args.defenders / name}/info.json")
+        level = params.error_budget(name).level("game3")
+        delta = audit_delta(claim, "replace_label", 0.0)
+        # eps_low is one-sided at alpha/2 of the two-sided interval: alpha = 2 x the budget share
+        result[name] = game3_audit(run, taus, 2.0 * level, rng_for(params.base.seed, "game3", name),
+                                   g.tau_selection, delta=delta)
+        result[name].update(level=level, delta=delta, neighbourhood="replace_label")
         r = result[name]
         print(f"game3: {name}: eps in [{r['eps_low']:.3f}, {r['eps_high']:.3f}] (CP, tau={r['tau']:.2f}), "
               f"ACGR [{r['acgr']['eps_low']:.3f}, {r['acgr']['eps_high']:.3f}]")

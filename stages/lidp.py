@@ -8,7 +8,6 @@ Also writes ``data/audit/epsilon_vs_trials/<defender>.csv`` (trials, eps_k1, eps
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -16,6 +15,7 @@ import numpy as np
 
 from privaudit.artifacts import atomic_dir, ensure_writable, read_json, write_json
 from privaudit.attacks.lidp_audit import lidp_audit
+from privaudit.audit_metrics import assemble_entry, audit_delta, claim_from_info
 from privaudit.config import Params
 from privaudit.mechanisms import gaussian_mechanism_sigma, simulate_gaussian_scores
 from privaudit.seeding import rng_for
@@ -29,6 +29,8 @@ def _args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--defenders", type=Path, default=Path("data/defenders"))
     p.add_argument("--out", type=Path, default=Path("metrics/audit.json"))
     p.add_argument("--curves", type=Path, default=Path("data/audit/epsilon_vs_trials"))
+    p.add_argument("--whitebox", type=Path, default=None, help="white-box audit results (data/audit/whitebox.json)")
+    p.add_argument("--one-run", type=Path, default=None, help="one-run audit results (data/audit/one_run.json)")
     p.add_argument("--self-check", type=float, default=None, metavar="EPS",
                    help="audit a Gaussian mechanism with known epsilon EPS instead (writes nothing)")
     p.add_argument("--dim", type=int, default=100_000, help="self-check: dimension of the mechanism")
@@ -60,7 +62,7 @@ def _load_stats(path: Path) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _body(args: argparse.Namespace, params: Params) -> None:
-    """Algorithm 1 of Pillutla et al. with tau chosen honestly; verdict vs claimed eps."""
+    """Algorithm 1 of Pillutla et al. with tau chosen honestly, at each defender's own delta and budget."""
     lp = params.lidp
     if args.self_check is not None:
         r = self_check(params, args.self_check, args.dim)
@@ -73,29 +75,32 @@ def _body(args: argparse.Namespace, params: Params) -> None:
         return
     ensure_writable(args.out, args.curves)
     game3 = read_json(args.game3)
+    extra = {key: (read_json(path) if path is not None else {}) for key, path in
+             (("whitebox", args.whitebox), ("one_run", args.one_run))}
     audited = {s["name"] for s in params.audited_defenders()}
     audit = {}
     with atomic_dir(args.curves) as curves:
         for spec in params.defenders:
             name = spec["name"]
-            claimed = json.loads((args.defenders / name / "info.json").read_text()).get("claimed_epsilon")
-            if name not in audited:
-                audit[name] = {"claimed_epsilon": claimed, "game3": None, "lidp": None, "audited": False}
-                continue
-            loss_in, loss_null = _load_stats(args.canaries / name / "lidp.npz")
-            res, curve = lidp_audit(loss_in, loss_null, delta=lp.delta, beta=lp.beta, order=lp.order,
-                                    method=lp.method, tune_fraction=lp.tune_fraction,
-                                    n_thresholds=lp.tau_quantiles, rng=rng_for(params.base.seed, "lidp", name),
-                                    tau_selection=lp.tau_selection, neighbourhood=lp.neighbourhood)
-            res["canary_type"] = lp.canary_type
-            res["violation"] = bool(claimed is not None and res["eps_lower_bound"] > claimed)
-            g3 = game3[name]
-            g3["violation"] = bool(claimed is not None and (g3.get("eps_low") or 0.0) > claimed)
-            audit[name] = {"claimed_epsilon": claimed, "game3": g3, "lidp": res, "audited": True,
-                           "violation": res["violation"] or g3["violation"]}
-            curve.to_csv(curves / f"{name}.csv", index=False)
-            print(f"lidp: {name}: eps_hat={res['eps_lower_bound']:.3f} (K={res['canaries']}, order {lp.order} "
-                  f"{lp.method}), K=1 view {res['eps_lower_bound_k1']:.3f}, claimed eps {claimed}")
+            info = read_json(args.defenders / name / "info.json")
+            budget = params.error_budget(name)
+            claim = claim_from_info(info, f"{args.defenders / name}/info.json")
+            blocks = {key: extra[key].get(name) for key in extra}
+            if name in audited:
+                loss_in, loss_null = _load_stats(args.canaries / name / "lidp.npz")
+                delta = audit_delta(claim, lp.neighbourhood, lp.delta)
+                res, curve = lidp_audit(loss_in, loss_null, delta=delta, beta=budget.level("lidp"), order=lp.order,
+                                        method=lp.method, tune_fraction=lp.tune_fraction,
+                                        n_thresholds=lp.tau_quantiles, rng=rng_for(params.base.seed, "lidp", name),
+                                        tau_selection=lp.tau_selection, neighbourhood=lp.neighbourhood)
+                res.update(canary_type=lp.canary_type, level=budget.level("lidp"))
+                blocks.update(lidp=res, game3=game3[name])
+                curve.to_csv(curves / f"{name}.csv", index=False)
+            audit[name] = assemble_entry(info, budget, name=name, audited=name in audited, blocks=blocks)
+            shown = ", ".join(f"{k} {b['eps_lower_bound' if 'eps_lower_bound' in b else 'eps_low']:.3f}"
+                              for k, b in blocks.items() if b)
+            print(f"lidp: {name}: eps lower bounds {shown or 'none'}; claimed eps {info.get('claimed_epsilon')}; "
+                  f"violation {audit[name]['violation']}")
         validate_metrics("audit", audit)
     write_json(args.out, audit)
 

@@ -122,12 +122,19 @@ class ComputeParams(_Strict):
 
 class Game3Params(_Strict):
     canaries: int = Field(100, ge=2)
-    alpha: float = Field(0.05, gt=0.0, lt=1.0)
     tau_min: float = Field(0.5, ge=0.0, lt=1.0)
     tau_max: float = Field(0.99, gt=0.0, le=1.0)
     tau_steps: int = Field(10, ge=1)
     runs: int = Field(1, ge=1, description="training runs of game3.canaries each (Table 5: 1x1000 vs 10x100)")
     tau_selection: Literal["bonferroni", "split"] = "bonferroni"
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_alpha(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "alpha" in data:
+            raise ValueError("game3.alpha was replaced by the error budget gate.beta (Game 3 gets its share); "
+                             "remove game3.alpha from params.yaml")
+        return data
 
     @model_validator(mode="after")
     def _tau_range(self) -> "Game3Params":

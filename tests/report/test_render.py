@@ -206,8 +206,8 @@ def test_absent_sections_render_not_computed(tmp_path: Path) -> None:
     paths = build_report(inputs, tmp_path)
     html = paths["html"].read_text(encoding="utf-8")
     assert "NO VERDICT" in html and 'class="verdict verdict-unknown"' in html
-    # ε vs trials, privacy scores, ROC, Table 1, manifest, bounds, and per-defender audit cells
-    assert html.count(f'<p class="missing">{MISSING}</p>') == 5
+    # ε vs trials, privacy scores, ROC, Table 1, manifest, bounds, DP-claims table, per-defender audit cells
+    assert html.count(f'<p class="missing">{MISSING}</p>') == 6
     assert f"Theoretical membership-inference bounds: {MISSING}." in html
     assert len(img_sources(html)) == 1  # privacy vs utility only
     md = paths["md"].read_text(encoding="utf-8")

@@ -14,6 +14,8 @@ from typing import Any
 
 import pandas as pd
 
+from privaudit.claim_check import audited_bounds, check_bounds, claim_of
+from privaudit.error_budget import BOUND_LABELS
 from privaudit.report.checks import accuracy_bounds, theory_violations
 from privaudit.report.document import (
     MISSING,
@@ -30,6 +32,7 @@ from privaudit.report.document import (
     real,
 )
 from privaudit.report.figures import PLOT_NAMES
+from privaudit.report.gate import NOT_AUDITED
 from privaudit.report.inputs import ReportInputs, strongest_attacker
 from privaudit.report.tables import curve_stat, most_exposed
 
@@ -56,10 +59,12 @@ def _verdict_section(inputs: ReportInputs) -> Section:
         rows = []
         for name, entry in defenders.items():
             ok = get_path(entry, "passed")
+            not_audited = any(NOT_AUDITED in str(r) for r in get_path(entry, "reasons") or [])
             rows.append(
                 [
                     cell(name),
-                    cell("PASS" if ok else "FAIL", cls="pass" if ok else "fail"),
+                    cell("NOT AUDITED", cls="fail") if not_audited
+                    else cell("PASS" if ok else "FAIL", cls="pass" if ok else "fail"),
                     Cell(
                         [str(r) for r in get_path(entry, "reasons") or []] or ["all checks passed"]
                     ),
@@ -183,6 +188,67 @@ def _defender_section(inputs: ReportInputs) -> Section:
         )
     )
     section.blocks.append(_bounds_table(inputs, names))
+    return section
+
+
+_THREAT = {
+    "whitebox": "white-box: every intermediate update visible",
+    "one_run": "black-box: final model only, one training run",
+    "lidp": "black-box: final models of many trial pairs",
+    "lidp_k1": "black-box: final models of many trial pairs",
+    "game3": "black-box: final model's predictions on label-flipped canaries",
+}
+
+
+def _claims_section(inputs: ReportInputs) -> Section:
+    """Every ε lower bound against the claim: δ, neighbourhood, level, gated or diagnostic, threat model."""
+    section = Section("DP claims against audited ε lower bounds")
+    rows: list[list[Cell]] = []
+    sentences: dict[str, str] = {}
+    for name in inputs.defenders():
+        entry = inputs.audit.get(name)
+        if not isinstance(entry, Mapping):
+            continue
+        claim = claim_of(entry, f"audit.{name}")
+        budget = entry.get("budget") if isinstance(entry.get("budget"), Mapping) else {}
+        gated = set(budget.get("gated") or [])
+        if budget:
+            share = budget["beta"] / max(1, len(gated))
+            sentences[name] = (f"{name}: gate.beta = {budget['beta']:g} split over {len(gated)} gated bound(s) "
+                               f"({', '.join(BOUND_LABELS.get(k, k) for k in budget.get('gated') or [])}) at "
+                               f"{share:.3g} each (Bonferroni)" + (
+                                   f"; diagnostic, not gated: {', '.join(budget.get('diagnostic') or [])}"
+                                   if budget.get("diagnostic") else "") + ".")
+        findings = check_bounds(claim, audited_bounds(entry, f"audit.{name}")) if claim else []
+        by_kind = {f.bound.kind: f for f in findings}
+        for b in audited_bounds(entry, f"audit.{name}"):
+            f = by_kind.get(b.kind)
+            block = entry.get(b.source.split(".")[0]) or {}
+            status = ("not compared" if f is None or not f.comparable else "VIOLATION" if f.violation else "holds")
+            assumption = block.get("assumption") if isinstance(block, Mapping) else None
+            rows.append([
+                cell(name), cell(BOUND_LABELS.get(b.kind, b.kind)),
+                cell(num(b.epsilon), numeric=True),
+                cell("—" if b.delta is None else f"{b.delta:.3g}", numeric=True),
+                cell(b.neighbourhood or "—"),
+                cell("—" if b.level is None else f"{b.level:.3g}", numeric=True),
+                cell("gated" if (b.kind in gated or not budget) else "diagnostic"),
+                cell("no claim" if claim is None else "—" if f is None or f.compared_with is None
+                     else num(f.compared_with.epsilon), numeric=True),
+                cell(status, cls="fail" if status == "VIOLATION" else "muted" if status != "holds" else "pass"),
+                Cell([_THREAT.get(b.kind, "")] + ([f"assumes: {assumption}"] if assumption else [])
+                     + ([f.reason] if f is not None and f.reason and not f.violation else [])),
+            ])
+    if not rows:
+        section.blocks.append(Note(MISSING, missing=True))
+        return section
+    for text in sentences.values():
+        section.blocks.append(Note(text))
+    section.blocks.append(Table(
+        ["Defender", "Bound", "ε̂", "δ", "Neighbourhood", "Level", "Gate", "Claim ε there", "Status",
+         "Threat model"], rows,
+        "Each bound is compared with the claim converted to the bound's neighbourhood (group privacy) at the "
+        "bound's δ; its level is its share of gate.beta"))
     return section
 
 
@@ -385,6 +451,7 @@ def build_document(
         raise ValueError(f"most_exposed must be an integer >= 1, got {most_exposed!r}")
     return [
         _verdict_section(inputs),
+        _claims_section(inputs),
         _defender_section(inputs),
         *_plots_section(inputs, pngs, most_exposed),
         _table1_section(inputs),

@@ -34,7 +34,7 @@ from privaudit.validation.core import check_suite
 
 KINDS = ("ltu", "audit", "bounds", "gate")
 UNIT_KEYS = {"accuracy", "privacy", "utility", "thudi", "yeom", "erlingsson", "sablayrolles", "mip_eta",
-             "p_member", "alpha", "beta", "delta"}
+             "p_member", "alpha", "beta", "delta", "level"}
 COUNT_KEYS = {"rounds", "trials", "canaries", "null_canaries", "guesses", "correct", "order"}
 FLAG_KEYS = {"passed", "violation", "exceeds_theory"}
 NULLABLE_EPS = {"eps_high", "claimed_epsilon"}
