@@ -58,3 +58,25 @@ def test_runs_are_reported_separately() -> None:
 def test_bad_selection_name() -> None:
     with pytest.raises(ValueError, match="game3.tau_selection"):
         game3_audit(_run(10, 0.5, np.random.default_rng(0)), TAUS, 0.05, np.random.default_rng(0), "best")
+
+
+def test_level_is_one_sided_half_of_alpha() -> None:
+    run = _run(300, 0.8, np.random.default_rng(6))
+    a = game3_audit(run, TAUS, 0.05, np.random.default_rng(0))
+    assert a["level"] == 0.025 and a["level_per_threshold"] == pytest.approx(0.025 / len(TAUS))
+    b = game3_audit(run, TAUS, None, np.random.default_rng(0), level=0.025)
+    assert b == a  # level=0.025 is the same audit as alpha=0.05
+    c = game3_audit(run, TAUS, None, np.random.default_rng(0), "split", level=0.01)
+    assert c["alpha"] == 0.02 and c["level_per_threshold"] == 0.01
+    assert c["eps_low"] <= game3_audit(run, TAUS, 0.1, np.random.default_rng(0), "split")["eps_low"]
+    with pytest.raises(ValueError, match="2 \\* level"):
+        game3_audit(run, TAUS, 0.05, np.random.default_rng(0), level=0.05)
+    with pytest.raises(ValueError, match="level"):
+        game3_audit(run, TAUS, None, np.random.default_rng(0))
+
+
+def test_acgr_all_right_gives_a_finite_bound() -> None:
+    """Every canary right on every alternative: no zero-width interval, a finite eps_low."""
+    run = _run(200, 1.0, np.random.default_rng(8))
+    r = game3_audit(run, TAUS, 0.05, np.random.default_rng(0))
+    assert 0 < r["acgr"]["eps_low"] < np.inf and r["acgr"]["eps_high"] == np.inf

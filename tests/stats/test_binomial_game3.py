@@ -106,6 +106,11 @@ def test_game3_randomized_response_no_overclaim() -> None:
 
 
 def test_acgr_weighted_mean_and_interval() -> None:
+    # Golden values changed (issue 13): the interval used to be the normal (Wald) one,
+    # ``mean -/+ z * se``, which overclaims (zero width when all rates are equal, lower-end miss
+    # 0.06-0.10 instead of 0.025 with C = 3).  It is now the more conservative of the Student-t
+    # interval on the same reliability-weighted mean/se and a Clopper-Pearson interval on the
+    # effective number of canaries; both are recomputed here from their definitions.
     correct = np.array([9, 0, 4, 0])
     guesses = np.array([10, 0, 5, 1])  # canary 2 abstained on every label (0/0 -> 0, weight 0)
     mean, lo, hi = acgr_interval(correct, guesses)
@@ -115,8 +120,14 @@ def test_acgr_weighted_mean_and_interval() -> None:
     v1, v2 = w.sum(), (w**2).sum()
     var = np.sum(w * (acgr - mean) ** 2) / (v1 - v2 / v1)
     se = math.sqrt(var * v2) / v1
-    assert lo == pytest.approx(max(0.0, mean - 1.959963984540054 * se))
-    assert hi == pytest.approx(min(1.0, mean + 1.959963984540054 * se))
+    n_eff = v1**2 / v2
+    t = sps.t.isf(0.025, n_eff - 1)
+    s = n_eff * mean
+    cp_lo, cp_hi = sps.beta.ppf(0.025, s, n_eff - s + 1), sps.beta.ppf(0.975, s + 1, n_eff - s)
+    assert lo == pytest.approx(max(0.0, min(mean - t * se, cp_lo)))
+    assert hi == pytest.approx(min(1.0, max(mean + t * se, cp_hi)))
+    # never narrower than the old normal interval
+    assert lo <= mean - 1.959963984540054 * se and hi >= min(1.0, mean + 1.959963984540054 * se)
     e_lo, e_hi = acgr_epsilon(correct, guesses)
     assert e_lo == pytest.approx(epsilon_from_accuracy(lo)) and e_hi == pytest.approx(epsilon_from_accuracy(hi))
 

@@ -99,13 +99,20 @@ def _rr_blocks(s: GateScenario, claim: PrivacyClaim, level: float, rng: np.rando
     proba = np.full((n, c), 0.1 / (c - 1))
     proba[np.arange(n), released] = 0.9
     run = {"proba": proba, "label_pair": pair, "bit": bit, "true_label": true}
-    res = game3_audit(run, np.linspace(0.5, 0.99, 10), 2.0 * level, rng, "bonferroni")
-    res.update(level=level, neighbourhood="replace_label", delta=audit_delta(claim, "replace_label", 0.0))
+    delta = audit_delta(claim, "replace_label", 0.0)
+    res = game3_audit(run, np.linspace(0.5, 0.99, 10), None, rng, "bonferroni", level=level, delta=delta)
+    res.update(neighbourhood="replace_label")
     return {"game3": res}
 
 
 def simulate_gate(scenario: GateScenario, reps: int, rng: np.random.Generator, beta: float = 0.05) -> GateSimulation:
-    """Run the honest mechanism ``reps`` times; count how often the gate flags its (true) claim."""
+    """Run the honest mechanism ``reps`` times; count how often the gate flags its (true) claim.
+
+    >>> sc = GateScenario("rr", "randomized_response", 1.0, 0.0, "replace_label", "replace_label", trials=100, classes=3)
+    >>> sim = simulate_gate(sc, 20, np.random.default_rng(0))
+    >>> sim.reps, sim.gated, sim.rate <= sim.binomial_limit()
+    (20, ('game3',), True)
+    """
     if reps < 1:
         raise ValueError(f"reps must be >= 1, got {reps}")
     claim = PrivacyClaim(scenario.epsilon, scenario.delta, scenario.claim_neighbourhood)

@@ -6,11 +6,17 @@ valid at level beta.  This module only hands out certified bounds in two honest 
 
 * **split** (LiDP App. E, "Tuning the threshold"): tune tau on one set of trials, certify on a
   disjoint fresh set.  :func:`select_threshold` returns a :class:`ThresholdSelection` (a tau and
-  a fingerprint of every tuning trial, *no bound*); :func:`certify_selected` refuses trials that
+  the identity of every tuning trial, *no bound*); :func:`certify_selected` refuses trials that
   were used for tuning.  :func:`certify_split` does the random split itself.
+
+  Trials are identified by **index** when the caller passes ``trial_indices`` (any integer id of
+  a trial, e.g. its row in the full score matrix) to both functions: certification is refused
+  only for indices that were used for tuning.  Without indices the check falls back to the
+  contents of the rows (a hash of each trial's scores), which cannot tell apart two different
+  trials with equal scores (e.g. capped losses) and then refuses a genuinely fresh trial.
 * **Bonferroni**: the maximum over a grid of T thresholds of the bound computed at ``beta / T``
   (:func:`certify_bonferroni`; :func:`bonferroni_max` for any bound function, e.g. Game 3's
-  abstention threshold).
+  abstention threshold).  The grid must not depend on the certified trials.
 
 Scores are "larger = more member-like": the outcome of canary k in trial i is
 ``1[score[i, k] >= tau]`` (LiDP App. E eq. 25).  Negate losses before passing them.
@@ -49,6 +55,7 @@ class ThresholdSelection:
     n_candidates: int
     tuning_trials: int
     tuning_row_hashes: frozenset[str]
+    tuning_indices: frozenset[int] | None = None
 
 
 @dataclass(frozen=True)
@@ -109,6 +116,27 @@ def _epsilon_curve(
     return np.maximum(eps, 0.0)
 
 
+def _indices(trial_indices: ArrayLike, n: int) -> frozenset[int]:
+    """Validated trial indices: n distinct integers, one per row."""
+    idx = np.asarray(trial_indices)
+    if idx.ndim != 1 or idx.shape[0] != n:
+        raise ValueError(f"trial_indices must be a 1-D array with one index per trial ({n}), got shape {idx.shape}")
+    if idx.size and (not np.issubdtype(idx.dtype, np.integer)):
+        raise ValueError(f"trial_indices must be integers, got dtype {idx.dtype}")
+    out = frozenset(int(i) for i in idx)
+    if len(out) != n:
+        raise ValueError("trial_indices must be distinct (one per trial)")
+    return out
+
+
+def _reuse_error(n_reused: int, detail: str) -> ValueError:
+    return ValueError(
+        f"scores_x/scores_y reuse {n_reused} trial(s) used to select the threshold ({detail}); the bound "
+        "must be certified on trials not used for tuning (lidp.tune_fraction is the share of the "
+        "trials set aside for tuning), or use lidp.tau_selection: bonferroni"
+    )
+
+
 def _row_hashes(sx: NDArray[np.float64], sy: NDArray[np.float64] | None) -> list[str]:
     out = []
     for i in range(sx.shape[0]):
@@ -121,7 +149,8 @@ def _row_hashes(sx: NDArray[np.float64], sy: NDArray[np.float64] | None) -> list
 
 def select_threshold(
     scores_x: ArrayLike, scores_y: ArrayLike, thresholds: ArrayLike, delta: float,
-    beta: float = 0.05, order: int = 2, method: Method = "wilson",
+    beta: float = 0.05, order: int = 2, method: Method = "wilson", *,
+    trial_indices: ArrayLike | None = None,
 ) -> ThresholdSelection:
     """Pick the tau of the grid maximising eps_hat on TUNING trials (LiDP App. E); returns no bound.
 
@@ -130,6 +159,9 @@ def select_threshold(
         scores_y: ``(n', m)`` scores of fresh canaries on models trained without them.
         thresholds: ``(T,)`` candidate thresholds.
         delta, beta, order, method: as in :func:`privaudit.stats.lidp_epsilon_lower_bound`.
+        trial_indices: ``(n,)`` distinct integer ids of the tuning trials (row i of ``scores_x``
+            is trial ``trial_indices[i]``).  Recorded in the selection; :func:`certify_selected`
+            then refuses exactly these ids.  Without it the rows' contents are fingerprinted.
 
     >>> rng = np.random.default_rng(0)
     >>> sel = select_threshold(rng.normal(2, 1, (200, 4)), rng.normal(0, 1, (200, 4)), [0.0, 1.0, 2.0], 1e-5)
@@ -140,25 +172,36 @@ def select_threshold(
     grid = _grid(thresholds)
     delta = check_prob("delta", delta)
     beta = check_prob("beta", beta, open_low=True, open_high=True)
+    ids = None if trial_indices is None else _indices(trial_indices, sx.shape[0])
     curve = _epsilon_curve(sx, sy, grid, delta, beta, order, method)
     best = int(np.argmax(curve))
     return ThresholdSelection(
         threshold=float(grid[best]),
         n_candidates=int(grid.size),
         tuning_trials=int(sx.shape[0]),
-        tuning_row_hashes=frozenset(_row_hashes(sx, sy)),
+        tuning_row_hashes=frozenset(_row_hashes(sx, sy)) if ids is None else frozenset(),
+        tuning_indices=ids,
     )
 
 
 def certify_selected(
     selection: ThresholdSelection, scores_x: ArrayLike, scores_y: ArrayLike, delta: float,
-    beta: float = 0.05, order: int = 2, method: Method = "wilson",
+    beta: float = 0.05, order: int = 2, method: Method = "wilson", *,
+    trial_indices: ArrayLike | None = None,
 ) -> ThresholdCertificate:
     """Certify a previously selected tau on FRESH trials (Algorithm 1 lines 7-8 at that tau).
 
+    Args:
+        selection: from :func:`select_threshold`.
+        scores_x, scores_y: ``(n, K)`` / ``(n', m)`` scores of the certification trials.
+        delta, beta, order, method: as in :func:`privaudit.stats.lidp_epsilon_lower_bound`.
+        trial_indices: ``(n,)`` distinct integer ids of the certification trials.  Required when
+            the selection was made with ``trial_indices``; only ids shared with the tuning trials
+            are refused (equal scores are fine).
+
     Raises:
-        ValueError: if any certification trial (row of ``scores_x`` together with ``scores_y``)
-            was among the tuning trials.
+        ValueError: if any certification trial was among the tuning trials (same index; or, when
+            the selection carries no indices, same row contents of ``scores_x`` with ``scores_y``).
 
     >>> rng = np.random.default_rng(0)
     >>> tune_x, tune_y = rng.normal(2, 1, (200, 4)), rng.normal(0, 1, (200, 4))
@@ -166,20 +209,37 @@ def certify_selected(
     >>> cert = certify_selected(sel, rng.normal(2, 1, (200, 4)), rng.normal(0, 1, (200, 4)), 1e-5)
     >>> cert.strategy, cert.epsilon_lower_bound > 0
     ('split', True)
-    >>> certify_selected(sel, tune_x, tune_y, 1e-5)
-    Traceback (most recent call last):
-    ...
-    ValueError: scores_x/scores_y reuse 200 trial(s) used to select the threshold; certify on fresh trials or use certify_bonferroni
+    >>> try:
+    ...     certify_selected(sel, tune_x, tune_y, 1e-5)
+    ... except ValueError as err:
+    ...     print(str(err)[:69])
+    scores_x/scores_y reuse 200 trial(s) used to select the threshold (ma
+    >>> sel = select_threshold(tune_x, tune_y, [1.0], 1e-5, trial_indices=np.arange(200))
+    >>> other = np.arange(200, 400)  # other trials that happen to have the same scores
+    >>> certify_selected(sel, tune_x, tune_y, 1e-5, trial_indices=other).strategy
+    'split'
     """
     sx, sy = _scores("scores_x", scores_x), _scores("scores_y", scores_y)
     delta = check_prob("delta", delta)
     beta = check_prob("beta", beta, open_low=True, open_high=True)
-    reused = sum(h in selection.tuning_row_hashes for h in _row_hashes(sx, sy))
-    if reused:
-        raise ValueError(
-            f"scores_x/scores_y reuse {reused} trial(s) used to select the threshold; "
-            "certify on fresh trials or use certify_bonferroni"
-        )
+    if selection.tuning_indices is not None:
+        if trial_indices is None:
+            raise ValueError(
+                "the threshold was selected on indexed trials: pass trial_indices (the ids of the "
+                "certification trials) so that reuse of a tuning trial can be checked"
+            )
+        shared = sorted(_indices(trial_indices, sx.shape[0]) & selection.tuning_indices)
+        if shared:
+            more = ", ..." if len(shared) > 10 else ""
+            raise _reuse_error(len(shared), f"trial indices {shared[:10]}{more}")
+    else:
+        if trial_indices is not None:
+            _indices(trial_indices, sx.shape[0])  # validated, but the selection has none to compare
+        reused = sum(h in selection.tuning_row_hashes for h in _row_hashes(sx, sy))
+        if reused:
+            raise _reuse_error(
+                reused, "matched by the rows' scores: pass trial_indices when distinct trials can have "
+                "equal scores")
     eps = float(_epsilon_curve(sx, sy, np.array([selection.threshold]), delta, beta, order, method)[0])
     return ThresholdCertificate(
         epsilon_lower_bound=eps, threshold=selection.threshold, strategy="split", beta=beta,
@@ -211,8 +271,8 @@ def certify_split(
         raise ValueError(f"tune_fraction={tune_fraction!r} leaves an empty part for n={n} trials")
     perm = rng.permutation(n)
     tune, cert = perm[:n_tune], perm[n_tune:]
-    sel = select_threshold(sx[tune], sy[tune], thresholds, delta, beta, order, method)
-    return certify_selected(sel, sx[cert], sy[cert], delta, beta, order, method)
+    sel = select_threshold(sx[tune], sy[tune], thresholds, delta, beta, order, method, trial_indices=tune)
+    return certify_selected(sel, sx[cert], sy[cert], delta, beta, order, method, trial_indices=cert)
 
 
 def bonferroni_max(
@@ -241,7 +301,9 @@ def certify_bonferroni(
     """Max over the tau grid of eps_hat(tau) computed at ``beta / T`` (Bonferroni correction).
 
     Uses all trials for both choosing and certifying; valid because every candidate is certified
-    at the corrected level.
+    at the corrected level -- provided the grid itself was fixed without looking at these trials
+    (a grid of quantiles of the same scores is not; build it on separate pilot trials, as
+    :func:`privaudit.attacks.lidp_audit.lidp_audit` does).
 
     >>> rng = np.random.default_rng(2)
     >>> c = certify_bonferroni(rng.normal(2, 1, (300, 4)), rng.normal(0, 1, (300, 4)), np.linspace(-1, 3, 9), 1e-5)
