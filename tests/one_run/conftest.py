@@ -1,0 +1,40 @@
+"""Digits as the one-run audit sees them: ~900 standardised training rows, 10 classes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pytest
+from sklearn.datasets import load_digits
+
+
+@dataclass(frozen=True)
+class Digits:
+    X: np.ndarray  # (900, 64) float32, standardised on the training rows
+    y: np.ndarray  # (900,) int64
+    n_classes: int = 10
+
+
+def digits_train(n: int = 900, seed: int = 0) -> Digits:
+    X, y = load_digits(return_X_y=True)
+    idx = np.random.default_rng(seed).permutation(len(y))[:n]
+    X, y = X[idx], y[idx]
+    sd = X.std(axis=0)
+    sd[sd == 0] = 1.0
+    return Digits(((X - X.mean(axis=0)) / sd).astype(np.float32), y.astype(np.int64))
+
+
+@pytest.fixture(scope="session")
+def digits() -> Digits:
+    return digits_train()
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _one_torch_thread():
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
