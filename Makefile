@@ -52,6 +52,7 @@ $(STAMP): pyproject.toml
 	@touch $@
 
 audit: setup
+	@test -d data/external || { mkdir -p data/external && touch data/external/.gitkeep; }
 	$(BIN)/dvc repro
 	@$(BIN)/privaudit verdict --gate metrics/gate.json
 

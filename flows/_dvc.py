@@ -55,8 +55,23 @@ def pipeline_env() -> dict[str, str]:
     return env
 
 
+#: a dependency of the ``ingest`` stage that holds user data sets and is kept in git only by a
+#: ``.gitkeep``; DVC fails with "missing dependency" when the folder was deleted
+EXTERNAL_DATA = Path("data") / "external"
+
+
+def ensure_external_data(repo: Path) -> None:
+    """Recreate ``data/external`` (with its empty ``.gitkeep``, as committed) when the pipeline uses it."""
+    folder, dvc_yaml = repo / EXTERNAL_DATA, repo / "dvc.yaml"
+    if folder.is_dir() or not dvc_yaml.is_file() or EXTERNAL_DATA.as_posix() not in dvc_yaml.read_text(encoding="utf-8"):
+        return
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / ".gitkeep").touch()
+
+
 def run_dvc(repo: Path, args: list[str], timeout_s: float | None = None) -> str:
     """Run ``python -m dvc <args>`` in ``repo``; return stdout, raise :class:`PipelineError` on failure."""
+    ensure_external_data(repo)
     cmd = [sys.executable, "-m", "dvc", *args]
     try:
         proc = subprocess.run(cmd, cwd=repo, env=pipeline_env(), capture_output=True, text=True, timeout=timeout_s)
@@ -105,6 +120,26 @@ def check_params(repo: Path, overrides: Mapping[str, Any]) -> Params:
     """
     raw = yaml.safe_load((repo / "params.yaml").read_text(encoding="utf-8")) or {}
     return parse_params(apply_overrides(raw, overrides))
+
+
+@contextmanager
+def restored_file(path: Path) -> Iterator[None]:
+    """Put ``path`` back byte for byte on exit (success or not): ``dvc exp run -S`` edits params.yaml.
+
+    A file that did not exist before is removed again.
+    """
+    before = path.read_bytes() if path.is_file() else None
+    try:
+        yield
+    finally:
+        now = path.read_bytes() if path.is_file() else None
+        if now != before:
+            if before is None:
+                path.unlink()
+            else:
+                tmp = path.with_name(f".{path.name}.restore-{os.getpid()}")
+                tmp.write_bytes(before)
+                os.replace(tmp, path)
 
 
 @contextmanager

@@ -2,10 +2,12 @@
 
 ``audit_flow`` validates ``params.yaml`` (with any overrides) first, then runs
 ``dvc repro`` — or ``dvc exp run -S key=value ...`` when overrides are given, so the run is
-recorded as a DVC experiment (``dvc exp show``) and the workspace keeps its params, exactly
-as a hand-typed ``dvc exp run`` would — and reads ``metrics/gate.json`` (the contract in
-DESIGN.md), both inside :func:`flows._dvc.exclusive_pipeline` (global concurrency limit
-``privaudit-dvc`` of 1 slot + a file lock). It then publishes:
+recorded as a DVC experiment (``dvc exp show``) — and reads ``metrics/gate.json`` (the contract
+in DESIGN.md), both inside :func:`flows._dvc.exclusive_pipeline` (global concurrency limit
+``privaudit-dvc`` of 1 slot + a file lock). An override run puts ``params.yaml`` back byte for
+byte afterwards (also when it failed): its overrides apply to that run only, never to later
+scheduled audits. Until the next ``dvc repro`` the workspace's outputs and metrics are then the
+override run's, and ``privaudit verdict`` says the gate is stale. It then publishes:
 
 - markdown artifact ``privaudit-verdict``: verdict, per-defender LTU privacy (Pedersen et al.
   2022, Eq. 1) and audited ε̂ (max of Game 3 ``eps_low``, LiDP ``eps_lower_bound`` and
@@ -27,6 +29,7 @@ import argparse
 import json
 import math
 import sys
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -39,11 +42,14 @@ from flows._dvc import (
     check_params,
     exclusive_pipeline,
     resolve_repo,
+    restored_file,
     run_dvc,
     set_overrides_args,
 )
 from privaudit.cli import load_gate
+from privaudit.config import Params
 from privaudit.report.checks import audited_epsilons
+
 
 class GateFailed(RuntimeError):
     """The release gate failed; the message lists its reasons, ``summary`` holds the verdict rows."""
@@ -53,7 +59,8 @@ class GateFailed(RuntimeError):
         self.summary = summary
 
 
-STAGE_PREFIXES = ("base", "dataset", "split", "featurize", "ltu", "canaries", "game3", "lidp", "bounds", "report", "gate")
+#: the top-level blocks of params.yaml, from the params model (a new block is overridable at once)
+STAGE_PREFIXES = tuple(Params.model_fields)
 
 
 class AuditOverrides(BaseModel):
@@ -215,10 +222,12 @@ def audit_flow(
     root = resolve_repo(repo)
     dotted = (overrides or AuditOverrides()).as_dotted()
     check_params_task(root, dotted)
+    keep_params = restored_file(root / "params.yaml") if dotted else nullcontext()
     with exclusive_pipeline(root, timeout_s):  # held until the metrics are read: no other run rewrites them
-        run_pipeline(root, dotted, force, timeout_s)
-        gate = read_gate(root)
-        metrics = read_metrics(root)
+        with keep_params:  # `dvc exp run -S` writes the overrides into params.yaml: put it back
+            run_pipeline(root, dotted, force, timeout_s)
+            gate = read_gate(root)
+            metrics = read_metrics(root)
     rows = defender_rows(gate, metrics)
     report = root / "reports" / "audit.html"
     publish_artifacts(gate, rows, report)

@@ -18,10 +18,14 @@ Algorithm 1; many Game-3 runs, Malek et al. 2021, App. B). The flow
 The whole flow holds the pipeline lock (``flows/_dvc.py``), so no audit run starts the
 ``canaries`` stage on the same shards meanwhile. ``run_shard`` is compute and is not retried;
 saving a shard (I/O) is.
+
+Run once from the repository root: ``python -m flows.canary_trials [tcp://host:8786]``
+(``--help`` lists the options).
 """
 
 from __future__ import annotations
 
+import argparse
 import sys
 from pathlib import Path
 from typing import Any
@@ -134,7 +138,29 @@ def canary_trials_flow(
     return Completed(message=f"computed {len(saved)} shard(s); release gate passed", data=result)
 
 
-if __name__ == "__main__":
-    state = canary_trials_flow(dask_address=(sys.argv[1] if len(sys.argv) > 1 else None), return_state=True)
+def main(argv: list[str] | None = None) -> int:
+    """``python -m flows.canary_trials [DASK_ADDRESS] [--repo R] [--workers N] ...``: one run, exit 1 on Failed."""
+    summary = (canary_trials_flow.description or "").split("\n")[0]
+    parser = argparse.ArgumentParser(prog="python -m flows.canary_trials", description=summary)
+    parser.add_argument("dask_address", nargs="?", default=None,
+                        help="scheduler of an existing Dask cluster (tcp://host:8786); 'local' for a new "
+                             "LocalCluster; default: compute.scheduler from params.yaml")
+    parser.add_argument("--repo", default=None, help="the DVC repository (default: this checkout)")
+    parser.add_argument("--workers", type=int, default=2, help="LocalCluster workers (default: %(default)s)")
+    parser.add_argument("--threads", dest="processes", action="store_false",
+                        help="LocalCluster workers as threads of this process instead of processes")
+    parser.add_argument("--device", default=None, help="torch device on the workers (default: base.device)")
+    parser.add_argument("--no-pipeline", dest="run_pipeline", action="store_false",
+                        help="only fill the shard store; do not run dvc repro afterwards")
+    args = parser.parse_args(argv)
+    if args.workers < 1:
+        parser.error(f"--workers must be >= 1, got {args.workers}")
+    state = canary_trials_flow(repo=args.repo, dask_address=args.dask_address, n_workers=args.workers,
+                               processes=args.processes, device=args.device, run_pipeline=args.run_pipeline,
+                               return_state=True)
     print(state.message)
-    sys.exit(0 if state.is_completed() else 1)
+    return 0 if state.is_completed() else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

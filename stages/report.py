@@ -15,7 +15,7 @@ import pandas as pd
 
 from privaudit.artifacts import ensure_writable, read_json, write_json
 from privaudit.config import Params
-from privaudit.provenance import build_manifest
+from privaudit.provenance import build_manifest, provenance_stamp
 from privaudit.report import ReportInputs, build_report, evaluate_gate
 from privaudit.validation import validate_metrics
 from stages._runner import run_stage
@@ -82,7 +82,8 @@ def _body(args: argparse.Namespace, params: Params) -> None:
             os.replace(src, dst)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-    write_json(args.gate, gate)
+    # ties the verdict to the inputs/params/dvc.lock it was computed from (privaudit verdict checks it)
+    write_json(args.gate, {**gate, "provenance": provenance_stamp(args.repo, "report")})
     print(f"report: verdict {'PASS' if gate['passed'] else 'FAIL'} → {args.out / 'audit.html'}")
 
 

@@ -4,7 +4,15 @@ Subcommands are registered in :func:`_commands` (name → :class:`Command`); add
 writing an ``add_arguments`` function and a handler returning an exit code.
 
 ``privaudit verdict [--gate metrics/gate.json]`` prints the release-gate verdict and exits
-0 on pass, 1 on fail, 2 when the gate file is missing or corrupt.
+0 on pass, 1 on fail, 2 when the gate file is missing, corrupt or stale.
+
+Stale: the gate's ``provenance`` block (written by the report stage,
+:func:`privaudit.provenance.provenance_stamp`) no longer matches the workspace — an input of
+the report changed, a param changed that a stage of the pipeline has not run with, a stage's
+output was replaced but a later stage has not run on it (a failed ``dvc repro`` / ``dvc exp
+run``), or a user trainer file changed. The verdict then names what changed and asks for
+``dvc repro``; ``--no-check`` prints the stored verdict anyway. A gate without provenance
+(older format) is refused the same way.
 """
 
 from __future__ import annotations
@@ -19,7 +27,7 @@ from typing import Any, TextIO
 
 from privaudit.report.gate import validate_gate_result
 
-__all__ = ["EXIT_FAIL", "EXIT_PASS", "EXIT_USAGE", "main", "print_verdict"]
+__all__ = ["EXIT_FAIL", "EXIT_PASS", "EXIT_USAGE", "check_fresh", "find_repo", "main", "print_verdict"]
 
 EXIT_PASS = 0
 EXIT_FAIL = 1
@@ -45,6 +53,19 @@ def _verdict_arguments(parser: argparse.ArgumentParser) -> None:
         type=Path,
         default=Path("metrics/gate.json"),
         help="gate result written by the report stage (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--repo",
+        type=Path,
+        default=None,
+        help="repository the gate was computed in (default: the nearest folder holding dvc.yaml "
+        "above the gate file, else the current directory)",
+    )
+    parser.add_argument(
+        "--no-check",
+        dest="check",
+        action="store_false",
+        help="print the stored verdict without checking that it matches the workspace",
     )
     color = parser.add_mutually_exclusive_group()
     color.add_argument(
@@ -72,6 +93,36 @@ def load_gate(path: Path) -> dict[str, Any]:
     except json.JSONDecodeError as exc:
         raise ValueError(f"gate file {path} is not valid JSON: {exc}") from exc
     return validate_gate_result(data, where=str(path))
+
+
+def find_repo(gate: Path) -> Path:
+    """The nearest folder at or above ``gate``'s folder holding ``dvc.yaml``; else the working directory."""
+    start = gate.resolve().parent
+    for folder in (start, *start.parents):
+        if (folder / "dvc.yaml").is_file():
+            return folder
+    return Path.cwd()
+
+
+STALE_HINT = "run `dvc repro` to recompute it (or pass --no-check to print it anyway)"
+
+
+def check_fresh(gate: dict[str, Any], gate_path: Path, repo: Path) -> str | None:
+    """``None`` when ``gate`` matches the workspace in ``repo``; else the refusal message."""
+    from privaudit.provenance import provenance_drift
+
+    try:
+        problems = provenance_drift(gate.get("provenance"), repo)
+    except ValueError as exc:
+        return (f"gate file {gate_path} cannot be checked against the workspace: {exc}; rerun the report "
+                f"stage with this privaudit (`dvc repro`, or `dvc repro -f -s report` when nothing else "
+                f"changed) or pass --no-check to print it anyway")
+    except Exception as exc:  # noqa: BLE001 - a corrupt dvc.lock/params.yaml: refuse, do not crash
+        return f"gate file {gate_path} cannot be checked against the workspace in {repo}: {exc}; {STALE_HINT}"
+    if not problems:
+        return None
+    shown = problems[:5] + ([f"and {len(problems) - 5} more"] if len(problems) > 5 else [])
+    return f"gate file {gate_path} is stale: " + "; ".join(shown) + f"; {STALE_HINT}"
 
 
 def _plain_verdict(gate: dict[str, Any], out: TextIO) -> None:
@@ -125,6 +176,11 @@ def _verdict(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     except ValueError as exc:
         err.write(f"privaudit verdict: error: {exc}\n")
         return EXIT_USAGE
+    if args.check:
+        stale = check_fresh(gate, args.gate, args.repo if args.repo is not None else find_repo(args.gate))
+        if stale is not None:
+            err.write(f"privaudit verdict: error: {stale}\n")
+            return EXIT_USAGE
     use_rich = args.rich if args.rich is not None else bool(getattr(out, "isatty", lambda: False)())
     print_verdict(gate, out, use_rich)
     return EXIT_PASS if gate["passed"] else EXIT_FAIL
@@ -137,7 +193,7 @@ def _commands() -> dict[str, Command]:
     """The subcommands, by name."""
     return {
         "verdict": Command(
-            help="print the release-gate verdict; exit 0 on pass, 1 on fail, 2 if the file is missing/corrupt",
+            help="print the release-gate verdict; exit 0 on pass, 1 on fail, 2 if the file is missing/corrupt/stale",
             add_arguments=_verdict_arguments,
             handler=_verdict,
         ),

@@ -7,10 +7,12 @@ root seed, package versions and content hashes of the data files the audit read.
 from __future__ import annotations
 
 import hashlib
+import json
 import platform
 import subprocess
 from importlib import metadata
 from pathlib import Path
+from collections.abc import Mapping, Sequence
 from typing import Any, Iterable
 
 PACKAGES = ("privaudit", "numpy", "scipy", "pandas", "scikit-learn", "torch", "opacus", "dvc",
@@ -109,3 +111,348 @@ def build_manifest(repo: Path, params: dict[str, Any], seed: int, data_paths: di
         "data_sha256": {k: hash_tree(p) for k, p in sorted(paths.items()) if p.exists()},
         "dataset_path": None if raw is None else str(raw),
     }
+
+
+# --------------------------------------------------------------------------- gate provenance
+#
+# ``metrics/gate.json`` carries a ``provenance`` block tying the verdict to the workspace it was
+# computed from, and ``privaudit verdict`` refuses a gate whose workspace has moved on (a failed
+# ``dvc exp run`` leaves new params and half-rewritten upstream outputs next to the old gate).
+#
+# Two parts, chosen so that a successful ``dvc repro`` always ends "fresh" (never a refusal that
+# ``dvc repro`` cannot clear) and a stale gate is refused:
+#
+# 1. the stamp, written by the report stage: content hashes of the stage's data inputs as they
+#    lie on disk, and a hash of the stage's own params. Both are final when the stage runs, and
+#    each of them is one of the stage's DVC deps/params, so any change reruns it and restamps.
+#    (Not the whole params.yaml: a key no stage tracks, e.g. ``compute.scheduler``, would make
+#    every later verdict refuse while ``dvc repro`` has nothing to do.)
+# 2. the pipeline check, done only at verdict time against the current ``dvc.lock`` (final by
+#    then; the report stage's own entry is written after gate.json, so it cannot be stamped):
+#    every stage the gate depends on must have recorded the params values params.yaml holds now,
+#    and every dependency produced by another stage must carry that stage's recorded output
+#    hash. That is DVC's own "changed params" / "changed deps" test for everything upstream,
+#    read from the lock alone (no data re-hashed): a run that stopped at any stage leaves it
+#    unmet.
+#
+# Not covered: a new file under an external dependency (``data/external``) while params did not
+# change and the first stage failed (nothing recorded moved); run ``dvc status`` for that.
+
+PROVENANCE_VERSION = 1
+#: dvc.yaml deps that are code, not data: not stamped (editing code is what ``dvc status`` reports)
+CODE_DEP_PREFIXES = ("src/", "stages/")
+
+
+def canonical_sha256(obj: Any) -> str:
+    """SHA-256 of ``obj`` as sorted-key compact JSON (stable across runs and machines)."""
+    text = json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def load_yaml(path: Path) -> Any:
+    """``path`` parsed as DVC parses params and lock files (ruamel, YAML 1.2; PyYAML if absent)."""
+    text = path.read_text(encoding="utf-8")
+    try:
+        from ruamel.yaml import YAML
+    except ImportError:  # pragma: no cover - ruamel comes with dvc
+        import yaml
+
+        return yaml.safe_load(text)
+    return YAML(typ="safe", pure=True).load(text)
+
+
+def _norm(path: str | Path) -> str:
+    """A dvc.yaml/dvc.lock path as a comparable key: POSIX, no ``./`` prefix, no trailing slash."""
+    text = Path(str(path)).as_posix()
+    while text.startswith("./"):
+        text = text[2:]
+    return text.rstrip("/") or "."
+
+
+_MISSING = object()
+
+
+def dotted_get(data: Any, key: str) -> Any:
+    """``data["a"]["b"]`` for ``"a.b"`` (list items by integer part); a sentinel when absent."""
+    node = data
+    for part in key.split("."):
+        if isinstance(node, Mapping) and part in node:
+            node = node[part]
+        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
+            node = node[int(part)]
+        else:
+            return _MISSING
+    return node
+
+
+def _entries(items: Any) -> list[str]:
+    """Paths of a dvc.yaml ``deps``/``outs``/``metrics``/``plots`` list (strings or ``{path: opts}``)."""
+    paths: list[str] = []
+    for item in items or []:
+        if isinstance(item, str):
+            paths.append(_norm(item))
+        elif isinstance(item, Mapping):
+            paths += [_norm(k) for k in item]
+    return paths
+
+
+def _stage_outs(spec: Mapping[str, Any]) -> list[str]:
+    return [p for kind in ("outs", "metrics", "plots") for p in _entries(spec.get(kind))]
+
+
+def _param_keys(spec: Mapping[str, Any], default_file: str) -> dict[str, list[str]]:
+    """``{params file: [keys]}`` of a dvc.yaml stage (plain keys belong to ``params.yaml``)."""
+    found: dict[str, list[str]] = {}
+    for item in spec.get("params") or []:
+        if isinstance(item, str):
+            found.setdefault(default_file, []).append(item)
+        elif isinstance(item, Mapping):
+            for file, keys in item.items():
+                found.setdefault(str(file), []).extend(str(k) for k in (keys or []))
+    return found
+
+
+def _overlaps(a: str, b: str) -> bool:
+    return a == b or a.startswith(b + "/") or b.startswith(a + "/")
+
+
+def upstream_stages(stages: Mapping[str, Any], target: str) -> list[str]:
+    """``target`` and every stage whose outputs it depends on, transitively (sorted names)."""
+    outs = {name: _stage_outs(spec or {}) for name, spec in stages.items()}
+    seen, todo = {target}, [target]
+    while todo:
+        deps = _entries((stages.get(todo.pop()) or {}).get("deps"))
+        for name, produced in outs.items():
+            if name not in seen and any(_overlaps(d, o) for d in deps for o in produced):
+                seen.add(name)
+                todo.append(name)
+    return sorted(seen)
+
+
+def _dvcignore(repo: Path) -> Any:
+    """A matcher for ``repo/.dvcignore`` (gitignore syntax), or None (DVC skips those files too)."""
+    file = repo / ".dvcignore"
+    if not file.is_file():
+        return None
+    try:
+        import pathspec
+    except ImportError:  # pragma: no cover - pathspec comes with dvc
+        return None
+    lines = file.read_text(encoding="utf-8").splitlines()
+    try:
+        return pathspec.PathSpec.from_lines("gitignore", lines)
+    except (KeyError, LookupError):  # pathspec < 0.12 knows only the older name
+        return pathspec.PathSpec.from_lines("gitwildmatch", lines)
+
+
+def input_hash(repo: Path, rel: str, ignore: Any = None) -> str | None:
+    """SHA-256 of a file, or of a folder's relative paths and contents (``.dvcignore``d files left out).
+
+    None when the path does not exist.
+    """
+    path = repo / rel
+    if path.is_file():
+        return sha256_file(path)
+    if not path.is_dir():
+        return None
+    h = hashlib.sha256()
+    for p in sorted(q for q in path.rglob("*") if q.is_file()):
+        name = p.relative_to(path).as_posix()
+        if ignore is not None and ignore.match_file(p.relative_to(repo).as_posix()):
+            continue
+        h.update(name.encode())
+        h.update(b"\0")
+        h.update(sha256_file(p).encode())
+    return h.hexdigest()
+
+
+def _params_digest(repo: Path, files: Mapping[str, Sequence[str] | None]) -> str:
+    """Hash of the listed keys' current values (``None`` for a file: the whole file)."""
+    values: dict[str, Any] = {}
+    for file, keys in sorted(files.items()):
+        path = repo / file
+        data = load_yaml(path) if path.is_file() else None
+        if keys is None:
+            values[file] = data
+        else:
+            got = {k: dotted_get(data, k) for k in keys}
+            values[file] = {k: ("<missing>" if v is _MISSING else v) for k, v in got.items()}
+    return canonical_sha256(values)
+
+
+def provenance_stamp(
+    repo: Path,
+    stage: str = "report",
+    *,
+    inputs: Sequence[str | Path] | None = None,
+    params_file: str = "params.yaml",
+    dvc_yaml: str = "dvc.yaml",
+) -> dict[str, Any]:
+    """The ``provenance`` block the report stage writes into ``metrics/gate.json``.
+
+    Args:
+        repo: the repository root (the stage's working directory).
+        stage: the stage writing the gate, as named in ``dvc.yaml``.
+        inputs: data inputs to stamp, relative to ``repo``; default: the stage's ``deps`` in
+            ``dvc.yaml`` less code (``*.py``, ``src/``, ``stages/``). Pass only paths that are
+            deps of the stage: anything else could change without rerunning it.
+        params_file: the default params file of ``dvc.yaml``.
+
+    Returns:
+        ``{version, stage, params: [[file, key]], params_sha256, inputs: [[path, sha256 | None]],
+        pipeline: [stage names]}`` (lists, not nested objects, so that ``dvc metrics show`` /
+        ``dvc exp show`` give the block a handful of columns). Without a ``dvc.yaml`` entry for
+        ``stage`` the whole params file is hashed (key None) and ``pipeline`` is empty. Everything in it is final when the stage
+        runs; :func:`provenance_drift` recomputes it (and checks ``pipeline`` in ``dvc.lock``).
+    """
+    repo = Path(repo)
+    stages: Mapping[str, Any] = {}
+    if (repo / dvc_yaml).is_file():
+        stages = (load_yaml(repo / dvc_yaml) or {}).get("stages") or {}
+    spec = stages.get(stage)
+    if spec is not None:
+        files: dict[str, list[str] | None] = {f: sorted(set(k)) for f, k in _param_keys(spec, params_file).items()}
+        pipeline = upstream_stages(stages, stage)
+        deps = _entries(spec.get("deps"))
+    else:
+        files, pipeline, deps = {params_file: None}, [], []
+    if inputs is None:
+        inputs = [d for d in deps if not d.endswith(".py") and not d.startswith(CODE_DEP_PREFIXES)]
+    ignore = _dvcignore(repo)
+    stamped = {_norm(p): input_hash(repo, _norm(p), ignore) for p in inputs}
+    return {
+        "version": PROVENANCE_VERSION,
+        "stage": stage,
+        "params": [[f, k] for f, keys in sorted(files.items()) for k in (keys if keys is not None else [None])],
+        "params_sha256": _params_digest(repo, files),
+        "inputs": [[p, h] for p, h in sorted(stamped.items())],
+        "pipeline": pipeline,
+    }
+
+
+def _files_of(pairs: Any) -> dict[str, list[str] | None]:
+    """``[[file, key], ...]`` (``key`` None: the whole file) → ``{file: [keys] | None}``."""
+    files: dict[str, list[str] | None] = {}
+    for file, key in pairs:
+        if key is None:
+            files[str(file)] = None
+        elif files.get(str(file), []) is not None:
+            files.setdefault(str(file), []).append(str(key))  # type: ignore[union-attr]
+    return files
+
+
+def _hash_value(entry: Mapping[str, Any]) -> Any:
+    """The content hash of a dvc.lock dep/out entry (``md5`` for DVC 3, else what is there)."""
+    for key in ("md5", "etag", "checksum"):
+        if key in entry:
+            return entry[key]
+    return None
+
+
+def lock_drift(repo: Path, stages: Sequence[str], lock_file: str = "dvc.lock") -> list[str]:
+    """What ``dvc repro`` would still have to run for ``stages``, judged from ``dvc.lock`` alone.
+
+    A stage is behind when a param it recorded differs from the params file now, or when a
+    dependency produced by another stage carries another hash than that stage's output.
+    Returns one line per finding (empty: every stage is up to date with params and upstream).
+    """
+    repo = Path(repo)
+    if not stages:
+        return []
+    lock_path = repo / lock_file
+    if not lock_path.is_file():
+        return [f"{lock_file} is missing"]
+    entries = (load_yaml(lock_path) or {}).get("stages") or {}
+    produced: dict[str, tuple[str, Any]] = {}
+    for name, entry in entries.items():
+        for out in (entry or {}).get("outs") or []:
+            produced[_norm(out["path"])] = (name, _hash_value(out))
+    params_cache: dict[str, Any] = {}
+    problems: list[str] = []
+    for name in stages:
+        entry = entries.get(name)
+        if entry is None:
+            problems.append(f"stage '{name}' has no entry in {lock_file} (it has not run)")
+            continue
+        for file, recorded in (entry.get("params") or {}).items():
+            if file not in params_cache:
+                path = repo / file
+                params_cache[file] = load_yaml(path) if path.is_file() else _MISSING
+            current = params_cache[file]
+            if current is _MISSING:
+                problems.append(f"{file} is missing (stage '{name}' reads it)")
+                continue
+            for key, value in sorted((recorded or {}).items()):
+                now = dotted_get(current, key)
+                if now is _MISSING or now != value:
+                    problems.append(f"{file} {key} changed (stage '{name}' ran with {value!r}, now "
+                                    f"{'unset' if now is _MISSING else repr(now)})")
+        for dep in entry.get("deps") or []:
+            path = _norm(dep["path"])
+            source = produced.get(path)
+            if source is not None and source[0] != name and source[1] != _hash_value(dep):
+                problems.append(f"{path} changed (written by stage '{source[0]}'; stage '{name}' has not run on it)")
+    return problems
+
+
+def provenance_drift(provenance: Any, repo: Path) -> list[str]:
+    """How the workspace differs from a gate's ``provenance`` block (empty: the gate is current).
+
+    Raises:
+        ValueError: ``provenance`` is absent or not a block this version wrote.
+    """
+    if not isinstance(provenance, Mapping):
+        raise ValueError("it has no provenance block (written by an older privaudit)")
+    if provenance.get("version") != PROVENANCE_VERSION:
+        raise ValueError(f"its provenance block has version {provenance.get('version')!r}, "
+                         f"this privaudit reads version {PROVENANCE_VERSION}")
+    try:
+        files = _files_of(provenance["params"])
+        stamped_params = provenance["params_sha256"]
+        inputs = {str(p): h for p, h in provenance["inputs"]}
+        pipeline = [str(s) for s in provenance["pipeline"]]
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ValueError(f"its provenance block is malformed ({exc!r})") from None
+    repo = Path(repo)
+    problems: list[str] = []
+    ignore = _dvcignore(repo)
+    for rel, digest in sorted(inputs.items()):
+        now = input_hash(repo, rel, ignore)
+        if now != digest:
+            problems.append(f"{rel} is missing" if now is None else f"{rel} changed since the gate was computed")
+    if _params_digest(repo, files) != stamped_params:
+        keys = ", ".join(k for f, ks in files.items() for k in (ks or [f]))
+        problems.append(f"the gate's params changed since it was computed ({keys})")
+    return problems + lock_drift(repo, pipeline) + user_code_drift(repo, pipeline)
+
+
+#: written by the ``user_code`` stage (:mod:`privaudit.user_code`); always rerun by ``dvc repro``
+USER_CODE_FILE = "data/user_code.json"
+
+
+def user_code_drift(repo: Path, stages: Sequence[str], params_file: str = "params.yaml",
+                    lock_file: str = "dvc.lock") -> list[str]:
+    """User trainer files (``kind: python``) edited since the ``user_code`` stage last hashed them.
+
+    Only when one of ``stages`` writes :data:`USER_CODE_FILE` in ``dvc.lock``: that stage is
+    ``always_changed``, so its lock entry cannot tell; the files are re-hashed here (small).
+    """
+    from privaudit.user_code import UserCodeError, user_code_manifest
+
+    repo = Path(repo)
+    lock_path, recorded_path, params_path = repo / lock_file, repo / USER_CODE_FILE, repo / params_file
+    if not (lock_path.is_file() and recorded_path.is_file() and params_path.is_file()):
+        return []
+    entries = (load_yaml(lock_path) or {}).get("stages") or {}
+    writers = [n for n in stages if any(_norm(o.get("path", "")) == USER_CODE_FILE
+                                        for o in (entries.get(n) or {}).get("outs") or [])]
+    if not writers:
+        return []
+    try:
+        recorded = json.loads(recorded_path.read_text(encoding="utf-8"))
+        now = user_code_manifest(load_yaml(params_path) or {}, repo)
+    except (UserCodeError, ValueError, OSError) as exc:
+        return [f"user code cannot be hashed: {exc}"]
+    changed = sorted(n for n in set(recorded) | set(now) if recorded.get(n) != now.get(n))
+    return [f"user code of defender '{n}' changed ({(now.get(n) or recorded.get(n) or {}).get('target_file', '?')})"
+            for n in changed]

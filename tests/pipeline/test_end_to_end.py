@@ -48,9 +48,14 @@ def test_pipeline_end_to_end(workspace: Path) -> None:
     html = (ws / "reports/audit.html").read_text()
     assert ("PASS" in html) or ("FAIL" in html)
 
-    # nothing changed → nothing to do
+    verdict = [sys.executable, "-m", "privaudit.cli", "verdict", "--plain"]
+    assert run(verdict, ws, check=False).returncode == (0 if gate["passed"] else 1)  # a fresh gate
+
+    # nothing changed → nothing to do (user_code is always_changed; it rewrites the same JSON)
     again = run(DVC + ["repro"], ws)
-    assert "Running stage" not in again.stdout, again.stdout
+    ran = [line for line in again.stdout.splitlines() if line.startswith("Running stage")]
+    assert ran == ["Running stage 'user_code':"], again.stdout
+    assert run(verdict, ws, check=False).returncode == (0 if gate["passed"] else 1)  # still fresh
 
     # a data file under data/external (where README says user data lives) is the ingest stage's dep
     extra = ws / "data/external/new.csv"
@@ -65,7 +70,10 @@ def test_pipeline_end_to_end(workspace: Path) -> None:
     params = yaml.safe_load((ws / "params.yaml").read_text())
     params["ltu"]["rounds"] = 300
     (ws / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    stale = run(verdict, ws, check=False)  # the gate predates the new ltu.rounds
+    assert stale.returncode == 2 and "ltu.rounds changed" in stale.stderr and "dvc repro" in stale.stderr
     partial = run(DVC + ["repro"], ws)
+    assert run(verdict, ws, check=False).returncode in (0, 1)
     ran = {s for s in ("ingest", "split", "featurize", "defenders", "canaries", "game3", "lidp", "ltu", "bounds", "report")
            if f"Running stage '{s}'" in partial.stdout}
     assert ran == {"ltu", "bounds", "report"}, partial.stdout

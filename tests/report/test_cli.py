@@ -1,4 +1,4 @@
-"""``privaudit verdict``: output and exit codes (0 pass, 1 fail, 2 missing/corrupt)."""
+"""``privaudit verdict``: output and exit codes (0 pass, 1 fail, 2 missing/corrupt/stale)."""
 
 from __future__ import annotations
 
@@ -13,14 +13,51 @@ from typing import Any
 import pytest
 
 from privaudit.cli import main, print_verdict
+from privaudit.provenance import provenance_stamp
 from privaudit.report import GateParams, evaluate_gate
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 
+#: a two-stage pipeline: ``ltu`` writes the report's input, ``report`` writes the gate
+DVC_YAML = """stages:
+  ltu:
+    cmd: python -m stages.ltu
+    deps: [stages/ltu.py]
+    params: [ltu.rounds]
+    metrics: [metrics/ltu.json]
+  report:
+    cmd: python -m stages.report
+    deps: [stages/report.py, metrics/ltu.json]
+    params: [gate.min_privacy]
+    metrics: [metrics/gate.json]
+"""
 
-def write_gate(tmp_path: Path, metrics: dict[str, Any], **params: Any) -> Path:
-    """Evaluate the gate on ``metrics`` and write ``metrics/gate.json`` under ``tmp_path``."""
+
+def make_repo(root: Path, rounds: int = 100, ltu: str = '{"logreg": {}}') -> Path:
+    """A finished pipeline at ``root``: dvc.yaml, params.yaml, a consistent dvc.lock, the report's input."""
+    (root / "metrics").mkdir(parents=True, exist_ok=True)
+    (root / "dvc.yaml").write_text(DVC_YAML)
+    (root / "params.yaml").write_text(f"ltu:\n  rounds: {rounds}\ngate:\n  min_privacy: 0.2\n")
+    (root / "metrics" / "ltu.json").write_text(ltu)
+    (root / "dvc.lock").write_text(
+        "schema: '2.0'\nstages:\n"
+        f"  ltu:\n    params:\n      params.yaml:\n        ltu.rounds: {rounds}\n"
+        "    outs:\n    - path: metrics/ltu.json\n      md5: aaa\n"
+        "  report:\n    deps:\n    - path: metrics/ltu.json\n      md5: aaa\n"
+        "    params:\n      params.yaml:\n        gate.min_privacy: 0.2\n")
+    return root
+
+
+def write_gate(tmp_path: Path, metrics: dict[str, Any], stamp: bool = True, **params: Any) -> Path:
+    """Evaluate the gate on ``metrics`` and write ``metrics/gate.json`` under ``tmp_path``.
+
+    With ``stamp``, ``tmp_path`` is made a finished pipeline (:func:`make_repo`) and the gate
+    carries its provenance block, as the report stage writes it.
+    """
     gate = evaluate_gate(metrics["ltu"], metrics["audit"], metrics["bounds"], GateParams(**params))
+    if stamp:
+        make_repo(tmp_path)
+        gate["provenance"] = provenance_stamp(tmp_path, "report")
     path = tmp_path / "metrics" / "gate.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(gate), encoding="utf-8")
@@ -131,3 +168,64 @@ def test_real_process_exit_code(tmp_path: Path, metrics: dict[str, Any]) -> None
     )
     assert proc.returncode == 1, proc.stderr
     assert "FAIL" in proc.stdout
+
+
+# ----------------------------------------------------------------------------- provenance (issue 15, item 3)
+
+
+def test_fresh_gate_passes_from_any_directory(
+    tmp_path: Path, metrics: dict[str, Any], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The repository is found above the gate file; the working directory does not matter."""
+    path = write_gate(tmp_path / "repo", metrics, min_privacy=0.0)
+    monkeypatch.chdir(tmp_path)
+    assert main(["verdict", "--gate", str(path)]) == 0
+    assert capsys.readouterr().out.startswith("privaudit verdict: PASS\n")
+
+
+def test_stale_gate_is_refused_with_exit_2(
+    tmp_path: Path, metrics: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A failed `dvc exp run -S ltu.rounds=500`: params moved, the ltu stage never ran with them."""
+    path = write_gate(tmp_path, metrics, min_privacy=0.0)
+    (tmp_path / "params.yaml").write_text("ltu:\n  rounds: 500\ngate:\n  min_privacy: 0.2\n")
+    assert main(["verdict", "--gate", str(path)]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""  # no stale PASS printed
+    assert "is stale: params.yaml ltu.rounds changed (stage 'ltu' ran with 100, now 500)" in captured.err
+    assert "run `dvc repro`" in captured.err and "--no-check" in captured.err
+    # --no-check prints the stored verdict anyway
+    assert main(["verdict", "--no-check", "--gate", str(path)]) == 0
+    assert capsys.readouterr().out.startswith("privaudit verdict: PASS\n")
+
+
+def test_changed_report_input_is_refused(
+    tmp_path: Path, metrics: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write_gate(tmp_path, metrics)
+    (tmp_path / "metrics" / "ltu.json").write_text('{"logreg": {"privacy": 0.9}}')
+    assert main(["verdict", "--gate", str(path)]) == 2
+    assert "metrics/ltu.json changed since the gate was computed" in capsys.readouterr().err
+
+
+def test_gate_without_provenance_is_refused(
+    tmp_path: Path, metrics: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An older gate.json (no provenance block) cannot be tied to the workspace: rerun the report."""
+    path = write_gate(tmp_path, metrics, stamp=False, min_privacy=0.0)
+    assert main(["verdict", "--gate", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "no provenance block" in err and "dvc repro" in err and "rerun the report stage" in err
+    assert main(["verdict", "--no-check", "--gate", str(path)]) == 0
+
+
+def test_explicit_repo_is_used(tmp_path: Path, metrics: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
+    """A gate copied out of its repository is checked against ``--repo``."""
+    path = write_gate(tmp_path / "repo", metrics, min_privacy=0.0)
+    copy = tmp_path / "elsewhere" / "gate.json"
+    copy.parent.mkdir()
+    copy.write_bytes(path.read_bytes())
+    assert main(["verdict", "--gate", str(copy), "--repo", str(tmp_path / "repo")]) == 0
+    make_repo(tmp_path / "other", ltu='{"mlp": {}}')  # another audit's results
+    assert main(["verdict", "--gate", str(copy), "--repo", str(tmp_path / "other")]) == 2
+    assert "metrics/ltu.json changed" in capsys.readouterr().err

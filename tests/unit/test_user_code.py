@@ -1,0 +1,110 @@
+"""``data/user_code.json``: the files behind ``kind: python`` defenders and their hashes (issue 15, item 2)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+
+from privaudit.user_code import UserCodeError, resolve_module_file, user_code_manifest
+
+REPO = Path(__file__).resolve().parents[2]
+TRAINER = "def train(X, y, n_classes, seed, **options):\n    raise NotImplementedError\n"
+
+
+def _params(*defenders: dict) -> dict:
+    return {"defenders": [{"name": "logreg", "kind": "logistic_regression"}, *defenders]}
+
+
+def test_file_target_hash_changes_only_when_the_file_changes(tmp_path: Path) -> None:
+    (tmp_path / "trainers").mkdir()
+    trainer = tmp_path / "trainers" / "mine.py"
+    trainer.write_text(TRAINER)
+    params = _params({"name": "mine", "kind": "python", "target": "trainers/mine.py:train"})
+
+    first = user_code_manifest(params, tmp_path)
+    assert list(first) == ["mine"]  # only python defenders
+    assert first["mine"]["target_file"] == "trainers/mine.py"  # relative: the same in every clone
+    assert user_code_manifest(params, tmp_path) == first  # nothing changed → same hash
+
+    trainer.write_text(TRAINER + "# tuned\n")
+    second = user_code_manifest(params, tmp_path)
+    assert second["mine"]["sha256"] != first["mine"]["sha256"]
+    trainer.write_text(TRAINER)
+    assert user_code_manifest(params, tmp_path) == first
+
+
+def test_module_target_resolves_to_its_file(tmp_path: Path) -> None:
+    pkg = f"usercode_pkg_{uuid.uuid4().hex[:8]}"  # fresh name: find_spec caches parent packages
+    (tmp_path / pkg).mkdir()
+    (tmp_path / pkg / "__init__.py").write_text("")
+    (tmp_path / pkg / "trainer.py").write_text(TRAINER)
+    (tmp_path / pkg / "loading.py").write_text("def load(state, n_classes):\n    return None\n")
+    params = _params({"name": "m", "kind": "python", "target": f"{pkg}.trainer:train", "loader": f"{pkg}.loading:load"})
+
+    entry = user_code_manifest(params, tmp_path)["m"]
+    assert entry["target_file"] == f"{pkg}/trainer.py"
+    assert entry["loader_file"] == f"{pkg}/loading.py"
+    assert entry["loader_sha256"] != entry["sha256"]
+    assert str(tmp_path) not in sys.path  # the root was on sys.path only while resolving
+    assert resolve_module_file(f"{pkg}.trainer:train", tmp_path) == (tmp_path / pkg / "trainer.py").resolve()
+
+    (tmp_path / pkg / "loading.py").write_text("def load(state, n_classes):\n    return 1\n")
+    again = user_code_manifest(params, tmp_path)["m"]
+    assert again["loader_sha256"] != entry["loader_sha256"] and again["sha256"] == entry["sha256"]
+
+
+def test_the_example_trainer_resolves(tmp_path: Path) -> None:
+    params = _params({"name": "u", "kind": "python", "target": "examples/user_trainer.py:train",
+                      "loader": "examples/user_trainer.py:load"})
+    entry = user_code_manifest(params, REPO)["u"]
+    assert entry["target_file"] == entry["loader_file"] == "examples/user_trainer.py"
+
+
+@pytest.mark.parametrize(("target", "message"), [
+    ("missing/file.py:train", "no file"),
+    ("no_such_module_xyz_123.sub:train", "cannot locate module|no module named"),
+    ("no_colon", "must look like"),
+    ("sys:exit", "no source file"),  # a built-in module: nothing to hash
+])
+def test_unresolvable_target_names_the_key(tmp_path: Path, target: str, message: str) -> None:
+    params = _params({"name": "u", "kind": "python", "target": target})
+    with pytest.raises(UserCodeError, match=message) as raised:
+        user_code_manifest(params, tmp_path)
+    assert "defenders[1].target" in str(raised.value)
+
+
+def test_stage_writes_canonical_json_without_torch(tmp_path: Path) -> None:
+    """The stage run twice gives the same bytes (DVC sees the same hash); a trainer edit changes them."""
+    (tmp_path / "t.py").write_text(TRAINER)
+    params = tmp_path / "params.yaml"
+    params.write_text("defenders:\n  - {name: u, kind: python, target: 't.py:train'}\n")
+    out = tmp_path / "data" / "user_code.json"
+    code = ("import sys; from stages.user_code import main; "
+            f"rc = main(['--params', {str(params)!r}, '--out', {str(out)!r}, '--repo', {str(tmp_path)!r}]); "
+            "assert 'torch' not in sys.modules, 'the user_code stage imported torch'; sys.exit(rc)")
+
+    def run() -> bytes:
+        proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 0, proc.stderr
+        return out.read_bytes()
+
+    first = run()
+    assert json.loads(first)["u"]["target_file"] == "t.py"
+    assert run() == first
+    (tmp_path / "t.py").write_text(TRAINER + "\n# edited\n")
+    assert run() != first
+
+
+def test_stage_fails_cleanly_on_a_bad_target(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from stages.user_code import main
+
+    params = tmp_path / "params.yaml"
+    params.write_text("defenders:\n  - {name: u, kind: python, target: 'gone.py:train'}\n")
+    assert main(["--params", str(params), "--out", str(tmp_path / "u.json"), "--repo", str(tmp_path)]) == 1
+    assert "defenders[0].target" in capsys.readouterr().err
+    assert not (tmp_path / "u.json").exists()
