@@ -48,6 +48,9 @@ class DpSgdSpec(DefenderSpecBase):
     randomness: Literal["shuffled", "unseeded"] = "unseeded"
     random_state: int = 0
 
+    def observable_training(self) -> bool:
+        return True  # fit() hands its DPOptimizer to privaudit.hooks.watch
+
 
 @lru_cache(maxsize=256)
 def _sigma(epsilon: float, delta: float, q: float, steps: int, accountant: str) -> float:
@@ -106,6 +109,8 @@ class DpSgdDefender(TorchMLPDefender):
         from opacus import GradSampleModule
         from opacus.optimizers import DPOptimizer
 
+        from privaudit import hooks
+
         n = len(y)
         if n < 1:
             raise ValueError(f"defender {self.name!r}: DP-SGD needs at least one training row")
@@ -120,6 +125,7 @@ class DpSgdDefender(TorchMLPDefender):
         opt = DPOptimizer(torch.optim.SGD(gsm.parameters(), lr=self.spec.lr, momentum=0.0),
                           noise_multiplier=sigma, max_grad_norm=self.spec.max_grad_norm,
                           expected_batch_size=self.spec.batch_size, loss_reduction="mean", generator=noise_gen)
+        opt = hooks.watch(opt, dataset_size=n)  # white-box audit hook: returns opt untouched unless recording
         Xt = torch.as_tensor(np.ascontiguousarray(X), dtype=torch.float32, device=self.device)
         yt = torch.as_tensor(y, dtype=torch.long, device=self.device)
         loss_fn = nn.CrossEntropyLoss()

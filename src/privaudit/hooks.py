@@ -1,0 +1,318 @@
+"""Observe opacus's ``DPOptimizer`` while it trains: the white-box audit's one-line hook.
+
+In a training loop (privaudit's ``dp_sgd`` defender, or a user's ``kind: python`` trainer)::
+
+    optimizer = DPOptimizer(...)            # or PrivacyEngine().make_private(...)
+    optimizer = privaudit.hooks.watch(optimizer, dataset_size=len(X))
+
+Outside an active :func:`recording` ``watch`` returns the optimizer untouched (one context-variable
+read; no attribute is set, no random number drawn), so released models train bit-identically.
+Inside a recording (an *audit* run, see :func:`privaudit.whitebox_audit.whitebox_audit`) it
+wraps the instance's own ``clip_and_accumulate`` and ``add_noise`` (opacus's ``pre_step`` calls
+clip_and_accumulate → _check_skip_next_step → add_noise → scale_grad), so whatever those methods
+do — opacus's code, a subclass, a bug — is what gets measured.  The hook never samples, clips,
+adds noise or accounts by itself.  Per step it records (:class:`~privaudit.stats.whitebox.RunObservations`):
+
+* ``B_t``: rows of the first parameter's ``grad_sample`` (summed over virtual steps when opacus
+  accumulates and skips steps, e.g. ``BatchMemoryManager``);
+* ``Δ_t``: once per step, a gradient canary row ``g_c = M·C·u`` (``u`` a fresh uniformly random
+  unit vector over all trainable parameters, from the recording's own seeded generator; ``M`` =
+  ``canary_scale``, ``C`` = ``optimizer.max_grad_norm``) is appended to every parameter's
+  ``grad_sample``.  The ORIGINAL ``clip_and_accumulate`` runs once on the data alone (its sum is
+  copied, then ``summed_grad`` is restored) and once on data + canary (kept for the real step);
+  ``Δ_t = ‖S_with − S_data‖₂`` (= C when clipping works, M·C when it is skipped).  The canary
+  therefore takes part in the audit run's training — an audit run is not the release run;
+* ``N_t = p.grad − p.summed_grad`` after the ORIGINAL ``add_noise``, over all d coordinates
+  (kept as ``‖N_t‖²``, ``Σ N_tj⁴``, ``cos(N_{t−1}, N_t)`` and ``Σ_t N_tj²``; O(d) memory).
+
+Not observed: steps that bypass the optimizer (``dp_sgd``'s empty-batch branch adds noise by
+hand; an unobserved step only lowers ε̂), and everything after ``add_noise`` (``scale_grad``, the
+base optimizer's update).  Ghost clipping (``DPOptimizerFastGradientClipping``) has no
+per-example rows and is refused.  The ``grad_sample`` tensors the user's code sees after the step
+are the original ones (marked processed, as opacus marks them).
+"""
+
+from __future__ import annotations
+
+import math
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Any, Iterator, TypeVar
+
+import numpy as np
+
+from privaudit.stats.whitebox import RunObservations
+
+__all__ = ["watch", "recording", "Recording", "is_recording", "WatchNotCalledError"]
+
+_O = TypeVar("_O")
+_ACTIVE: ContextVar["Recording | None"] = ContextVar("privaudit_hooks_recording", default=None)
+_MARK = "_privaudit_watched_by"
+
+
+class WatchNotCalledError(ValueError):
+    """The trainer never handed a DPOptimizer to :func:`watch` during an audit run."""
+
+
+def is_recording() -> bool:
+    """True inside an active :func:`recording` (in this context/thread)."""
+    return _ACTIVE.get() is not None
+
+
+def watch(optimizer: _O, *, dataset_size: int) -> _O:
+    """Hand ``optimizer`` (an opacus ``DPOptimizer``) to the active audit recording, if any.
+
+    Args:
+        optimizer: the ``DPOptimizer`` (or subclass) the training loop steps.
+        dataset_size: the number of training rows (recorded as declared; the audit uses the
+            size it passed to the trainer).
+
+    Returns:
+        ``optimizer`` itself.  Outside a recording nothing else happens.
+
+    Raises:
+        ValueError: inside a recording only — ``optimizer`` is not an opacus ``DPOptimizer``, uses
+            ghost clipping, has no trainable parameters, or ``dataset_size`` is not a positive int.
+    """
+    rec = _ACTIVE.get()
+    if rec is None:
+        return optimizer
+    rec._attach(optimizer, dataset_size)
+    return optimizer
+
+
+class _Pending:
+    """The logical step being assembled (opacus may call clip_and_accumulate several times)."""
+
+    __slots__ = ("rows", "sensitivity")
+
+    def __init__(self) -> None:
+        self.rows = 0
+        self.sensitivity: float | None = None
+
+
+class Recording:
+    """Observations of ONE training run (all optimizers watched while it is open).
+
+    Created by :func:`recording`; read :meth:`observations` after the run.
+    """
+
+    def __init__(self, *, seed: int, canary_scale: float = 4.0) -> None:
+        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+            raise ValueError(f"seed must be a non-negative int, got {seed!r}")
+        scale = float(canary_scale)
+        if not (math.isfinite(scale) and scale > 1.0):
+            raise ValueError(f"canary_scale must be a finite number > 1 (so that an unclipped canary, norm M·C, "
+                             f"differs from a clipped one, norm C), got {canary_scale!r}")
+        self.seed = int(seed)
+        self.canary_scale = scale
+        self.open = False
+        self.optimizers = 0
+        self.declared_dataset_sizes: list[int] = []
+        self.declared_noise_multiplier: float | None = None
+        self.declared_max_grad_norm: float | None = None
+        self.unmeasured_steps = 0
+        self._gen: Any = None
+        self._d: int | None = None
+        self._rows: list[int] = []
+        self._sens: list[float] = []
+        self._sq: list[float] = []
+        self._quart: list[float] = []
+        self._cos: list[float] = []
+        self._coord: Any = None  # float64 torch tensor (d,)
+        self._prev: Any = None  # previous step's noise (float64, d)
+        self._pending: _Pending | None = None
+
+    # -- public -------------------------------------------------------------------------------
+    @property
+    def steps(self) -> int:
+        """Steps observed so far."""
+        return len(self._rows)
+
+    def observations(self) -> RunObservations:
+        """The run's observations.
+
+        Raises:
+            WatchNotCalledError: no optimizer was watched.
+            ValueError: an optimizer was watched but never stepped.
+        """
+        if self.optimizers == 0:
+            raise WatchNotCalledError("no optimizer was handed to privaudit.hooks.watch during this recording")
+        if not self._rows:
+            raise ValueError("the watched DPOptimizer never added noise (no optimizer.step() reached add_noise)")
+        return RunObservations(
+            batch_rows=np.asarray(self._rows, dtype=np.int64), sensitivity=np.asarray(self._sens),
+            noise_sq=np.asarray(self._sq), noise_quartic=np.asarray(self._quart), noise_cos=np.asarray(self._cos),
+            coord_sq=self._coord.numpy().copy(),
+            declared_dataset_size=self.declared_dataset_sizes[0] if self.declared_dataset_sizes else None,
+            declared_noise_multiplier=self.declared_noise_multiplier,
+            declared_max_grad_norm=self.declared_max_grad_norm)
+
+    # -- attaching ----------------------------------------------------------------------------
+    def _attach(self, opt: Any, dataset_size: Any) -> None:
+        import torch
+        from opacus.optimizers import DPOptimizer
+
+        try:
+            from opacus.optimizers import DPOptimizerFastGradientClipping as _Ghost
+        except ImportError:  # pragma: no cover - older opacus
+            _Ghost = ()  # type: ignore[assignment,misc]
+        if not isinstance(opt, DPOptimizer):
+            raise ValueError(f"privaudit.hooks.watch needs an opacus DPOptimizer (or subclass), got "
+                             f"{type(opt).__name__}; wrap the optimizer with opacus (DPOptimizer / PrivacyEngine)")
+        if _Ghost and isinstance(opt, _Ghost):
+            raise ValueError("privaudit.hooks.watch cannot observe ghost clipping (DPOptimizerFastGradientClipping: "
+                             "no per-example gradient rows); use grad_sample_mode='hooks' for the audit")
+        if isinstance(dataset_size, bool) or not isinstance(dataset_size, (int, np.integer)) or dataset_size < 1:
+            raise ValueError(f"dataset_size must be the number of training rows (an int >= 1), got {dataset_size!r}")
+        if getattr(opt, _MARK, None) is self:
+            return  # already watched by this recording
+        params = list(opt.params)
+        if not params:
+            raise ValueError("the DPOptimizer has no trainable parameters")
+        d = int(sum(p.numel() for p in params))
+        if self._d is None:
+            self._d = d
+            self._coord = torch.zeros(d, dtype=torch.float64)
+            self._gen = torch.Generator().manual_seed(self.seed)
+        elif d != self._d:
+            raise ValueError(f"all optimizers watched in one run must train the same parameters: {d} != {self._d}")
+        self.optimizers += 1
+        self.declared_dataset_sizes.append(int(dataset_size))
+        if self.declared_noise_multiplier is None:
+            nm = getattr(opt, "noise_multiplier", None)
+            self.declared_noise_multiplier = float(nm) if isinstance(nm, (int, float)) else None
+            self.declared_max_grad_norm = float(opt.max_grad_norm)
+        orig_clip = opt.clip_and_accumulate
+        orig_noise = opt.add_noise
+        rec = self
+
+        def clip_and_accumulate() -> None:
+            if not rec.open:
+                return orig_clip()
+            rec._clip(opt, orig_clip)
+            return None
+
+        def add_noise() -> None:
+            if not rec.open:
+                return orig_noise()
+            orig_noise()
+            rec._noise(opt)
+            return None
+
+        opt.clip_and_accumulate = clip_and_accumulate
+        opt.add_noise = add_noise
+        setattr(opt, _MARK, self)
+
+    # -- per step -----------------------------------------------------------------------------
+    def _clip(self, opt: Any, orig_clip: Any) -> None:
+        import torch
+
+        try:
+            from opacus.optimizers.optimizer import _mark_as_processed
+        except ImportError:  # pragma: no cover
+            def _mark_as_processed(obj: Any) -> None:
+                for x in obj if isinstance(obj, list) else [obj]:
+                    x._processed = True
+
+        params = list(opt.params)
+        if self._pending is None:
+            self._pending = _Pending()
+        pend = self._pending
+        gs = [p.grad_sample for p in params]
+        if gs[0] is None:
+            return orig_clip()  # opacus raises its own error
+        first = gs[0] if isinstance(gs[0], torch.Tensor) else torch.cat(list(gs[0]), dim=0)
+        pend.rows += int(first.shape[0])
+        if pend.sensitivity is not None:  # canary already inserted in this logical step
+            return orig_clip()
+        prev = [None if p.summed_grad is None else p.summed_grad.detach().clone() for p in params]
+        # data-only pass on views, so opacus's "processed" marks land on the views
+        for p, g in zip(params, gs):
+            p.grad_sample = g.view_as(g) if isinstance(g, torch.Tensor) else [x.view_as(x) for x in g]
+        orig_clip()
+        s_data = [None if p.summed_grad is None else p.summed_grad.detach().to(torch.float64).clone() for p in params]
+        # data + canary pass, kept for the real step
+        C = float(opt.max_grad_norm)
+        u = torch.randn(self._d, generator=self._gen, dtype=torch.float64)
+        u = u * (self.canary_scale * C / torch.linalg.vector_norm(u))
+        off = 0
+        for p, g, s in zip(params, gs, prev):
+            k = p.numel()
+            row = u[off:off + k].reshape((1, *p.shape))
+            off += k
+            if isinstance(g, torch.Tensor):
+                p.grad_sample = torch.cat([g, row.to(dtype=g.dtype, device=g.device)], dim=0)
+            else:
+                last = g[-1]
+                p.grad_sample = [x.view_as(x) for x in g[:-1]] + [
+                    torch.cat([last, row.to(dtype=last.dtype, device=last.device)], dim=0)]
+            p.summed_grad = s
+        orig_clip()
+        sq = 0.0
+        ok = True
+        for p, sd in zip(params, s_data):
+            if p.summed_grad is None or sd is None:
+                ok = False
+                break
+            sq += float(torch.sum((p.summed_grad.detach().to(torch.float64) - sd) ** 2))
+        pend.sensitivity = math.sqrt(sq) if ok else math.nan
+        for p, g in zip(params, gs):  # the user's code sees its own grad_sample, processed
+            p.grad_sample = g
+            _mark_as_processed(g)
+        return None
+
+    def _noise(self, opt: Any) -> None:
+        import torch
+
+        params = list(opt.params)
+        pend = self._pending or _Pending()
+        self._pending = None
+        parts = []
+        for p in params:
+            if p.grad is None or p.summed_grad is None:
+                parts.append(torch.full((p.numel(),), math.nan, dtype=torch.float64))
+            else:
+                parts.append(p.grad.detach().to(torch.float64).reshape(-1) - p.summed_grad.detach().to(
+                    torch.float64).reshape(-1))
+        n = torch.cat(parts).cpu()
+        if not bool(torch.isfinite(n).all()):
+            raise ValueError("privaudit.hooks: the optimizer's noise (p.grad - p.summed_grad) is not finite "
+                             "after add_noise; cannot audit this step")
+        sq = float(n @ n)
+        if pend.sensitivity is None:
+            self.unmeasured_steps += 1
+        self._rows.append(pend.rows)
+        self._sens.append(math.nan if pend.sensitivity is None else pend.sensitivity)
+        self._sq.append(sq)
+        self._quart.append(float(torch.sum(n ** 4)))
+        if self._prev is not None and sq > 0 and self._prev[1] > 0:
+            self._cos.append(max(-1.0, min(1.0, float(n @ self._prev[0]) / math.sqrt(sq * self._prev[1]))))
+        else:
+            self._cos.append(math.nan)
+        self._prev = (n, sq)
+        self._coord += n * n
+
+
+@contextmanager
+def recording(*, seed: int, canary_scale: float = 4.0) -> Iterator[Recording]:
+    """Record every optimizer :func:`watch` receives while the block runs (one training run).
+
+    Args:
+        seed: seeds the canary directions (a private ``torch.Generator``; no global RNG is used
+            and the trainer's own generators are untouched).
+        canary_scale: M in the canary ``M·C·u``; must be > 1.
+
+    Raises:
+        ValueError: bad arguments, or a recording is already active in this context.
+    """
+    if _ACTIVE.get() is not None:
+        raise ValueError("a privaudit.hooks.recording is already active; recordings do not nest")
+    rec = Recording(seed=seed, canary_scale=canary_scale)
+    token = _ACTIVE.set(rec)
+    rec.open = True
+    try:
+        yield rec
+    finally:
+        rec.open = False
+        _ACTIVE.reset(token)

@@ -1,0 +1,757 @@
+"""White-box DP-SGD audit: confidence bounds on the mechanism a training run actually executed.
+
+Threat model: white-box, every intermediate update visible (DP's own threat model, the one of
+Nasr et al. 2023, "Tight Auditing of Differentially Private Machine Learning", USENIX Security
+2023, arXiv:2302.07956, which shows that an adversary who sees all model updates can audit
+DP-SGD tightly from two training runs).  :mod:`privaudit.hooks` observes opacus's
+``DPOptimizer`` at every step and records, per step t:
+
+* ``B_t``  the number of per-example gradient rows the optimizer clipped (the batch size);
+* ``Δ_t``  the L2 change of the clipped sum when one gradient canary of norm ``M·C`` is added
+  (a *gradient* canary as in Nasr et al., whose "Dirac canary" is a gradient that is zero except
+  at one coordinate; here the direction is uniformly random on the sphere, the random-canary
+  design of Andrew et al. 2024, "One-shot Empirical Privacy Estimation for Federated Learning",
+  ICLR 2024, arXiv:2302.03098).  ``Δ_t = C`` when clipping works, ``M·C`` when it is skipped;
+* ``N_t``  the noise the optimizer added (``p.grad − p.summed_grad`` after ``add_noise``),
+  summarised by ``‖N_t‖²``, ``Σ_j N_tj⁴``, ``cos(N_{t−1}, N_t)`` and per-coordinate ``Σ_t N_tj²``.
+
+Unlike a distinguishing game (Nasr et al. 2023; the one-run game of Steinke, Nasr & Jagielski
+2023, "Privacy Auditing with One (1) Training Run", NeurIPS 2023, see
+:mod:`privaudit.stats.one_run`), the observations here estimate the *parameters* of the
+mechanism and feed them to the accountant (model-based).  Modelling assumption (stated verbatim
+in every result)::
+
+    each step is a Poisson-subsampled Gaussian mechanism: noise i.i.d. N(0, s²) per coordinate,
+    independent across steps, the same s at every step, sensitivity Δ = max_t Δ_t, Poisson
+    sampling at rate q; the run is the T-fold composition, accounted by opacus's <accountant>
+
+Estimate.  ``ε̂ = accountant(z = s_U / Δ, q_L, T, δ)`` where, with ``n`` the true data-set size,
+
+1. ``s_U``: upper confidence bound on s from ``Σ_t ‖N_t‖² / s² ~ χ²_{T·d}`` (pooled over runs);
+2. ``q_L``: Clopper-Pearson lower bound from ``Σ_t B_t ~ Binomial(n·T, q)``;
+3. ``Δ = max_t Δ_t`` (a lower bound on the add/remove sensitivity of the clipped sum);
+4. ``T`` the fewest steps observed in one run (the composition count of one released run).
+
+Guarantee.  If the model holds, then with probability ≥ 1 − ``level`` over the audit runs,
+``s_U ≥ s`` and ``q_L ≤ q``; every opacus accountant's ε is decreasing in z and increasing in q
+and T, so ``ε̂ ≤ accountant(s/Δ*, q, T*, δ)`` for the true sensitivity ``Δ* ≥ Δ`` and steps
+``T* ≥ T``: ε̂ is a lower confidence bound for the ε that the *same accountant* certifies for the
+mechanism the code really runs.  A claim below ε̂ is therefore not backed by the accountant.
+(For 'prv' and 'rdp' that ε is itself an upper bound on the true ε; 'gdp' is a CLT approximation
+that opacus warns can under-estimate.)  When the accountant cannot run (PRV's grid would need
+more than ``PRV_MAX_POINTS`` points, or it raises), ε̂ falls back to the exact ε of *one* step
+(:func:`subsampled_gaussian_one_step_epsilon`), which lower-bounds the true ε of the run.
+
+Model checks (each a test at its own share of ``level``; a failed check fails the recipe):
+
+* ``noise_homogeneity_steps`` — per step ``F_t = (‖N_t‖²/d) / (rest/((T−1)d)) ~ F(d, (T−1)d)``,
+  lower tail, Bonferroni over steps (noise added once per epoch).  On rejection, per-step upper
+  bounds ``s_t,U`` (χ²_d at share/T each) are composed step by step (rounded up to a 2 % grid):
+  a step without noise gives ε̂ = ∞.
+* ``noise_homogeneity_coordinates`` — per coordinate ``F_j ~ F(T, (d−1)T)``, lower tail, Bonferroni
+  over coordinates (noise missing on some parameters).  On rejection ``z = min_j s_j,U / Δ``
+  (the worst direction of a diagonal-covariance Gaussian; an adversary that controls a gradient
+  can point it there, as gradient canaries do).
+* ``noise_independence`` — ``cos(N_{t−1}, N_t)``: for independent isotropic noise
+  ``cos² ~ Beta(1/2, (d−1)/2)`` exactly (an exact version of the ``|cos|·√d ≈ N(0, 1)`` rule),
+  two-sided, Bonferroni over pairs (one noise draw reused).  On rejection ε̂ = ∞: subtracting
+  consecutive updates cancels the shared noise, so the accountant's bound does not apply.
+* ``noise_gaussianity`` — per step ``r_t = Σ_j N_tj⁴ / ‖N_t‖⁴`` has, for Gaussian noise, mean
+  ``3/(d+2)`` and variance ``(9d+96)/((d+2)(d+4)(d+6)) − 9/(d+2)²`` exactly (scale-free, so a
+  step-varying s does not matter); the mean over steps is compared two-sided with a normal
+  approximation (Laplace noise of the same variance, uniform noise).
+* ``poisson_sampling`` — two tests Bonferroni-combined: the dispersion index
+  ``Σ_t (B_t − n q̂)² / (n q̂ (1 − q̂))``, two-sided against a moment-matched χ²_{T−1}
+  (binomial kurtosis), and the *mode concentration* ``m = max_v #{t: B_t = v}`` with
+  ``P(m ≥ k) ≤ C(T, k) p_max^{k−1}`` where ``p_max`` is the largest Binomial(n, q') point mass
+  over q' in a Clopper-Pearson interval (fixed-size shuffled batches repeat one size; their
+  dispersion is ~0 when the batch size divides n but can be ≥ 1 when the last batch is ragged,
+  which a lower-tail dispersion test alone misses).  A failure does not change ε̂: it means the
+  batches are not Poisson-sampled and the accountant's amplification does not apply.
+* ``sensitivity_observed`` — every measured ``Δ_t`` is finite and the largest is > 0 (the
+  canary reached the clipped sum); otherwise ε̂ = ∞ (nothing is certified).
+
+Error budget (Bonferroni, documented): ``level`` is split equally over the nine families
+``LEVEL_SHARES``: the two bounds (s_U, q_L), the two fallback bounds (per-step, per-coordinate)
+and the five tests above.  For a correct recipe the probability that the audit reports
+``ε̂ > ε_claim`` or a failed check is therefore ≤ ``level`` (up to the normal/moment-matched
+approximations of the gaussianity and dispersion tests, which tests/whitebox calibrate by
+simulation).
+
+Violations, and what happens (tests/whitebox/test_estimator.py):
+
+* heterogeneous s across steps or coordinates: the pooled s² is the mean variance and the
+  composition of Gaussians with varying σ_t is less private than with their mean variance (Jensen
+  on Σ 1/σ_t²), so the pooled ε̂ stays below the true ε; the homogeneity tests add power;
+* Laplace (or uniform) noise of the same variance: the χ² bound on s assumes Gaussian
+  fourth moments, so s_U's coverage degrades; the gaussianity test rejects (kurtosis 6 or 1.8
+  vs 3).  Such noise is *less* private for an L2-bounded change in d dimensions, so ε̂ does not
+  overclaim either;
+* what happens after ``add_noise`` (``scale_grad``, the base optimizer) is not observed; it is
+  post-processing only if it does not use the data (dividing by the realised batch size is not).
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal, Sequence
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+from scipy import optimize, special, stats
+
+from ._checks import check_int, check_positive, check_prob
+
+__all__ = [
+    "ASSUMPTION",
+    "LEVEL_SHARES",
+    "PRV_MAX_POINTS",
+    "RunObservations",
+    "WhiteboxCheck",
+    "WhiteboxBounds",
+    "WhiteboxResult",
+    "whitebox_bounds",
+    "estimate_whitebox",
+    "compose_epsilon",
+    "subsampled_gaussian_one_step_epsilon",
+]
+
+Accountant = Literal["rdp", "prv", "gdp"]
+_ACCOUNTANTS = ("rdp", "prv", "gdp")
+
+ASSUMPTION = (
+    "each step is a Poisson-subsampled Gaussian mechanism: noise i.i.d. N(0, s²) per coordinate, "
+    "independent across steps, the same s at every step, sensitivity Δ = max_t Δ_t, Poisson "
+    "sampling at rate q; the run is the T-fold composition, accounted by opacus's {accountant}"
+)
+
+#: the families that share ``level`` equally (Bonferroni)
+LEVEL_SHARES = (
+    "noise_std_upper",
+    "sample_rate_lower",
+    "noise_homogeneity_steps",
+    "per_step_fallback",
+    "noise_homogeneity_coordinates",
+    "per_coordinate_fallback",
+    "noise_independence",
+    "noise_gaussianity",
+    "poisson_sampling",
+)
+
+#: opacus's PRV accountant is skipped (one-step exact fallback) above this many grid points
+PRV_MAX_POINTS = 4_000_000
+
+_GRID = 1.02  # per-step fallback: noise bounds rounded up to powers of this ratio
+
+
+def _readonly(a: NDArray[Any]) -> NDArray[Any]:
+    a = np.array(a, copy=True)
+    a.flags.writeable = False
+    return a
+
+
+@dataclass(frozen=True)
+class RunObservations:
+    """What :mod:`privaudit.hooks` saw in one training run (T observed steps, d noise coordinates).
+
+    Attributes:
+        batch_rows: (T,) per-example gradient rows clipped at each step (``B_t``; the canary
+            excluded; summed over virtual steps when opacus accumulates).
+        sensitivity: (T,) ``Δ_t = ‖S(data + canary) − S(data)‖₂`` of the clipped sums; NaN where
+            the hook could not measure it.
+        noise_sq: (T,) ``‖N_t‖²``.
+        noise_quartic: (T,) ``Σ_j N_tj⁴``.
+        noise_cos: (T,) ``cos(N_{t−1}, N_t)``; NaN at t = 0 or when a norm is 0.
+        coord_sq: (d,) ``Σ_t N_tj²`` per coordinate.
+        declared_dataset_size: what the trainer passed to ``hooks.watch`` (not trusted).
+        declared_noise_multiplier: the optimizer's ``noise_multiplier`` attribute (not trusted).
+        declared_max_grad_norm: the optimizer's ``max_grad_norm`` (the C of the canary).
+    """
+
+    batch_rows: NDArray[np.int64]
+    sensitivity: NDArray[np.float64]
+    noise_sq: NDArray[np.float64]
+    noise_quartic: NDArray[np.float64]
+    noise_cos: NDArray[np.float64]
+    coord_sq: NDArray[np.float64]
+    declared_dataset_size: int | None = None
+    declared_noise_multiplier: float | None = None
+    declared_max_grad_norm: float | None = None
+
+    def __post_init__(self) -> None:
+        rows = np.asarray(self.batch_rows)
+        if rows.ndim != 1 or rows.size < 1:
+            raise ValueError(f"batch_rows must be a non-empty 1-D array (one entry per step), got shape {rows.shape}")
+        if not np.issubdtype(rows.dtype, np.number) or np.any(rows < 0) or np.any(rows != np.round(rows)):
+            raise ValueError("batch_rows must hold non-negative integers (rows per step)")
+        T = rows.size
+        arrays: dict[str, NDArray[Any]] = {"batch_rows": rows.astype(np.int64)}
+        for name in ("sensitivity", "noise_sq", "noise_quartic", "noise_cos"):
+            a = np.asarray(getattr(self, name), dtype=np.float64)
+            if a.shape != (T,):
+                raise ValueError(f"{name} must have shape ({T},) like batch_rows, got {a.shape}")
+            arrays[name] = a
+        for name in ("noise_sq", "noise_quartic"):
+            a = arrays[name]
+            if not np.all(np.isfinite(a)) or np.any(a < 0):
+                raise ValueError(f"{name} must be finite and >= 0 (a sum of powers of the noise)")
+        sens = arrays["sensitivity"]
+        if np.any(sens[np.isfinite(sens)] < 0):
+            raise ValueError("sensitivity must be >= 0 where measured (NaN where not)")
+        cos = arrays["noise_cos"]
+        if np.any(np.abs(cos[np.isfinite(cos)]) > 1.0 + 1e-9):
+            raise ValueError("noise_cos must lie in [-1, 1] (NaN where undefined)")
+        arrays["noise_cos"] = np.clip(cos, -1.0, 1.0)
+        coord = np.asarray(self.coord_sq, dtype=np.float64)
+        if coord.ndim != 1 or coord.size < 2:
+            raise ValueError(f"coord_sq must be a 1-D array over d >= 2 noise coordinates, got shape {coord.shape}")
+        if not np.all(np.isfinite(coord)) or np.any(coord < 0):
+            raise ValueError("coord_sq must be finite and >= 0")
+        arrays["coord_sq"] = coord
+        for name, a in arrays.items():
+            object.__setattr__(self, name, _readonly(a))
+
+    @property
+    def steps(self) -> int:
+        """Number of observed steps T."""
+        return int(self.batch_rows.size)
+
+    @property
+    def dimension(self) -> int:
+        """Number of noise coordinates d (trainable parameters)."""
+        return int(self.coord_sq.size)
+
+    @classmethod
+    def from_noise(cls, noise: ArrayLike, batch_rows: ArrayLike, sensitivity: ArrayLike | float,
+                   **declared: Any) -> "RunObservations":
+        """Summaries of an explicit (T, d) noise matrix (simulations, tests).
+
+        >>> obs = RunObservations.from_noise(np.ones((3, 4)), [5, 6, 7], 1.0)
+        >>> obs.steps, obs.dimension, float(obs.noise_sq[0]), float(obs.noise_cos[1])
+        (3, 4, 4.0, 1.0)
+        """
+        N = np.asarray(noise, dtype=np.float64)
+        if N.ndim != 2:
+            raise ValueError(f"noise must be a (T, d) matrix, got shape {N.shape}")
+        sq = (N * N).sum(axis=1)
+        norms = np.sqrt(sq)
+        cos = np.full(N.shape[0], np.nan)
+        if N.shape[0] > 1:
+            dots = (N[1:] * N[:-1]).sum(axis=1)
+            den = norms[1:] * norms[:-1]
+            with np.errstate(invalid="ignore", divide="ignore"):
+                cos[1:] = np.where(den > 0, dots / np.where(den > 0, den, 1.0), np.nan)
+        sens = np.broadcast_to(np.asarray(sensitivity, dtype=np.float64), (N.shape[0],))
+        return cls(batch_rows=np.asarray(batch_rows), sensitivity=sens, noise_sq=sq,
+                   noise_quartic=(N ** 4).sum(axis=1), noise_cos=cos, coord_sq=(N * N).sum(axis=0), **declared)
+
+
+@dataclass(frozen=True)
+class WhiteboxCheck:
+    """One model check: its statistic, (Bonferroni-adjusted) p-value, level share and verdict."""
+
+    name: str
+    statistic: float
+    p_value: float
+    alpha: float
+    passed: bool
+    detail: str
+
+
+@dataclass(frozen=True)
+class WhiteboxBounds:
+    """The confidence bounds and checks, before accounting (see :func:`whitebox_bounds`)."""
+
+    noise_std_upper: float
+    noise_std_point: float
+    sensitivity: float
+    sensitivity_min: float
+    sample_rate_lower: float
+    sample_rate_point: float
+    steps: int
+    total_steps: int
+    runs: int
+    dimension: int
+    dataset_size: int
+    level: float
+    checks: tuple[WhiteboxCheck, ...]
+    per_step_noise_upper: tuple[NDArray[np.float64], ...] | None
+    per_coordinate_noise_upper: float | None
+    correlated_noise: bool
+    no_noise: bool
+
+    def check(self, name: str) -> WhiteboxCheck:
+        """The check called ``name``."""
+        for c in self.checks:
+            if c.name == name:
+                return c
+        raise ValueError(f"no check named {name!r}; checks are {[c.name for c in self.checks]}")
+
+
+@dataclass(frozen=True)
+class WhiteboxResult:
+    """A white-box audit of DP-SGD (see the module docstring for the exact guarantee).
+
+    ``epsilon`` is the lower confidence bound ε̂ (``inf`` when the audit shows the accountant's
+    bound does not apply: no noise, correlated noise, a noiseless step or coordinate, no measurable
+    sensitivity); ``epsilon_point`` is the accountant at the point estimates (ŝ/Δ, q̂).
+    """
+
+    epsilon: float
+    delta: float
+    epsilon_point: float
+    noise_multiplier: float
+    noise_multiplier_point: float
+    noise_std_upper: float
+    noise_std_point: float
+    sensitivity: float
+    sensitivity_min: float
+    sample_rate_lower: float
+    sample_rate_point: float
+    steps: int
+    total_steps: int
+    runs: int
+    dimension: int
+    dataset_size: int
+    accountant: str
+    level: float
+    checks: tuple[WhiteboxCheck, ...]
+    bound_source: str
+    epsilon_method: str
+    reasons: tuple[str, ...]
+    canary_scale: float | None = None
+    declared_noise_multiplier: float | None = None
+    notes: tuple[str, ...] = ()
+    neighbourhood: str = "add_remove"
+    threat_model: str = "white-box: every intermediate update visible"
+    assumption: str = field(default="")
+
+    @property
+    def checks_passed(self) -> bool:
+        """True when every model check passed."""
+        return all(c.passed for c in self.checks)
+
+    @property
+    def failed_checks(self) -> tuple[str, ...]:
+        """Names of the failed checks."""
+        return tuple(c.name for c in self.checks if not c.passed)
+
+    def overclaims(self, epsilon: float) -> bool:
+        """True when a claimed ``epsilon`` is refuted: ε̂ > epsilon or a model check failed."""
+        return bool(self.epsilon > float(epsilon) or not self.checks_passed)
+
+
+# --------------------------------------------------------------------------------------------
+# exact one-step epsilon and composition through opacus
+
+
+def _hockey_stick_remove(a: float, z: float, q: float) -> float:
+    """H_a(P‖Q), P = (1−q)N(0,z²) + qN(1,z²), Q = N(0,z²) (likelihood ratio increasing in x)."""
+    x = z * z * math.log((a - (1.0 - q)) / q) + 0.5
+    sf0, sf1 = stats.norm.sf(x / z), stats.norm.sf((x - 1.0) / z)
+    return float(max(0.0, (1.0 - q) * sf0 + q * sf1 - a * sf0))
+
+
+def _hockey_stick_add(a: float, z: float, q: float) -> float:
+    """H_a(Q‖P) for the same pair (region where Q/P > a, x below a threshold)."""
+    inv = 1.0 / a - (1.0 - q)
+    if inv <= 0.0:
+        return 0.0
+    x = z * z * math.log(inv / q) + 0.5
+    cdf0, cdf1 = stats.norm.cdf(x / z), stats.norm.cdf((x - 1.0) / z)
+    return float(max(0.0, cdf0 - a * ((1.0 - q) * cdf0 + q * cdf1)))
+
+
+def subsampled_gaussian_one_step_epsilon(noise_multiplier: float, sample_rate: float, delta: float) -> float:
+    """Exact ε(δ) of ONE Poisson-subsampled Gaussian step (add/remove, sensitivity 1).
+
+    The smallest ε with ``H_{e^ε}(P‖Q) ≤ δ`` and ``H_{e^ε}(Q‖P) ≤ δ`` for
+    ``P = (1−q) N(0, z²) + q N(1, z²)``, ``Q = N(0, z²)`` (the dominating pair of the subsampled
+    Gaussian mechanism); the likelihood ratio is monotone, so each hockey-stick divergence is a
+    closed form in Φ.  Composition never lowers ε, so this lower-bounds the ε of any number of
+    such steps.  At q = 1 it is the analytic Gaussian mechanism (Balle & Wang 2018, Theorem 8).
+
+    >>> round(subsampled_gaussian_one_step_epsilon(1.0, 1.0, 1e-5), 3)
+    4.377
+    >>> subsampled_gaussian_one_step_epsilon(1.0, 0.0, 1e-5)
+    0.0
+    >>> subsampled_gaussian_one_step_epsilon(0.0, 0.5, 1e-5)
+    inf
+    """
+    z = float(noise_multiplier)
+    if math.isnan(z) or z < 0:
+        raise ValueError(f"noise_multiplier must be >= 0, got {noise_multiplier!r}")
+    q = check_prob("sample_rate", sample_rate)
+    delta = check_prob("delta", delta, open_low=True, open_high=True)
+    if q == 0.0 or math.isinf(z):
+        return 0.0
+    if z == 0.0:
+        return math.inf
+    out = 0.0
+    for h in (_hockey_stick_remove, _hockey_stick_add):
+        if h(1.0, z, q) <= delta:
+            continue
+        hi = 1.0
+        while h(math.exp(hi), z, q) > delta:
+            hi *= 2.0
+            if hi > 1e4:
+                return math.inf
+        eps = optimize.brentq(lambda e: h(math.exp(e), z, q) - delta, 0.0, hi, xtol=1e-10)
+        out = max(out, float(eps))
+    return out
+
+
+def _prv_points(history: list[tuple[float, float, int]], delta: float) -> float:
+    """Grid size opacus's PRV accountant would allocate for ``history`` (its own sizing rule)."""
+    from opacus.accountants.analysis.prv import PoissonSubsampledGaussianPRV, compute_safe_domain_size
+
+    eps_error, delta_error = 0.01, delta / 1000
+    total = sum(k for _, _, k in history)
+    L = compute_safe_domain_size(prvs=[PoissonSubsampledGaussianPRV(q, z) for z, q, _ in history],
+                                 max_self_compositions=[k for _, _, k in history],
+                                 eps_error=eps_error, delta_error=delta_error)
+    mesh = eps_error / math.sqrt(total * math.log(12 / delta_error) / 2)
+    return float(2 * L / mesh)
+
+
+def compose_epsilon(history: Sequence[tuple[float, float, int]], delta: float,
+                    accountant: str = "prv") -> tuple[float, str]:
+    """ε of a composition of Poisson-subsampled Gaussian steps by opacus's ``accountant``.
+
+    ``history`` lists ``(noise_multiplier, sample_rate, steps)``.  Returns ``(ε, method)``:
+    method ``"accountant"``; ``"no noise"`` (ε = ∞, some z = 0); or ``"one-step exact"`` when the
+    accountant cannot run (PRV grid > :data:`PRV_MAX_POINTS`, or it raises) — then ε is the exact
+    ε of the worst single step, a lower bound on the composition's true ε.  'gdp' only supports
+    one (z, q): a varying history is replaced by the z with the same Σ (e^{1/z²} − 1), which is
+    what opacus's GDP formula composes.
+
+    >>> eps, how = compose_epsilon([(1.0, 0.1, 100)], 1e-5, "rdp")
+    >>> how, round(eps, 2)
+    ('accountant', 7.9)
+    >>> compose_epsilon([(0.0, 0.1, 1), (1.0, 0.1, 9)], 1e-5, "rdp")
+    (inf, 'no noise')
+    """
+    if accountant not in _ACCOUNTANTS:
+        raise ValueError(f"accountant must be one of {_ACCOUNTANTS}, got {accountant!r}")
+    delta = check_prob("delta", delta, open_low=True, open_high=True)
+    hist: list[tuple[float, float, int]] = []
+    for z, q, k in history:
+        z, q, k = float(z), check_prob("sample_rate", q), check_int("steps", k)
+        if math.isnan(z) or z < 0:
+            raise ValueError(f"noise multipliers must be >= 0, got {z!r}")
+        if q > 0 and k > 0 and not math.isinf(z):
+            hist.append((z, q, k))
+    if not hist:
+        return 0.0, "accountant"
+    if any(z == 0.0 for z, _, _ in hist):
+        return math.inf, "no noise"
+    merged: dict[tuple[float, float], int] = {}
+    for z, q, k in hist:
+        merged[(z, q)] = merged.get((z, q), 0) + k
+    hist = [(z, q, k) for (z, q), k in merged.items()]
+    if accountant == "gdp" and len(hist) > 1:
+        qs = {q for _, q, _ in hist}
+        if len(qs) == 1:
+            total = sum(k for _, _, k in hist)
+            with np.errstate(over="ignore"):
+                s = sum(k * math.expm1(min(1.0 / (z * z), 700.0)) for z, _, k in hist)
+            hist = [(1.0 / math.sqrt(math.log1p(s / total)), qs.pop(), total)]
+        else:  # not representable: worst step, all steps
+            zmin = min(z for z, _, _ in hist)
+            hist = [(zmin, max(q for _, q, _ in hist), sum(k for _, _, k in hist))]
+
+    def one_step() -> float:
+        return max(subsampled_gaussian_one_step_epsilon(z, q, delta) for z, q, _ in hist)
+
+    from opacus.accountants import create_accountant
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            if accountant == "prv" and _prv_points(hist, delta) > PRV_MAX_POINTS:
+                return one_step(), "one-step exact"
+            acc = create_accountant(mechanism=accountant)
+            acc.history = list(hist)
+            eps = float(acc.get_epsilon(delta=delta))
+        except (MemoryError, OverflowError, ValueError, ArithmeticError, RuntimeError):
+            return one_step(), "one-step exact"
+    if not math.isfinite(eps):
+        return one_step(), "one-step exact"
+    return eps, "accountant"
+
+
+# --------------------------------------------------------------------------------------------
+# bounds and checks
+
+
+def _poisson_check(rows: NDArray[np.int64], n: int, alpha: float) -> WhiteboxCheck:
+    T = rows.size
+    name = "poisson_sampling"
+    if np.any(rows > n):
+        return WhiteboxCheck(name, math.inf, 0.0, alpha, False,
+                             f"a batch has {int(rows.max())} rows > dataset_size={n}: not a subsample of the data set")
+    if T < 2:
+        return WhiteboxCheck(name, math.nan, 1.0, alpha, True, "one step: not testable")
+    total = int(rows.sum())
+    qh = total / (n * T)
+    if qh <= 0.0 or qh >= 1.0:
+        ok = qh == 0.0 or bool(np.all(rows == n))
+        return WhiteboxCheck(name, 0.0, 1.0 if ok else 0.0, alpha, ok,
+                             f"q̂ = {qh:g}: every batch is {'empty' if qh == 0 else 'the whole data set'}")
+    var = n * qh * (1 - qh)
+    disp = float(((rows - n * qh) ** 2).sum() / var)
+    kappa = (1 - 6 * qh * (1 - qh)) / var  # excess kurtosis of Binomial(n, q)
+    c = max(1.0 + kappa / 2.0, 1e-3)
+    k = (T - 1) / c
+    p_disp = float(min(1.0, 2 * min(stats.chi2.cdf(disp / c, k), stats.chi2.sf(disp / c, k))))
+    # mode concentration: P(max_v count_v >= m) <= C(T, m) p_max^(m-1)
+    _, counts = np.unique(rows, return_counts=True)
+    m = int(counts.max())
+    lo = float(stats.beta.ppf(alpha / 4, total, n * T - total + 1))
+    hi = float(stats.beta.ppf(1 - alpha / 4, total + 1, n * T - total))
+    p_max = 0.0
+    for qq in (lo, qh, hi):
+        if 0 < qq < 1:
+            mode = min(n, int(math.floor((n + 1) * qq)))
+            p_max = max(p_max, float(stats.binom.pmf([max(mode - 1, 0), mode], n, qq).max()))
+    p_max = min(max(p_max, 1e-300), 1.0)
+    log_b = special.gammaln(T + 1) - special.gammaln(m + 1) - special.gammaln(T - m + 1) + (m - 1) * math.log(p_max)
+    p_mode = float(min(1.0, math.exp(min(log_b, 0.0))))
+    p = min(1.0, 2 * min(p_disp, p_mode))
+    passed = p > alpha
+    detail = (f"dispersion {disp / (T - 1):.3g} (1 for Poisson), most frequent batch size in {m}/{T} steps "
+              f"(Poisson: ≈ {T * p_max:.3g} at the mode)")
+    if not passed:
+        detail = "batches are not Poisson-sampled, the accountant's amplification does not apply: " + detail
+    return WhiteboxCheck(name, disp / (T - 1), p, alpha, passed, detail)
+
+
+def whitebox_bounds(runs: Sequence[RunObservations], *, dataset_size: int, level: float = 0.05) -> WhiteboxBounds:
+    """Confidence bounds (s_U, q_L, Δ) and model checks from pooled :class:`RunObservations`.
+
+    Args:
+        runs: observations of one or more audit runs of the same recipe (pooled: more steps).
+        dataset_size: the TRUE number n of training rows (from the caller, never from the trainer).
+        level: total failure probability, split equally over :data:`LEVEL_SHARES`.
+
+    Returns:
+        :class:`WhiteboxBounds`; with probability ≥ 1 − 2·level/9 (under the model) ``s_U ≥ s``
+        and ``q_L ≤ q``; each check rejects a correct recipe with probability ≤ its ``alpha``.
+
+    >>> rng = np.random.default_rng(0)
+    >>> obs = RunObservations.from_noise(2.0 * rng.standard_normal((200, 50)), rng.binomial(100, 0.1, 200), 1.0)
+    >>> b = whitebox_bounds([obs], dataset_size=100)
+    >>> 2.0 < b.noise_std_upper < 2.05, b.sample_rate_lower < 0.1, all(c.passed for c in b.checks)
+    (True, True, True)
+    """
+    runs = list(runs)
+    if not runs or not all(isinstance(r, RunObservations) for r in runs):
+        raise ValueError("runs must be a non-empty sequence of RunObservations (one per audit run)")
+    n = check_int("dataset_size", dataset_size, minimum=1)
+    level = check_prob("level", level, open_low=True, open_high=True)
+    d = runs[0].dimension
+    if any(r.dimension != d for r in runs):
+        raise ValueError(f"all runs must observe the same number of noise coordinates, got {[r.dimension for r in runs]}")
+    a = level / len(LEVEL_SHARES)
+    rows = np.concatenate([r.batch_rows for r in runs])
+    sens = np.concatenate([r.sensitivity for r in runs])
+    nsq = np.concatenate([r.noise_sq for r in runs])
+    quart = np.concatenate([r.noise_quartic for r in runs])
+    cos = np.concatenate([r.noise_cos for r in runs])
+    coord = np.sum([r.coord_sq for r in runs], axis=0)
+    T_tot = int(rows.size)
+    T = min(r.steps for r in runs)
+    S2 = float(nsq.sum())
+    no_noise = S2 <= 0.0
+    checks: list[WhiteboxCheck] = []
+
+    # (1) s upper bound, pooled chi-square
+    N_dof = T_tot * d
+    s_point = math.sqrt(S2 / N_dof)
+    s_upper = math.sqrt(S2 / float(stats.chi2.ppf(a, N_dof)))
+
+    # (5) q lower bound, Clopper-Pearson on sum B_t ~ Binomial(n T, q)
+    total = int(min(rows.sum(), n * T_tot))
+    q_point = total / (n * T_tot)
+    q_lower = 0.0 if total == 0 else float(stats.beta.ppf(a, total, n * T_tot - total + 1))
+
+    # sensitivity
+    finite = sens[np.isfinite(sens)]
+    delta_max = float(finite.max()) if finite.size else math.nan
+    delta_min = float(finite.min()) if finite.size else math.nan
+    sens_ok = finite.size == sens.size and delta_max > 0
+    checks.append(WhiteboxCheck(
+        "sensitivity_observed", delta_max, math.nan, 0.0, bool(sens_ok),
+        f"Δ_t in [{delta_min:.6g}, {delta_max:.6g}] over {finite.size}/{sens.size} measured steps" if sens_ok else
+        f"the canary's effect on the clipped sum was not measurable at {sens.size - finite.size} of {sens.size} "
+        f"steps (max Δ_t = {delta_max}): the sensitivity is unknown"))
+
+    per_step: tuple[NDArray[np.float64], ...] | None = None
+    per_coord: float | None = None
+    correlated = False
+    if no_noise:
+        for nm in ("noise_homogeneity_steps", "noise_homogeneity_coordinates", "noise_independence",
+                   "noise_gaussianity"):
+            checks.append(WhiteboxCheck(nm, math.nan, math.nan, a, False,
+                                        "not computable: the optimizer added no noise at any step"))
+    else:
+        # (2) homogeneity across steps
+        name = "noise_homogeneity_steps"
+        if T_tot < 2:
+            checks.append(WhiteboxCheck(name, math.nan, 1.0, a, True, "one step: not testable"))
+        else:
+            rest = (S2 - nsq) / ((T_tot - 1) * d)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                F = np.where(rest > 0, (nsq / d) / np.where(rest > 0, rest, 1.0), np.inf)
+            p_steps = stats.f.cdf(F, d, (T_tot - 1) * d)
+            i = int(np.argmin(p_steps))
+            p = float(min(1.0, T_tot * p_steps[i]))
+            ok = p > a
+            checks.append(WhiteboxCheck(name, float(F[i]), p, a, ok,
+                f"smallest step noise / pooled = {F[i]:.3g} (step {i})" if ok else
+                f"the noise varies across steps: step {i} has {F[i]:.3g}× the pooled noise variance; "
+                "composed step by step with per-step bounds"))
+            if not ok:
+                chi = float(stats.chi2.ppf(a / T_tot, d))
+                per_step = tuple(np.sqrt(r.noise_sq / chi) for r in runs)
+        # homogeneity across coordinates
+        name = "noise_homogeneity_coordinates"
+        Sc = float(coord.sum())
+        rest_c = (Sc - coord) / ((d - 1) * T_tot)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            Fc = np.where(rest_c > 0, (coord / T_tot) / np.where(rest_c > 0, rest_c, 1.0), np.inf)
+        p_coord = stats.f.cdf(Fc, T_tot, (d - 1) * T_tot)
+        j = int(np.argmin(p_coord))
+        p = float(min(1.0, d * p_coord[j]))
+        ok = p > a
+        checks.append(WhiteboxCheck(name, float(Fc[j]), p, a, ok,
+            f"smallest coordinate noise / pooled = {Fc[j]:.3g} (coordinate {j})" if ok else
+            f"the noise varies across coordinates: coordinate {j} has {Fc[j]:.3g}× the pooled noise variance; "
+            "bounded by the least noisy coordinate"))
+        if not ok:
+            per_coord = float(np.sqrt(coord / stats.chi2.ppf(a / d, T_tot)).min())
+        # (3) independence of consecutive draws
+        name = "noise_independence"
+        c = cos[np.isfinite(cos)]
+        if c.size == 0:
+            checks.append(WhiteboxCheck(name, math.nan, 1.0, a, True, "no consecutive pair of noisy steps: not testable"))
+        else:
+            p_pairs = stats.beta.sf(c * c, 0.5, (d - 1) / 2.0)
+            i = int(np.argmin(p_pairs))
+            p = float(min(1.0, c.size * p_pairs[i]))
+            ok = p > a
+            correlated = not ok
+            stat = float(abs(c[i]) * math.sqrt(d))
+            checks.append(WhiteboxCheck(name, stat, p, a, ok,
+                f"max |cos(N_t-1, N_t)|·√d = {stat:.3g} over {c.size} pairs" if ok else
+                f"consecutive noise draws are correlated (|cos| = {abs(c[i]):.3g}, d = {d}): differencing two "
+                "updates cancels the noise, so the accountant's bound does not apply"))
+        # gaussianity: r_t = sum N^4 / ||N||^4, exact Gaussian mean and variance
+        name = "noise_gaussianity"
+        pos = nsq > 0
+        r = quart[pos] / (nsq[pos] ** 2)
+        mu = 3.0 / (d + 2)
+        var = (9.0 * d + 96.0) / ((d + 2.0) * (d + 4.0) * (d + 6.0)) - mu * mu
+        Z = float((r.mean() - mu) / math.sqrt(var / r.size))
+        p = float(min(1.0, 2 * stats.norm.sf(abs(Z))))
+        kurt = float(r.mean() * (d + 2))
+        ok = p > a
+        checks.append(WhiteboxCheck(name, kurt, p, a, ok,
+            f"kurtosis {kurt:.3g} (Gaussian: 3), z = {Z:.3g}" if ok else
+            f"the noise is not Gaussian (kurtosis {kurt:.3g}, Gaussian 3; z = {Z:.3g}): the Gaussian accountant "
+            "does not apply"))
+
+    # (4) Poisson sampling
+    checks.append(_poisson_check(rows, n, a))
+    return WhiteboxBounds(
+        noise_std_upper=s_upper, noise_std_point=s_point, sensitivity=delta_max, sensitivity_min=delta_min,
+        sample_rate_lower=q_lower, sample_rate_point=q_point, steps=T, total_steps=T_tot, runs=len(runs),
+        dimension=d, dataset_size=n, level=level, checks=tuple(checks), per_step_noise_upper=per_step,
+        per_coordinate_noise_upper=per_coord, correlated_noise=correlated, no_noise=no_noise)
+
+
+def _grid_up(x: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Round positive values up to powers of ``_GRID`` (0 stays 0)."""
+    out = np.zeros_like(x)
+    pos = x > 0
+    out[pos] = _GRID ** np.ceil(np.log(x[pos]) / math.log(_GRID))
+    return out
+
+
+def estimate_whitebox(runs: Sequence[RunObservations], *, dataset_size: int, delta: float, level: float = 0.05,
+                      accountant: str = "prv", canary_scale: float | None = None,
+                      notes: Sequence[str] = ()) -> WhiteboxResult:
+    """ε̂: a lower confidence bound on the accountant's ε for the mechanism the runs executed.
+
+    See the module docstring for the model, the checks and the guarantee: under the stated
+    assumption, with probability ≥ 1 − ``level``, ``ε̂ ≤ accountant(s/Δ*, q, T*, δ)``.
+
+    Args:
+        runs: :class:`RunObservations` of the audit runs (pooled).
+        dataset_size: the TRUE number of training rows n.
+        delta: the δ at which ε is reported (the claim's δ).
+        level: total failure probability (Bonferroni over :data:`LEVEL_SHARES`).
+        accountant: 'prv' (default, like ``dp_sgd``), 'rdp' or 'gdp'.
+        canary_scale: recorded in the result (M of the canary ``M·C·u``).
+        notes: free-text notes carried into the result.
+
+    >>> rng = np.random.default_rng(1)
+    >>> obs = RunObservations.from_noise(3.0 * rng.standard_normal((100, 40)), rng.binomial(400, 0.05, 100), 1.0)
+    >>> res = estimate_whitebox([obs], dataset_size=400, delta=1e-5, accountant="rdp")
+    >>> true = compose_epsilon([(3.0, 0.05, 100)], 1e-5, "rdp")[0]
+    >>> 0.5 * true < res.epsilon <= true, res.checks_passed, res.bound_source
+    (True, True, 'pooled')
+    """
+    if accountant not in _ACCOUNTANTS:
+        raise ValueError(f"accountant must be one of {_ACCOUNTANTS}, got {accountant!r}")
+    delta = check_prob("delta", delta, open_low=True, open_high=True)
+    if canary_scale is not None:
+        canary_scale = check_positive("canary_scale", canary_scale)
+    b = whitebox_bounds(runs, dataset_size=dataset_size, level=level)
+    reasons: list[str] = [c.detail for c in b.checks if not c.passed and not (b.no_noise and c.name.startswith("noise_"))]
+    Dl = b.sensitivity
+    z_up = b.noise_std_upper / Dl if Dl > 0 else math.inf
+    z_pt = b.noise_std_point / Dl if Dl > 0 else math.inf
+    eps_point, _ = compose_epsilon([(z_pt, b.sample_rate_point, b.steps)], delta, accountant)
+    sens_ok = b.check("sensitivity_observed").passed
+    if b.no_noise:
+        eps, source, method = math.inf, "no noise", "no noise"
+        reasons.insert(0, "no noise observed: the optimizer added no noise at any step")
+    elif not sens_ok:
+        eps, source, method = math.inf, "sensitivity unmeasurable", "not computed"
+    elif b.correlated_noise:
+        eps, source, method = math.inf, "correlated noise", "not computed"
+    else:
+        eps, method = compose_epsilon([(z_up, b.sample_rate_lower, b.steps)], delta, accountant)
+        source = "pooled"
+        if b.per_step_noise_upper is not None:
+            for per in b.per_step_noise_upper:
+                zs = _grid_up(per) / Dl
+                vals, counts = np.unique(zs, return_counts=True)
+                e, m = compose_epsilon([(float(v), b.sample_rate_lower, int(c)) for v, c in zip(vals, counts)],
+                                       delta, accountant)
+                if e > eps:
+                    eps, method, source = e, m, "per-step"
+        if b.per_coordinate_noise_upper is not None:
+            e, m = compose_epsilon([(b.per_coordinate_noise_upper / Dl, b.sample_rate_lower, b.steps)], delta,
+                                   accountant)
+            if e > eps:
+                eps, method, source = e, m, "per-coordinate"
+        if math.isinf(eps) and source != "pooled":
+            reasons.insert(0, f"a {'step' if source == 'per-step' else 'coordinate'} without noise: ε = ∞")
+    declared = next((r.declared_noise_multiplier for r in runs if r.declared_noise_multiplier is not None), None)
+    return WhiteboxResult(
+        epsilon=float(eps), delta=delta, epsilon_point=float(eps_point), noise_multiplier=float(z_up),
+        noise_multiplier_point=float(z_pt), noise_std_upper=b.noise_std_upper, noise_std_point=b.noise_std_point,
+        sensitivity=b.sensitivity, sensitivity_min=b.sensitivity_min, sample_rate_lower=b.sample_rate_lower,
+        sample_rate_point=b.sample_rate_point, steps=b.steps, total_steps=b.total_steps, runs=b.runs,
+        dimension=b.dimension, dataset_size=b.dataset_size, accountant=accountant, level=b.level, checks=b.checks,
+        bound_source=source, epsilon_method=method, reasons=tuple(reasons), canary_scale=canary_scale,
+        declared_noise_multiplier=declared, notes=tuple(notes), assumption=ASSUMPTION.format(accountant=accountant))
+
+
+def with_notes(result: WhiteboxResult, *notes: str) -> WhiteboxResult:
+    """``result`` with ``notes`` appended (used by :func:`privaudit.whitebox_audit.whitebox_audit`)."""
+    return replace(result, notes=result.notes + tuple(notes))

@@ -1,0 +1,157 @@
+"""White-box audit of a DP-SGD trainer: run it under :mod:`privaudit.hooks`, estimate ε̂.
+
+:func:`whitebox_audit` trains the recipe ``runs`` times, each inside
+:func:`privaudit.hooks.recording`, pools what the hook saw in the opacus ``DPOptimizer``
+(batch sizes, the clipped canary's effect, the noise) and calls
+:func:`privaudit.stats.whitebox.estimate_whitebox`.  The trainer must call
+``privaudit.hooks.watch(optimizer, dataset_size=len(X))`` after building its ``DPOptimizer``:
+privaudit's ``dp_sgd`` defender does; a user's ``kind: python`` trainer must.  When it does not,
+:class:`privaudit.hooks.WatchNotCalledError` (a ValueError) names the trainer — callers fall
+back to black-box audits.
+
+Guarantee (see :mod:`privaudit.stats.whitebox`): under the stated modelling assumption, with
+probability ≥ 1 − ``level``, the returned ``epsilon`` does not exceed the ε that the chosen opacus
+accountant certifies for the mechanism the trainer's code actually runs (its real noise scale,
+clipping, sampling rate and number of steps), with the data-set size ``len(X)`` given here —
+never the size the trainer declares.  A recipe whose claimed ε is below ``epsilon``, or whose
+model checks fail (``result.checks_passed`` is False), is refuted.
+
+The audit runs are not the release run: each carries a gradient canary in every step and uses
+seeds derived from ``seed``, never the release seed.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Callable, Protocol
+
+import numpy as np
+
+from privaudit import hooks
+from privaudit.seeding import int_seed
+from privaudit.stats.whitebox import WhiteboxResult, estimate_whitebox, with_notes
+
+__all__ = ["whitebox_audit", "python_trainer", "defender_trainer", "WhiteboxResult"]
+
+FitFn = Callable[[np.ndarray, np.ndarray, int], Any]
+
+
+class _HasFit(Protocol):
+    def fit(self, X: np.ndarray, y: np.ndarray, seed: int) -> Any: ...
+
+
+def python_trainer(train: Callable[..., Any], n_classes: int, **options: Any) -> FitFn:
+    """A ``fit(X, y, seed)`` for a ``kind: python`` trainer ``train(X, y, n_classes, seed, **options)``."""
+    if not callable(train):
+        raise ValueError(f"train must be callable train(X, y, n_classes, seed, **options), got {train!r}")
+
+    def fit(X: np.ndarray, y: np.ndarray, seed: int) -> Any:
+        return train(X, y, n_classes, seed, **options)
+
+    fit.__qualname__ = getattr(train, "__qualname__", repr(train))
+    fit.__module__ = getattr(train, "__module__", __name__)
+    return fit
+
+
+def defender_trainer(factory: Callable[[], _HasFit]) -> FitFn:
+    """A ``fit(X, y, seed)`` that builds a fresh defender with ``factory()`` each run and fits it."""
+    if not callable(factory):
+        raise ValueError(f"factory must be a callable returning a defender, got {factory!r}")
+
+    def fit(X: np.ndarray, y: np.ndarray, seed: int) -> Any:
+        return factory().fit(X, y, seed)
+
+    fit.__qualname__ = f"defender_trainer({getattr(factory, '__qualname__', repr(factory))})"
+    return fit
+
+
+def _trainer_name(trainer: Any) -> str:
+    spec = getattr(trainer, "spec", None)
+    target = getattr(spec, "target", None)
+    if isinstance(target, str):  # a kind: python defender
+        return f"{target} (defender {getattr(spec, 'name', '?')!r})"
+    if spec is not None:
+        return f"{type(trainer).__name__}.fit (defender {getattr(spec, 'name', '?')!r})"
+    mod = getattr(trainer, "__module__", None)
+    name = getattr(trainer, "__qualname__", None) or repr(trainer)
+    return f"{mod}.{name}" if mod else name
+
+
+def whitebox_audit(trainer: FitFn | _HasFit, X: np.ndarray, y: np.ndarray, *, runs: int = 2, delta: float = 1e-5,
+                   level: float = 0.05, accountant: str = "prv", seed: int = 0,
+                   canary_scale: float = 4.0) -> WhiteboxResult:
+    """Audit a DP-SGD trainer white-box: ``runs`` recorded training runs → ε̂ (a lower confidence bound).
+
+    Args:
+        trainer: ``fit(X, y, seed)`` (see :func:`python_trainer`, :func:`defender_trainer`) or an
+            object with ``.fit(X, y, seed)`` (e.g. a privaudit defender; refitted in place each run,
+            so pass a throwaway one).  Its loop must call ``privaudit.hooks.watch(opt, dataset_size=...)``.
+        X: (n, d) training features, exactly as the release run gets them.
+        y: (n,) labels.
+        runs: audit training runs (≥ 1); their observations are pooled (more steps, tighter bounds).
+        delta: δ at which ε̂ is reported (the claim's δ).
+        level: total failure probability of the audit (Bonferroni over bounds and checks).
+        accountant: opacus accountant 'prv' (default), 'rdp' or 'gdp' — use the claim's accountant.
+        seed: root of the audit's seeds (run i trains with ``int_seed(seed, "whitebox", "fit", i)``;
+            its canaries use ``int_seed(seed, "whitebox", "canary", i)``).
+        canary_scale: M of the gradient canary ``M·C·u`` (> 1; 4 by default).
+
+    Returns:
+        :class:`~privaudit.stats.whitebox.WhiteboxResult` (``epsilon`` = ε̂, the checks, the
+        assumption text, ``dataset_size = len(X)``).
+
+    Raises:
+        privaudit.hooks.WatchNotCalledError: (a ValueError) the trainer never called
+            ``privaudit.hooks.watch``; the message names the trainer.
+        ValueError: bad arguments (named), or the trainer stepped no watched optimizer.
+    """
+    if isinstance(runs, bool) or not isinstance(runs, (int, np.integer)) or runs < 1:
+        raise ValueError(f"runs must be an int >= 1, got {runs!r}")
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise ValueError(f"seed must be a non-negative int, got {seed!r}")
+    if not (isinstance(delta, (int, float)) and 0 < float(delta) < 1):
+        raise ValueError(f"delta must lie in (0, 1), got {delta!r}")
+    if not (isinstance(level, (int, float)) and 0 < float(level) < 1):
+        raise ValueError(f"level must lie in (0, 1), got {level!r}")
+    if accountant not in ("rdp", "prv", "gdp"):
+        raise ValueError(f"accountant must be 'rdp', 'prv' or 'gdp', got {accountant!r}")
+    if not (isinstance(canary_scale, (int, float)) and math.isfinite(canary_scale) and canary_scale > 1):
+        raise ValueError(f"canary_scale must be a finite number > 1, got {canary_scale!r}")
+    X_arr, y_arr = np.asarray(X), np.asarray(y)
+    if X_arr.ndim != 2 or X_arr.shape[0] < 1:
+        raise ValueError(f"X must be a non-empty (n, d) array, got shape {X_arr.shape}")
+    if y_arr.shape != (X_arr.shape[0],):
+        raise ValueError(f"y must have shape ({X_arr.shape[0]},) to match X, got {y_arr.shape}")
+    if callable(getattr(trainer, "fit", None)):
+        fit: Callable[[np.ndarray, np.ndarray, int], Any] = trainer.fit  # type: ignore[union-attr]
+    elif callable(trainer):
+        fit = trainer
+    else:
+        raise ValueError(f"trainer must be fit(X, y, seed) or an object with .fit(X, y, seed), got {trainer!r}")
+    name = _trainer_name(trainer)
+    n = int(X_arr.shape[0])
+    observed = []
+    notes: list[str] = []
+    for i in range(int(runs)):
+        with hooks.recording(seed=int_seed(int(seed), "whitebox", "canary", i), canary_scale=canary_scale) as rec:
+            fit(X, y, int_seed(int(seed), "whitebox", "fit", i))
+        if rec.optimizers == 0:
+            raise hooks.WatchNotCalledError(
+                f"trainer {name} never called privaudit.hooks.watch(optimizer, dataset_size=len(X)) during audit "
+                "run 0: a white-box audit needs the trainer to hand its opacus DPOptimizer to privaudit.hooks.watch "
+                "right after building it (fall back to black-box audits otherwise)")
+        try:
+            obs = rec.observations()
+        except ValueError as err:
+            raise ValueError(f"trainer {name}: {err}") from None
+        if rec.unmeasured_steps:
+            notes.append(f"run {i}: {rec.unmeasured_steps} steps added noise without a clip_and_accumulate call "
+                         "(sensitivity not measured there)")
+        bad = sorted({s for s in rec.declared_dataset_sizes if s != n})
+        if bad:
+            notes.append(f"run {i}: the trainer declared dataset_size={bad} to hooks.watch but trained on "
+                         f"len(X)={n}; the audit uses {n}")
+        observed.append(obs)
+    result = estimate_whitebox(observed, dataset_size=n, delta=float(delta), level=float(level),
+                               accountant=accountant, canary_scale=float(canary_scale))
+    return with_notes(result, *notes) if notes else result

@@ -1,0 +1,131 @@
+"""whitebox_audit end to end: the planted-bug catalogue, dp_sgd, the no-watch error, false alarms."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+from sklearn.datasets import load_digits
+
+from privaudit import hooks
+from privaudit.defenders.registry import make_defender, validate_defender_spec
+from privaudit.stats.whitebox import whitebox_bounds
+from privaudit.whitebox_audit import defender_trainer, python_trainer, whitebox_audit
+
+from .planted_bugs import BUGS, CORRECT, recipe, tiny_data
+
+pytestmark = pytest.mark.filterwarnings("ignore:Optimal order", "ignore:Full backward hook", "ignore:GDP accounting",
+                                        "ignore:Using a non-full backward hook")
+
+ACC = "gdp"  # the catalogue claims and audits with opacus's fastest accountant here (benchmarks use 'prv')
+N_CLASSES = 3
+
+
+@pytest.fixture(scope="module")
+def data() -> tuple[np.ndarray, np.ndarray]:
+    return tiny_data()  # 200 × 8, 3 classes
+
+
+@pytest.mark.parametrize("name", sorted(BUGS))
+def test_every_planted_bug_is_caught(name: str, data) -> None:
+    X, y = data
+    bug = BUGS[name]
+    res = whitebox_audit(python_trainer(bug.train, N_CLASSES, accountant=ACC), X, y, runs=1, accountant=ACC, seed=1)
+    claim = 1.0
+    assert res.overclaims(claim), (name, res.epsilon, res.failed_checks)
+    if bug.caught_by == "epsilon":
+        assert res.epsilon > claim
+    else:
+        assert bug.caught_by in res.failed_checks and res.reasons
+    true = bug.true_epsilon(len(X), accountant=ACC)
+    if isinstance(true, float):
+        assert res.epsilon <= true  # a lower bound on what the buggy code really spends
+
+
+def test_correct_recipe_passes(data) -> None:
+    X, y = data
+    claim = CORRECT.true_epsilon(len(X), accountant=ACC)
+    for seed in (1, 2):
+        res = whitebox_audit(python_trainer(CORRECT.train, N_CLASSES, accountant=ACC), X, y, runs=1, accountant=ACC,
+                             seed=seed)
+        assert not res.overclaims(claim) and res.checks_passed
+        assert 0.75 * claim < res.epsilon <= claim
+        assert res.sensitivity == pytest.approx(1.0, rel=1e-5) and res.dataset_size == len(X)
+
+
+def test_false_alarms_of_the_correct_recipe_30_audits(data) -> None:
+    """30 recorded runs of the correct recipe: flagged (a check fails, or z_U < σ or q_L > q — a
+    superset of ε̂ > ε) at most at the level plus binomial noise (200+ full audits: benchmarks)."""
+    X, y = data
+    r = recipe(len(X), accountant=ACC)
+    flagged = 0
+    for i in range(30):
+        with hooks.recording(seed=1000 + i) as rec:
+            CORRECT.train(X, y, N_CLASSES, 5000 + i, accountant=ACC)
+        b = whitebox_bounds([rec.observations()], dataset_size=len(X), level=0.05)
+        z_upper = b.noise_std_upper / b.sensitivity
+        flagged += (not all(c.passed for c in b.checks)) or z_upper < r["sigma"] or b.sample_rate_lower > r["q"]
+    assert flagged <= stats.binom.ppf(0.999, 30, 0.05)
+
+
+@pytest.fixture(scope="module")
+def digits() -> tuple[np.ndarray, np.ndarray]:
+    X, y = load_digits(return_X_y=True)
+    idx = np.random.default_rng(0).permutation(len(y))[:300]
+    X = X[idx]
+    return ((X - X.mean(0)) / (X.std(0) + 1e-9)).astype(np.float32), y[idx]
+
+
+def test_dp_sgd_defender_audit_is_tight(digits) -> None:
+    X, y = digits
+    spec = validate_defender_spec({"name": "dp", "kind": "dp_sgd", "epsilon": 2.0, "epochs": 4, "batch_size": 32},
+                                  where="defenders[0]")
+    claim = make_defender(spec, 10).fit(X, y, seed=0).claimed_epsilon()
+    res = whitebox_audit(defender_trainer(lambda: make_defender(spec, 10)), X, y, runs=1, seed=3)
+    assert res.checks_passed and res.accountant == "prv"
+    assert 0.8 * claim <= res.epsilon <= claim
+    assert res.steps == 4 * round(300 / 32) and res.dimension == 64 * 10 + 10
+
+
+def test_trainer_without_watch_is_named(data) -> None:
+    X, y = data
+
+    def train_without_watch(X, y, n_classes, seed):
+        return None
+
+    with pytest.raises(hooks.WatchNotCalledError, match=r"train_without_watch.*privaudit\.hooks\.watch"):
+        whitebox_audit(python_trainer(train_without_watch, N_CLASSES), X, y, runs=1)
+    with pytest.raises(ValueError, match="privaudit.hooks.watch"):  # it is a ValueError
+        whitebox_audit(lambda X, y, seed: None, X, y, runs=1)
+
+
+def test_true_dataset_size_is_used_and_a_wrong_declaration_noted(data, monkeypatch) -> None:
+    X, y = data
+    real_watch = hooks.watch
+    monkeypatch.setattr(hooks, "watch", lambda opt, *, dataset_size: real_watch(opt, dataset_size=10 * dataset_size))
+    res = whitebox_audit(python_trainer(CORRECT.train, N_CLASSES, accountant=ACC), X, y, runs=1, accountant=ACC)
+    assert res.dataset_size == len(X) and res.sample_rate_point == pytest.approx(0.1, rel=0.2)
+    assert any("declared dataset_size=[2000]" in note for note in res.notes)
+
+
+def test_runs_are_pooled(data) -> None:
+    X, y = data
+    res = whitebox_audit(python_trainer(CORRECT.train, N_CLASSES, accountant=ACC), X, y, runs=2, accountant=ACC)
+    assert (res.runs, res.steps, res.total_steps) == (2, 50, 100)
+
+
+def test_argument_errors_name_the_argument(data) -> None:
+    X, y = data
+    fit = python_trainer(CORRECT.train, N_CLASSES)
+    for kwargs, word in (({"runs": 0}, "runs"), ({"delta": 1.5}, "delta"), ({"level": 0.0}, "level"),
+                         ({"accountant": "moments"}, "accountant"), ({"canary_scale": 1.0}, "canary_scale"),
+                         ({"seed": -1}, "seed")):
+        with pytest.raises(ValueError, match=word):
+            whitebox_audit(fit, X, y, **kwargs)
+    with pytest.raises(ValueError, match="y must have shape"):
+        whitebox_audit(fit, X, y[:-1])
+    with pytest.raises(ValueError, match="X must be"):
+        whitebox_audit(fit, X[0], y)
+    assert not math.isnan(recipe(len(X))["sigma"])
