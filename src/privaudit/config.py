@@ -179,6 +179,27 @@ class LidpParams(_Strict):
         return self.k_canaries() if self.null_canaries == "auto" else int(self.null_canaries)
 
 
+class WhiteboxParams(_Strict):
+    """White-box DP-SGD audit (privaudit.whitebox_audit) of defenders whose training can be watched."""
+
+    runs: int = Field(2, ge=1, description="recorded training runs, pooled (more runs: tighter eps-hat)")
+    canary_scale: float = Field(4.0, gt=1.0, description="raw norm of the gradient canary in units of the clip norm C")
+
+
+class OneRunParams(_Strict):
+    """One-run black-box audit (privaudit.one_run_audit, Steinke et al. 2023) of every defender."""
+
+    canaries: int | Literal["auto"] = Field("auto", description="input-space canary rows m (auto: one per "
+                                                                  "tail direction x label, 100..1000)")
+
+    @field_validator("canaries")
+    @classmethod
+    def _enough(cls, v: int | str) -> int | str:
+        if isinstance(v, int) and v < 10:
+            raise ValueError(f"must be >= 10 or 'auto', got {v}")
+        return v
+
+
 class BoundsParams(_Strict):
     p_member: float = Field(0.5, gt=0.0, lt=1.0)
 
@@ -233,6 +254,8 @@ class Params(_Strict):
     compute: ComputeParams = ComputeParams()
     game3: Game3Params = Game3Params()
     lidp: LidpParams = LidpParams()
+    whitebox: WhiteboxParams = WhiteboxParams()
+    one_run: OneRunParams = OneRunParams()
     bounds: BoundsParams = BoundsParams()
     report: ReportParams = ReportParams()
     gate: GateParams = GateParams()
