@@ -21,7 +21,7 @@ import numpy as np
 from privaudit.audit_metrics import audit_delta
 from privaudit.claims import PrivacyClaim
 
-__all__ = ["EPS_UNBOUNDED", "one_run_block", "whitebox_block"]
+__all__ = ["EPS_UNBOUNDED", "one_run_block", "one_run_metrics", "whitebox_block", "whitebox_metrics"]
 
 #: stands for ε̂ = +∞ in the metrics files (any claim is refuted)
 EPS_UNBOUNDED = 1.0e6
@@ -64,6 +64,12 @@ def whitebox_block(spec: dict[str, Any], X: np.ndarray, y: np.ndarray, n_classes
         raise ValueError(f"defender {spec['name']!r} declares observable: true but {err}; call "
                          "privaudit.hooks.watch(optimizer, dataset_size=len(X)) in its training loop, or set "
                          f"observable: false") from None
+    return whitebox_metrics(res, delta=delta, level=level)
+
+
+def whitebox_metrics(res: Any, *, delta: float, level: float) -> dict[str, Any]:
+    """The ``whitebox`` block of ``metrics/audit.json`` for a :class:`~privaudit.stats.whitebox.WhiteboxResult`
+    computed for a claim at ``delta`` (add/remove) and budget share ``level``."""
     eps, unbounded = _finite(res.epsilon)
     failed = [c for c in res.checks if not c.passed]
     return {
@@ -111,6 +117,12 @@ def one_run_block(spec: dict[str, Any], X: np.ndarray, y: np.ndarray, n_classes:
     make = _factory(spec, n_classes, device)
     res = one_run_audit(lambda Xc, yc, s: make().fit(Xc, yc, s), X, y, n_classes, canaries=canaries, level=level,
                         delta=max(delta, _PURE_DELTA), seed=seed, method="fdp")
+    return one_run_metrics(res, delta=delta, level=level)
+
+
+def one_run_metrics(res: Any, *, delta: float, level: float) -> dict[str, Any]:
+    """The ``one_run`` block of ``metrics/audit.json`` for a :class:`~privaudit.one_run_audit.OneRunResult`
+    computed for a claim at ``delta`` (add/remove) and budget share ``level``."""
     block = {k: v for k, v in res.as_dict().items() if k != "grid"}
     block.update(eps_lower_bound=_finite(res.eps_lower_bound)[0], delta=delta, level=level,
                  grid=[list(g) for g in res.grid])
