@@ -23,6 +23,13 @@ export DO_NOT_TRACK := 1
 export DVC_NO_ANALYTICS := 1
 export PREFECT_SERVER_ANALYTICS_ENABLED := false
 export PYTHONHASHSEED := 0
+# Same numbers on every x86-64 CPU with AVX2: numpy and torch pick SIMD kernels by CPU at run time
+# (AVX-512 vs AVX2 moved the PRV accountant's epsilon by ~1e-10 and LiDP thresholds by ~1e-6), so
+# pin both to the AVX2 kernels. Override (e.g. `make audit ATEN_CPU_CAPABILITY=default`) if needed.
+ifeq ($(shell uname -m),x86_64)
+export ATEN_CPU_CAPABILITY ?= avx2
+export NPY_DISABLE_CPU_FEATURES ?= X86_V4 AVX512_ICL AVX512_SPR AVX512F AVX512CD AVX512_SKX AVX512_CLX AVX512_CNL
+endif
 
 .PHONY: help setup audit test test-all test-server browser verdict schedule clean-outputs
 

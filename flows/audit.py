@@ -31,7 +31,7 @@ import math
 import sys
 from contextlib import nullcontext
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from prefect import flow, get_run_logger, task
 from prefect.artifacts import create_link_artifact, create_markdown_artifact, create_table_artifact
@@ -81,7 +81,7 @@ class AuditOverrides(BaseModel):
     split_defender_fraction: float | None = None
     featurize_backbone: str | None = None
     ltu_rounds: int | None = None
-    game3_canaries: int | None = None
+    game3_canaries: int | Literal["auto"] | None = None
     lidp_trials: int | None = None
     lidp_canaries: int | None = None
     lidp_canary_type: str | None = None

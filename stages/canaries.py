@@ -16,6 +16,7 @@ from tqdm import tqdm
 
 from privaudit.artifacts import atomic_dir, ensure_writable, write_json
 from privaudit.canaries.runner import check_canary_setup
+from privaudit.canaries.sizes import game3_canaries
 from privaudit.canaries.shards import (
     DEFAULT_SHARD_ROOT,
     inputs_fingerprint,
@@ -83,6 +84,7 @@ def _body(args: argparse.Namespace, params: Params) -> None:
     _run_missing(params, fs, todo, args.shards, device)
     fp = inputs_fingerprint(fs)
     lp = params.lidp
+    n_game3 = game3_canaries(params, int(fs.is_defender.sum()))  # game3.canaries: auto resolved
     with atomic_dir(args.out) as tmp:
         for spec in params.audited_defenders():
             name = spec["name"]
@@ -108,13 +110,15 @@ def _body(args: argparse.Namespace, params: Params) -> None:
                     validate_canary_stats("lidp", arrays)
                 np.savez(tmp / name / f"{exp}.npz", **arrays)
             write_json(tmp / name / "meta.json", {
-                "game3": {"canaries": params.game3.canaries, "runs": params.game3.runs},
+                "game3": {"canaries": n_game3, "canaries_setting": params.game3.canaries,
+                          "runs": params.game3.runs, "n_classes": fs.n_classes,
+                          "game": "label_flip" if fs.n_classes == 2 else "two_wrong_labels"},
                 "lidp": {"trials": lp.trials, "canaries": lp.k_canaries(), "null_canaries": lp.m_null(),
                          "canary_type": lp.canary_type, "neighbourhood": lp.neighbourhood,
                          "statistic": _statistic(params)},
                 "inputs_fingerprint": fp,
             })
-            print(f"canaries: {name}: Game 3 with {params.game3.runs} x {params.game3.canaries} canaries; "
+            print(f"canaries: {name}: Game 3 with {params.game3.runs} x {n_game3} canaries{' (label flip, C = 2)' if fs.n_classes == 2 else ''}; "
                   f"{lp.trials} LiDP trials ({lp.neighbourhood}, {lp.canary_type}) with K={lp.k_canaries()}, "
                   f"m={lp.m_null()}")
     if params.compute.prune_shards:

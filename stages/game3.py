@@ -44,10 +44,15 @@ def _body(args: argparse.Namespace, params: Params) -> None:
         # eps_low is one-sided at alpha/2 of the two-sided interval: alpha = 2 x the budget share
         result[name] = game3_audit(run, taus, 2.0 * level, rng_for(params.base.seed, "game3", name),
                                    g.tau_selection, delta=delta)
+        if run["proba"].shape[1] == 2:
+            # C = 2: the label-flip game (privaudit.canaries.batched_runs.game3_draw) has no C - 2
+            # alternative labels, so ACGR does not exist: reported as null
+            result[name]["acgr"] = None
         result[name].update(level=level, delta=delta, neighbourhood="replace_label")
         r = result[name]
-        print(f"game3: {name}: eps in [{r['eps_low']:.3f}, {r['eps_high']:.3f}] (CP, tau={r['tau']:.2f}), "
-              f"ACGR [{r['acgr']['eps_low']:.3f}, {r['acgr']['eps_high']:.3f}]")
+        acgr = (f"ACGR [{r['acgr']['eps_low']:.3f}, {r['acgr']['eps_high']:.3f}]" if r["acgr"] is not None
+                else "ACGR n/a (2 classes: label-flip game)")
+        print(f"game3: {name}: eps in [{r['eps_low']:.3f}, {r['eps_high']:.3f}] (CP, tau={r['tau']:.2f}), {acgr}")
         for i, pr in enumerate(r.get("per_run", [])):
             print(f"game3: {name}: run {i}: eps in [{pr['eps_low']:.3f}, {pr['eps_high']:.3f}]")
     validate_metrics("audit", {name: {"game3": r} for name, r in result.items()})

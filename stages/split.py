@@ -1,4 +1,10 @@
-"""Stage split: stratified Defender/Reserved split → ``data/split/membership.parquet``."""
+"""Stage split: stratified Defender/Reserved split → ``data/split/membership.parquet``.
+
+The first stage that knows the Defender and Reserved set sizes: it checks, before any model is
+trained, that the canary experiments fit them (``game3.canaries``, ``lidp.canaries`` +
+``lidp.null_canaries``, ...; :func:`privaudit.canaries.sizes.check_canary_sizes`) and prints
+the resolved ``game3.canaries: auto``.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +12,10 @@ import argparse
 import sys
 from pathlib import Path
 
+import numpy as np
+
 from privaudit.artifacts import atomic_dir, ensure_writable
+from privaudit.canaries.sizes import check_canary_sizes, game3_canaries
 from privaudit.config import Params
 from privaudit.data.sources import read_source
 from privaudit.data.split import stratified_split
@@ -30,10 +39,15 @@ def _body(args: argparse.Namespace, params: Params) -> None:
     membership = stratified_split(data.ids, data.y, params.split.defender_fraction, rng_for(params.base.seed, "split"))
     validate_membership(membership, int(data.meta["n_classes"]), params.split.defender_fraction,
                         params.split.fraction_tolerance)
+    n_def = int((membership["role"] == "defender").sum())
+    n_res = len(membership) - n_def
+    # the feature dimension is known here only when featurize keeps the inputs (identity backbone)
+    d = int(np.prod(data.X.shape[1:])) if params.featurize.backbone == "identity" else None
+    check_canary_sizes(params, n_def, n_res, d)  # before any training: messages name the params key
     with atomic_dir(args.out) as tmp:
         membership.to_parquet(tmp / MEMBERSHIP_FILE, index=False)
-    n_def = int((membership["role"] == "defender").sum())
-    print(f"split: {n_def} Defender / {len(membership) - n_def} Reserved samples → {args.out}")
+    print(f"split: {n_def} Defender / {n_res} Reserved samples → {args.out}; "
+          f"Game 3 with {game3_canaries(params, n_def)} canaries (game3.canaries: {params.game3.canaries})")
 
 
 if __name__ == "__main__":

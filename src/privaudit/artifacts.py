@@ -119,3 +119,45 @@ def read_json(path: str | Path) -> Any:
         raise FileNotFoundError(f"{p} not found (run the stage that writes it first: dvc repro)") from None
     except json.JSONDecodeError as err:
         raise ValueError(f"{p} is not valid JSON ({err.msg} at line {err.lineno}); the file is corrupt") from None
+
+
+def canonical_safetensors(data: bytes) -> bytes:
+    """A safetensors file (``safetensors.*.save`` output) with its ``__metadata__`` keys sorted.
+
+    The safetensors writer keeps the metadata in a Rust ``HashMap``, whose iteration order is
+    randomised per process: the same model saved twice gives two files that differ in the order
+    of the metadata keys, so DVC would see a changed ``model.safetensors`` (and rewrite
+    ``dvc.lock``) on every run. The header is rewritten as compact JSON with the metadata keys in
+    sorted order, the tensor entries in the writer's (deterministic) order, padded with spaces to
+    a multiple of 8 bytes as the format requires; the tensor bytes are unchanged (their offsets
+    are relative to the end of the header).
+
+    Raises:
+        ValueError: ``data`` is not a safetensors file.
+    """
+    if len(data) < 8:
+        raise ValueError("not a safetensors file: shorter than its 8-byte header length")
+    n = int.from_bytes(data[:8], "little")
+    if n > len(data) - 8:
+        raise ValueError(f"not a safetensors file: header length {n} exceeds the {len(data) - 8} bytes left")
+    try:
+        header = json.loads(data[8:8 + n])
+    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise ValueError(f"not a safetensors file: header is not JSON ({err})") from None
+    if not isinstance(header, dict):
+        raise ValueError("not a safetensors file: header is not a JSON object")
+    out: dict[str, Any] = {}
+    meta = header.pop("__metadata__", None)
+    if meta is not None:
+        out["__metadata__"] = {str(k): meta[k] for k in sorted(meta)}
+    out.update(header)
+    text = json.dumps(out, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+    text += b" " * (-len(text) % 8)
+    return len(text).to_bytes(8, "little") + text + data[8 + n:]
+
+
+def write_safetensors(path: str | Path, data: bytes) -> None:
+    """Atomically write the safetensors bytes ``data`` (``safetensors.torch.save`` /
+    ``safetensors.numpy.save``) to ``path``, canonicalised: equal models give byte-identical files."""
+    with atomic_file(path, "wb") as fh:
+        fh.write(canonical_safetensors(data))

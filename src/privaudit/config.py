@@ -121,12 +121,21 @@ class ComputeParams(_Strict):
 
 
 class Game3Params(_Strict):
-    canaries: int = Field(100, ge=2)
+    canaries: int | Literal["auto"] = Field(
+        "auto", description="Game-3 canaries per run (distinct Defender samples); auto = min(1000, n_defender // 4), "
+        "resolved and checked against the data by the split stage (privaudit.canaries.sizes)")
     tau_min: float = Field(0.5, ge=0.0, lt=1.0)
     tau_max: float = Field(0.99, gt=0.0, le=1.0)
     tau_steps: int = Field(10, ge=1)
     runs: int = Field(1, ge=1, description="training runs of game3.canaries each (Table 5: 1x1000 vs 10x100)")
     tau_selection: Literal["bonferroni", "split"] = "bonferroni"
+
+    @field_validator("canaries")
+    @classmethod
+    def _enough_canaries(cls, v: int | str) -> int | str:
+        if isinstance(v, int) and v < 2:
+            raise ValueError(f"must be >= 2 or 'auto', got {v}")
+        return v
 
     @model_validator(mode="before")
     @classmethod

@@ -118,10 +118,33 @@ def reference_displacement(recipe: HeadRecipe, fs: FeatureSet, n_models: int, se
 
 
 def game3_draw(fs: FeatureSet, n_canaries: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
-    """Game 3 (Malek et al. App. B, Fig. 4) canaries of one run: N Defender rows, two wrong labels, a bit."""
+    """Game-3 canaries of one run: N distinct Defender rows, a label pair (y', y'') and a bit each.
+
+    **C >= 3** — Game 3 of Malek et al. 2021 (App. B, Fig. 4): the pair holds two distinct *wrong*
+    labels, drawn uniformly; the model is trained on ``label_pair[bit]`` with a uniform bit.
+
+    **C = 2** — the label-flip game, Game 3 restricted to the only two labels there are: the pair
+    is ``(0, 1)`` (one of them is the true label), the model is trained on ``label_pair[bit] = bit``
+    for a uniform bit, i.e. each canary keeps its label or has it flipped with probability 1/2.
+    The adversary sees the trained model and guesses the bit (the more confident of the two
+    labels, abstaining below τ). The two training sets of a canary differ in that one label, so
+    they are neighbours under label DP (replace-label); the bit is uniform and independent of
+    the data and of the other canaries, so Theorem B.1's argument applies unchanged: an
+    ε-label-DP training algorithm gives ``P(correct guess) <= e^ε / (1 + e^ε)`` (for (ε, δ) see
+    :func:`privaudit.stats.game3.epsilon_from_accuracy`), and the audit maps the correct-guess
+    rate to ε exactly as for C >= 3 (``ε >= log(CGR / (1 − CGR))``). The C − 2 alternative
+    labels of ACGR do not exist, so ACGR is not reported (null) for C = 2.
+
+    Returns:
+        ``canary_index (N,)`` (sorted Defender rows), ``true_label (N,)``, ``label_pair (N, 2)``,
+        ``bit (N,)``. For C >= 3 the random stream is the same as before C = 2 was supported.
+    """
     yd = fs.defender[1]
     idx = np.sort(rng.choice(len(yd), size=n_canaries, replace=False))
-    pair = wrong_labels(yd[idx], fs.n_classes, 2, rng)
+    if fs.n_classes == 2:
+        pair = np.tile(np.array([0, 1], dtype=np.int64), (n_canaries, 1))
+    else:
+        pair = wrong_labels(yd[idx], fs.n_classes, 2, rng)
     bit = rng.integers(0, 2, size=n_canaries)
     return {"canary_index": idx, "true_label": yd[idx], "label_pair": pair, "bit": bit}
 

@@ -1,6 +1,7 @@
 """Canary designs for Lifted-DP audits (Pillutla et al. 2023, §5 and App. D).
 
-* ``mislabel``: a Reserved sample with a uniformly random wrong label (data poisoning).
+* ``mislabel``: a Reserved sample with a uniformly random wrong label (data poisoning); with
+  two classes the wrong label is the other one (a label flip).
 * ``clipbkd``: LiDP App. D.1, eq. (23) — uniform over the p tail right-singular vectors
   ``α v_1..α v_p`` of the Defender feature matrix (smallest singular values), each with the label
   ``y*(α v_j)`` of highest loss under reference models trained without canaries.
@@ -23,9 +24,13 @@ BATCHED_ONLY = ("clipbkd", "random_gradient")
 
 
 def wrong_labels(y: np.ndarray, n_classes: int, count: int, rng: np.random.Generator) -> np.ndarray:
-    """``count`` distinct labels ≠ y[i] per row, uniformly at random. Shape (len(y), count)."""
+    """``count`` distinct labels ≠ y[i] per row, uniformly at random. Shape (len(y), count).
+
+    With ``n_classes = 2`` and ``count = 1`` this is the other label (``1 - y``).
+    """
     if count > n_classes - 1:
-        raise ValueError(f"need {count} distinct wrong labels but only {n_classes - 1} exist")
+        raise ValueError(f"need {count} distinct wrong labels but only {n_classes - 1} exist "
+                         f"({n_classes} classes)")
     keys = rng.random((len(y), n_classes))
     keys[np.arange(len(y)), y] = np.inf
     return np.argsort(keys, axis=1)[:, :count]

@@ -29,6 +29,7 @@ from privaudit.canaries.designs import (
     tail_singular_vectors,
 )
 from privaudit.canaries.experiments import game3_sequential, lidp_trial_sequential
+from privaudit.canaries.sizes import check_canary_sizes, game3_canaries
 from privaudit.config import Params
 from privaudit.defenders.training import FeatureSet
 from privaudit.seeding import int_seed, rng_for
@@ -42,25 +43,17 @@ def defender_recipe(params: Params, fs: FeatureSet, name: str) -> HeadRecipe | N
 
 
 def check_canary_setup(params: Params, fs: FeatureSet) -> None:
-    """Validate the canary experiments before any training (errors name the params key)."""
+    """Validate the canary experiments before any training (errors name the params key).
+
+    The size checks (:func:`privaudit.canaries.sizes.check_canary_sizes`) already ran in the split
+    stage; they are repeated here on the features actually loaded. Any C >= 2 works: with two
+    classes Game 3 is the label-flip game (:func:`privaudit.canaries.batched_runs.game3_draw`).
+    """
     n_def = int(fs.is_defender.sum())
-    if params.game3.canaries > n_def:
-        raise ValueError(f"game3.canaries={params.game3.canaries} exceeds the {n_def} Defender samples")
-    if fs.n_classes < 3:
-        raise ValueError(f"Game 3 needs >= 3 classes (two wrong labels per canary), data set has {fs.n_classes}")
+    if fs.n_classes < 2:
+        raise ValueError(f"the canary audits need >= 2 classes, data set has {fs.n_classes}")
+    check_canary_sizes(params, n_def, int((~fs.is_defender).sum()), int(fs.X.shape[1]))
     lp = params.lidp
-    if lp.k_canaries() < 1 or lp.m_null() < 1:
-        raise ValueError("lidp.canaries and lidp.null_canaries must be >= 1")
-    pool = int((~fs.is_defender).sum())
-    if lp.canary_type == "mislabel" and lp.k_canaries() + lp.m_null() > pool:
-        # canaries are i.i.d. draws from the pool; more than the pool per trial would mostly
-        # repeat samples and test a different design than the one the user asked for
-        raise ValueError(
-            f"lidp.canaries + lidp.null_canaries = {lp.k_canaries()} + {lp.m_null()} exceeds the canary pool "
-            f"of {pool} Reserved samples (lidp.canary_type: mislabel draws canaries from it)"
-        )
-    if lp.canary_type == "clipbkd" and lp.clipbkd_pool > min(n_def, fs.X.shape[1]):
-        raise ValueError(f"lidp.clipbkd_pool={lp.clipbkd_pool} exceeds min(n, d) = {min(n_def, fs.X.shape[1])}")
     for spec in params.audited_defenders():
         if lp.canary_type in BATCHED_ONLY and defender_recipe(params, fs, spec["name"]) is None:
             raise ValueError(
@@ -104,7 +97,8 @@ def run_trials(params: Params, fs: FeatureSet, name: str, experiment: str, start
     spec, seed = params.defender(name), params.base.seed
     blocks = [range(b, min(b + block, stop)) for b in range(start, stop, block)]
     if experiment == "game3":
-        draws = [game3_draw(fs, params.game3.canaries, rng_for(seed, "canaries", "game3", name, r))
+        n_canaries = game3_canaries(params, int(fs.is_defender.sum()))
+        draws = [game3_draw(fs, n_canaries, rng_for(seed, "canaries", "game3", name, r))
                  for r in range(start, stop)]
         if recipe is not None:
             proba = np.concatenate([

@@ -5,7 +5,7 @@ momentum, a fixed number of epochs. Randomness levels follow the sklearn zoo
 (:mod:`privaudit.defenders.sklearn_zoo`): ``fixed`` = initialisation from the public
 ``random_state`` and minibatches in data order; ``shuffled`` = same initialisation, batch order
 from the fit seed; ``unseeded`` = initialisation and batch order from the fit seed.
-Saved with safetensors.
+Saved with safetensors, byte-reproducibly (:func:`privaudit.artifacts.write_safetensors`).
 """
 
 from __future__ import annotations
@@ -16,9 +16,10 @@ from typing import Literal
 import numpy as np
 import torch
 from pydantic import Field
-from safetensors.torch import load_file, save_file
+from safetensors.torch import load_file, save
 from torch import nn
 
+from privaudit.artifacts import write_safetensors
 from privaudit.defenders.base import Defender, DefenderSpecBase
 from privaudit.defenders.registry import register
 
@@ -115,7 +116,8 @@ class TorchMLPDefender(Defender):
         if self.net is None:
             raise RuntimeError(f"defender {self.name!r} is not fitted")
         tensors = {k: v.detach().cpu().contiguous() for k, v in self.net.state_dict().items()}
-        save_file(tensors, str(path), metadata={"d_in": str(self.d_in), "n_classes": str(self.n_classes)})
+        # sorted metadata keys: the same model gives the same bytes (dvc.lock stays unchanged)
+        write_safetensors(path, save(tensors, metadata={"d_in": str(self.d_in), "n_classes": str(self.n_classes)}))
 
     def load(self, path: Path) -> "TorchMLPDefender":
         state = load_file(str(path))

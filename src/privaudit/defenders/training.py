@@ -7,6 +7,8 @@ per-sample outputs on Defender and Reserved data (loss and probability vector) a
 
 from __future__ import annotations
 
+import decimal
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -93,6 +95,28 @@ def per_sample_outputs(model: Defender, fs: FeatureSet) -> pd.DataFrame:
     return pd.concat([frame, probs], axis=1)
 
 
+#: significant digits of the ε claim recorded in info.json (see :func:`round_claim`)
+CLAIM_DIGITS = 6
+
+
+def round_claim(eps: float | None, digits: int = CLAIM_DIGITS) -> float | None:
+    """ε rounded *up* to ``digits`` significant digits (None, 0 and inf unchanged).
+
+    Accountants (opacus PRV for ``dp_sgd``) evaluate with numpy/scipy kernels that numpy picks
+    by CPU at run time (AVX-512 vs AVX2): the same claim differs across machines in the 10th
+    digit, which rewrote info.json, dvc.lock and metrics/audit.json on every other machine.
+    Rounding up keeps the recorded claim a valid guarantee (ε-DP implies ε'-DP for ε' >= ε).
+
+    >>> round_claim(0.9970044961694864), round_claim(0.9970044962689115), round_claim(1.0)
+    (0.997005, 0.997005, 1.0)
+    """
+    if eps is None or not math.isfinite(eps) or eps <= 0:
+        return eps
+    d = decimal.Decimal(repr(float(eps)))
+    step = decimal.Decimal(1).scaleb(d.adjusted() - digits + 1)
+    return float(d.quantize(step, rounding=decimal.ROUND_CEILING))
+
+
 def train_one(spec: dict[str, Any], fs: FeatureSet, seed: int, device: str) -> tuple[Defender, pd.DataFrame, dict[str, Any]]:
     """Train the defender ``spec`` on the Defender set; return model, outputs, info."""
     model = make_defender(spec, n_classes=fs.n_classes, device=device)
@@ -113,6 +137,8 @@ def train_one(spec: dict[str, Any], fs: FeatureSet, seed: int, device: str) -> t
         "utility": utility,
         "utility_stderr": utility_err,
     }
+    if "claimed_epsilon" in info:
+        info["claimed_epsilon"] = round_claim(info["claimed_epsilon"])
     return model, outputs, info
 
 

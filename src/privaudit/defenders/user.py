@@ -43,9 +43,10 @@ from typing import Any, Callable, Literal
 import numpy as np
 import skops.io as sio
 from pydantic import Field, field_validator
-from safetensors.numpy import load_file, save_file
+from safetensors.numpy import load_file, save
 from sklearn.base import BaseEstimator
 
+from privaudit.artifacts import write_safetensors
 from privaudit.defenders.base import Defender, DefenderSpecBase
 from privaudit.defenders.registry import register
 from privaudit.defenders.skops_files import dump_skops
@@ -176,7 +177,7 @@ class PythonDefender(Defender):
                              f"(defenders[?].loader) to be reloaded from its state_dict")
         state = {k: np.ascontiguousarray(v.detach().cpu().numpy() if hasattr(v, "detach") else np.asarray(v))
                  for k, v in self.model.state_dict().items()}
-        save_file(state, str(path), metadata={"format": _STATE, "n_classes": str(self.n_classes)})
+        write_safetensors(path, save(state, metadata={"format": _STATE, "n_classes": str(self.n_classes)}))
 
     def load(self, path: Path) -> "PythonDefender":
         if not zipfile.is_zipfile(path):  # a safetensors state, rebuilt by the user's loader

@@ -9,11 +9,12 @@ Arrays are recognised by name:
 - signed statistics: names starting with ``stat`` (random-gradient ⟨c, θ⟩) — finite;
 - labels: ``true_label``, ``label_pair``, names ending in ``_label`` — integers in [0, C) when C
   is known from ``proba``, else >= 0; ``label_pair`` rows hold two distinct labels, both
-  different from ``true_label`` (Malek et al. 2021, App. B, Fig. 4);
+  different from ``true_label`` (Malek et al. 2021, App. B, Fig. 4) — with C = 2 classes (the
+  label-flip game, :func:`privaudit.canaries.batched_runs.game3_draw`) every row is ``(0, 1)``;
 - ``canary_index``: distinct integers >= 0.
 
 Shapes: ``game3`` needs ``bit`` and ``proba`` and every array has one row per canary (N = len(bit)),
-``label_pair`` is (N, 2), ``proba`` is (N, C) with C >= 3; ``lidp`` needs ``loss_in``/``loss_null``
+``label_pair`` is (N, 2), ``proba`` is (N, C) with C >= 2; ``lidp`` needs ``loss_in``/``loss_null``
 (or the signed ``stat_in``/``stat_null``, or the 0/1 outcomes ``x``/``y``), every array 2-D with one row per trial and at least 2 trials
 (Pillutla et al. 2023, Algorithm 1).
 """
@@ -107,8 +108,8 @@ def validate_canary_stats(name: Literal["game3", "lidp"], arrays: Mapping[str, n
         exps["columns"] = [
             gxe.ExpectColumnValuesToBeBetween(column="label_pair_cols", min_value=2, max_value=2,
                                               description="label_pair is (N, 2)"),
-            gxe.ExpectColumnValuesToBeBetween(column="proba_classes", min_value=3,
-                                              description="proba is (N, C) with C >= 3 classes"),
+            gxe.ExpectColumnValuesToBeBetween(column="proba_classes", min_value=2,
+                                              description="proba is (N, C) with C >= 2 classes"),
         ]
     for key in keys:
         role = _role(key)
@@ -146,7 +147,13 @@ def validate_canary_stats(name: Literal["game3", "lidp"], arrays: Mapping[str, n
             column="p_sum", min_value=1 - PROBA_SUM_TOLERANCE, max_value=1 + PROBA_SUM_TOLERANCE,
             description=f"proba rows sum to 1 (tolerance {PROBA_SUM_TOLERANCE:g})")]
     pair, true = arrs.get("label_pair"), arrs.get("true_label")
-    if pair is not None and true is not None and pair.ndim == 2 and pair.shape[1] == 2 and true.shape == pair.shape[:1]:
+    if pair is not None and n_classes == 2 and pair.ndim == 2 and pair.shape[1] == 2:
+        # the label-flip game: the pair is both labels, in order (one of them is the true label)
+        batches["label_pair_rows"] = pd.DataFrame({"distinct": (pair[:, 0] == 0) & (pair[:, 1] == 1)})
+        exps["label_pair_rows"] = [gxe.ExpectColumnValuesToBeInSet(
+            column="distinct", value_set=[True],
+            description="label_pair is (0, 1) with 2 classes (label-flip game)")]
+    elif pair is not None and true is not None and pair.ndim == 2 and pair.shape[1] == 2 and true.shape == pair.shape[:1]:
         batches["label_pair_rows"] = pd.DataFrame({
             "distinct": (pair[:, 0] != pair[:, 1]) & (pair[:, 0] != true) & (pair[:, 1] != true)})
         exps["label_pair_rows"] = [gxe.ExpectColumnValuesToBeInSet(
