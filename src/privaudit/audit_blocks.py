@@ -123,7 +123,8 @@ def one_run_block(spec: dict[str, Any], X: np.ndarray, y: np.ndarray, n_classes:
 def one_run_metrics(res: Any, *, delta: float, level: float) -> dict[str, Any]:
     """The ``one_run`` block of ``metrics/audit.json`` for a :class:`~privaudit.one_run_audit.OneRunResult`
     computed for a claim at ``delta`` (add/remove) and budget share ``level``."""
-    block = {k: v for k, v in res.as_dict().items() if k != "grid"}
+    # wall time is not a metric: it would make metrics/audit.json differ between identical runs
+    block = {k: v for k, v in res.as_dict().items() if k not in ("grid", "seconds")}
     block.update(eps_lower_bound=_finite(res.eps_lower_bound)[0], delta=delta, level=level,
                  grid=[list(g) for g in res.grid])
     # the GDP-shaped number is not a bound on an (ε, δ) claim: keep it out of the eps_* namespace

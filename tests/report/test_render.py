@@ -211,7 +211,7 @@ def test_absent_sections_render_not_computed(tmp_path: Path) -> None:
     assert f"Theoretical membership-inference bounds: {MISSING}." in html
     assert len(img_sources(html)) == 1  # privacy vs utility only
     md = paths["md"].read_text(encoding="utf-8")
-    assert md.count(f"> _{MISSING}_") == 5 and "Verdict: NO VERDICT" in md
+    assert md.count(f"> _{MISSING}_") == 6 and "Verdict: NO VERDICT" in md
     for name in PLOT_NAMES:  # placeholders keep dvc plots paths stable
         assert (paths["plots_dir"] / f"{name}.png").read_bytes().startswith(PNG_MAGIC)
 
