@@ -88,6 +88,13 @@ class LtuParams(_Strict):
     learned_mode: Literal["exact", "one_split"] = "exact"
     rmia_a: float = Field(0.33, ge=0.0, le=1.0, description="RMIA offline Pr(x) interpolation a")
     rmia_gamma: float = Field(1.0, gt=0.0, description="RMIA likelihood-ratio threshold gamma")
+    risk_reference_models: int = Field(
+        32, ge=0, description="reference models of the per-sample risk (population subsets of the Defender "
+        "size; 0 = off, else >= 4)")
+    risk_level: float = Field(0.05, gt=0.0, lt=1.0, description="FDR (bh) or family-wise (bonferroni) level of "
+                              "the most-exposed flag")
+    risk_correction: Literal["bh", "bonferroni"] = Field("bh", description="multiplicity correction over the "
+                                                          "tested Defender samples")
 
     @field_validator("attackers")
     @classmethod
@@ -102,6 +109,13 @@ class LtuParams(_Strict):
     def _nonzero_jobs(cls, v: int) -> int:
         if v == 0:
             raise ValueError("must be >= 1 or -1 (all cores), got 0")
+        return v
+
+    @field_validator("risk_reference_models")
+    @classmethod
+    def _enough_references(cls, v: int) -> int:
+        if 0 < v < 4:
+            raise ValueError(f"must be 0 (off) or >= 4, got {v}")
         return v
 
 

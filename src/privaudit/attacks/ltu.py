@@ -41,6 +41,9 @@ class LtuData:
         spec: the defender spec (T_D with its public settings) or None.
         model: the trained M_D (white-box attackers) or None.
         n_classes: C.
+        reference_cache: evaluator-side store of Reserved-side reference models (data row order),
+            so that ``lira`` and ``rmia`` against one defender share one set of trainings
+            (:meth:`RoundBatch.reference_pool`); None: every attacker trains its own.
     """
 
     X: np.ndarray
@@ -52,6 +55,7 @@ class LtuData:
     n_classes: int
     spec: dict[str, Any] | None = None
     model: Defender | None = None
+    reference_cache: dict[Any, Any] | None = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
     def from_outputs(cls, proba: np.ndarray, y: np.ndarray, is_defender: np.ndarray,
@@ -96,13 +100,16 @@ class RoundBatch:
     """
 
     def __init__(self, table: AttackTable, u1: np.ndarray, u2: np.ndarray,
-                 _member: np.ndarray, _train_rows: np.ndarray, _slot: np.ndarray) -> None:
+                 _member: np.ndarray, _train_rows: np.ndarray, _slot: np.ndarray,
+                 _perm: np.ndarray | None = None, _cache: dict[Any, Any] | None = None) -> None:
         self.table = table
         self.u1 = u1
         self.u2 = u2
         self.__member = _member          # (n,) int8 truth 1/0 (name-mangled, not for attackers)
         self.__train_rows = _train_rows  # (n_D,) table rows in training order
         self.__slot = _slot              # (N,) training slot of each round's d
+        self.__perm = _perm              # (n,) table row → data row (evaluator side)
+        self.__cache = _cache            # shared reference models in data row order
 
     def __len__(self) -> int:
         return len(self.u1)
@@ -124,11 +131,14 @@ class RoundBatch:
         m = self.membership(k)
         return np.flatnonzero(m == (1 if side == "defender" else 0))
 
-    def reference_pool(self, count: int, fraction: float, n_jobs: int = 1) -> Any:
+    def reference_pool(self, count: int, fraction: float, n_jobs: int = 1, device: str = "cpu") -> Any:
         """Reference models of T_D on random ``fraction`` subsets of D_R (offline LiRA / RMIA).
 
         Returns a :class:`privaudit.attacks.mia_reference.ReferencePool` that hides, in each
-        round, the models trained on that round's hidden Reserved sample.
+        round, the models trained on that round's hidden Reserved sample. The models depend only
+        on D_R, never on a round, so the evaluator keeps them (in data row order) for the next
+        attacker against the same defender (``LtuData.reference_cache``): ``lira`` and ``rmia``
+        share one set of trainings, each with its own per-round masking.
         """
         from privaudit.attacks.mia_reference import ReferencePool, train_reference_confidences
 
@@ -136,8 +146,18 @@ class RoundBatch:
         if t.spec is None or t.X.shape[1] == 0:
             raise ValueError("reference models need the defender spec and the features (--features/--split)")
         member = self.__member.astype(bool)
-        conf, inside = train_reference_confidences(t.spec, t.n_classes, t.X, t.y, np.flatnonzero(~member),
-                                                   count, fraction, t.rng, n_jobs)
+        key = ("reserved_reference", int(count), float(fraction))
+        perm, cache = self.__perm, self.__cache
+        if cache is not None and perm is not None and key in cache:
+            conf_d, inside_d = cache[key]
+            conf, inside = conf_d[perm], inside_d[perm]
+        else:
+            conf, inside = train_reference_confidences(t.spec, t.n_classes, t.X, t.y, np.flatnonzero(~member),
+                                                       count, fraction, t.rng, n_jobs, device=device)
+            if cache is not None and perm is not None:
+                conf_d, inside_d = np.empty_like(conf), np.empty_like(inside)
+                conf_d[perm], inside_d[perm] = conf, inside
+                cache[key] = (conf_d, inside_d)
         r_row = np.where(member[self.u1], self.u2, self.u1)
         return ReferencePool(conf, inside, ~inside[r_row])
 
@@ -240,7 +260,7 @@ def draw_rounds(data: LtuData, rounds: int, rng: np.random.Generator,
     slot_of = np.full(len(perm), -1)
     slot_of[data.train_rows] = np.arange(len(data.train_rows))
     batch = RoundBatch(table, u1, u2, _member=data.is_defender[perm].astype(np.int8),
-                       _train_rows=inv[data.train_rows], _slot=slot_of[d])
+                       _train_rows=inv[data.train_rows], _slot=slot_of[d], _perm=perm, _cache=data.reference_cache)
     return batch, RoundTruth(d_first, perm)
 
 

@@ -12,6 +12,11 @@ Names follow the taxonomy of Fig. 2:
 ``gradient``              (4) white-box gradient norms (torch heads, logistic regression)
 ``lira``, ``rmia``        offline LiRA / RMIA with Reserved-side reference models
 ========================  ===========================================================
+
+Besides the attackers' results, :func:`evaluate_defender` computes (with ``risk`` options) the
+per-sample privacy risk of :mod:`privaudit.attacks.sample_risk`: an online-LiRA likelihood
+ratio per sample with a p-value against reference models that never saw it, and the Defender
+samples significant after a multiplicity correction (the report's "most exposed" list).
 """
 
 from __future__ import annotations
@@ -40,6 +45,7 @@ from privaudit.attacks.ltu_roc import roc_summary
 from privaudit.attacks.ltu_scores import BestScoreAttacker, BoundedLossAttacker, ScoreAttacker, bounded_loss
 from privaudit.attacks.mia_lira import LiraAttacker
 from privaudit.attacks.mia_rmia import RmiaAttacker
+from privaudit.attacks.sample_risk import RiskOptions, SampleRisk, sample_risk
 from privaudit.stats import ltu_theorem1_bound, ltu_theorem2_bound
 
 
@@ -68,8 +74,9 @@ ATTACKERS: dict[str, Callable[[AttackerOptions], LtuAttacker]] = {
     "learned": lambda o: LearnedAttacker(o.learned_mode),
     "retrain": lambda o: RetrainAttacker(o.n_jobs, device=o.device),
     "gradient": lambda o: GradientAttacker(),
-    "lira": lambda o: LiraAttacker(o.reference_models, o.reference_fraction, o.n_jobs),
-    "rmia": lambda o: RmiaAttacker(o.reference_models, o.reference_fraction, o.rmia_a, o.rmia_gamma, o.n_jobs),
+    "lira": lambda o: LiraAttacker(o.reference_models, o.reference_fraction, o.n_jobs, o.device),
+    "rmia": lambda o: RmiaAttacker(o.reference_models, o.reference_fraction, o.rmia_a, o.rmia_gamma, o.n_jobs,
+                                   o.device),
 }
 
 #: attackers that need the features / trainer (the ltu stage then loads features and split)
@@ -119,6 +126,10 @@ class DefenderEvaluation:
     bounds: dict[str, Any]
     individual_attacker: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    #: per-sample risk (:mod:`privaudit.attacks.sample_risk`), None when not computed
+    risk: SampleRisk | None = None
+    #: why the per-sample risk was not computed (None when computed or not asked for)
+    risk_skipped: str | None = None
 
     @property
     def best(self) -> LtuResult:
@@ -141,6 +152,8 @@ class DefenderEvaluation:
             "individual_scores_attacker": self.individual_attacker,
             "attackers": {a: r.as_dict() for a, r in self.results.items()},
             **({"not_applicable": self.not_applicable} if self.not_applicable else {}),
+            **({"sample_risk": self.risk.summary()} if self.risk is not None else {}),
+            **({"sample_risk": {"not_computed": self.risk_skipped}} if self.risk_skipped else {}),
         }
 
 
@@ -165,12 +178,16 @@ def _annotate_expected(res: LtuResult, bounds: dict[str, Any]) -> None:
 
 
 def evaluate_defender(data: LtuData, rounds: int, attackers: list[str], rng: np.random.Generator,
-                      options: AttackerOptions | None = None) -> DefenderEvaluation:
+                      options: AttackerOptions | None = None, risk: RiskOptions | None = None) -> DefenderEvaluation:
     """Run every attacker of ``attackers`` for ``rounds`` LTU rounds against one defender.
 
     Returns results (Eq. 1 per attacker), attackers not applicable (with the reason), ROC data
     of the attackers with per-sample scores, individual privacy scores (App. C) of the
     strongest such attacker (exact pairwise, id/role/score), and the Theorem 1/2 bounds.
+    With ``risk``, also the per-sample privacy risk (:func:`privaudit.attacks.sample_risk.sample_risk`,
+    its own random stream drawn after the attackers'), merged into ``scores`` (columns
+    :data:`~privaudit.attacks.sample_risk.RISK_COLUMNS`) and summarised under ``sample_risk``;
+    a defender without spec or features records why it was skipped.
     """
     check_attacker_names(attackers)
     options = options or AttackerOptions()
@@ -210,4 +227,15 @@ def evaluate_defender(data: LtuData, rounds: int, attackers: list[str], rng: np.
         "role": ["defender"] * int(d.sum()) + ["reserved"] * int((~d).sum()),
         "score": np.concatenate([sd, sr]),
     })
-    return DefenderEvaluation(results, skipped, roc, scores, bounds, ind)
+    ev = DefenderEvaluation(results, skipped, roc, scores, bounds, ind)
+    if risk is not None:
+        risk_rng = np.random.default_rng(rng.integers(2**63))
+        if data.spec is None or data.X.shape[1] == 0:
+            ev.risk_skipped = "needs the defender spec and the features (reference models)"
+        else:
+            ev.risk = sample_risk(data, risk_rng, risk)
+            frame = ev.risk.frame(data.ids, d)
+            if not np.array_equal(frame["id"].to_numpy(), scores["id"].to_numpy()):
+                raise AssertionError("per-sample risk rows do not line up with the individual scores")
+            ev.scores = pd.concat([scores, frame.drop(columns="id")], axis=1)
+    return ev

@@ -51,15 +51,15 @@ class LiraAttacker:
 
     name = "lira"
 
-    def __init__(self, count: int = 8, fraction: float = 0.5, n_jobs: int = 1) -> None:
-        self.count, self.fraction, self.n_jobs = count, fraction, n_jobs
+    def __init__(self, count: int = 8, fraction: float = 0.5, n_jobs: int = 1, device: str = "cpu") -> None:
+        self.count, self.fraction, self.n_jobs, self.device = count, fraction, n_jobs, device
         self.pool: ReferencePool | None = None
         self.metrics_extra: dict[str, Any] = {"reference_models": count, "reference_fraction": fraction,
                                               "variant": "offline, global variance"}
 
     def guess(self, batch: RoundBatch) -> np.ndarray:
         t = batch.table
-        self.pool = batch.reference_pool(self.count, self.fraction, self.n_jobs)
+        self.pool = batch.reference_pool(self.count, self.fraction, self.n_jobs, self.device)
         rows = np.column_stack([batch.u1, batch.u2])                     # (N, 2)
         phi_ref = logit_conf(self.pool.conf_for_rounds(rows))            # (N, 2, K), NaN unusable
         sample = t.rng.choice(t.n, size=min(t.n, 256), replace=False)

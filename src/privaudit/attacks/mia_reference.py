@@ -10,17 +10,26 @@ Both candidates are "out" for every usable model (d is never in a Reserved subse
 Defenders with a batched recipe (``kind: torch_mlp`` / ``dp_sgd``) train the K models in
 chunks of at most ``max_models`` per call of the batched trainer
 (:func:`privaudit.attacks.batched_mocks.reference_confidences`); other kinds fit them one by one
-(joblib workers).
+(in-process when the first fit is quick, else joblib workers). :func:`train_subset_confidences`
+is the shared trainer for any row subsets: the per-sample risk
+(:mod:`privaudit.attacks.sample_risk`) trains its population reference models with it. The
+evaluator keeps one defender's Reserved-side models for all its attackers
+(:meth:`privaudit.attacks.ltu.RoundBatch.reference_pool`), so ``lira`` and ``rmia`` share them.
 """
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import numpy as np
 from joblib import Parallel, delayed
 
 from privaudit.attacks.batched_mocks import MAX_MODELS, batched_recipe, reference_confidences
+
+
+#: a first reference fit faster than this (seconds) means the others are fitted in-process too
+SEQUENTIAL_FIT_S = 0.5
 
 
 def _fit_conf(spec: dict[str, Any], n_classes: int, X: np.ndarray, y: np.ndarray,
@@ -42,6 +51,52 @@ def _fit_conf(spec: dict[str, Any], n_classes: int, X: np.ndarray, y: np.ndarray
     return p[np.arange(len(y)), y]
 
 
+def train_subset_confidences(spec: dict[str, Any], n_classes: int, X: np.ndarray, y: np.ndarray,
+                             subsets: list[np.ndarray], seeds: np.ndarray, n_jobs: int = 1, *,
+                             batched: bool = True, max_models: int = MAX_MODELS,
+                             device: str = "cpu") -> tuple[np.ndarray, np.ndarray]:
+    """Train one model of T_D per row subset and return every row's label confidence under each.
+
+    The shared trainer of the reference models: offline LiRA / RMIA (Reserved-side subsets,
+    :func:`train_reference_confidences`) and the per-sample risk of
+    :mod:`privaudit.attacks.sample_risk` (population halves). With ``batched`` and a spec that
+    has a batched recipe (``torch_mlp`` / ``dp_sgd``), up to ``max_models`` models train in one
+    call of the batched trainer on ``device`` (subsets must then have one size); otherwise
+    ``n_jobs`` joblib workers fit them one by one with ``make_defender`` (the first in-process;
+    if it took less than :data:`SEQUENTIAL_FIT_S` the rest too — same numbers either way, every
+    fit runs single-threaded from its own seed).
+
+    Args:
+        subsets: K arrays of rows, each in training order. seeds: (K,) per-model seeds.
+
+    Returns:
+        (conf (n, K): p_y(x) under each model, inside (n, K) bool: row in subset k).
+    """
+    count = len(subsets)
+    if count < 1 or count != len(seeds):
+        raise ValueError(f"need >= 1 subsets and one seed each, got {count} subsets, {len(seeds)} seeds")
+    sizes = {len(s) for s in subsets}
+    recipe = batched_recipe(spec, len(subsets[0]), n_classes) if batched and len(sizes) == 1 else None
+    if recipe is not None:
+        conf = reference_confidences(recipe, n_classes, X, y, subsets, seeds, max_models=max_models, device=device)
+    else:
+        # the first model in-process: when fits are quick (a logistic regression on digits: 0.05 s)
+        # starting joblib workers (seconds: each imports torch) costs more than the rest of the fits
+        start = time.perf_counter()
+        cols = [_fit_conf(spec, n_classes, X, y, subsets[0], int(seeds[0]))]
+        quick = time.perf_counter() - start < SEQUENTIAL_FIT_S
+        rest = list(zip(subsets[1:], seeds[1:]))
+        if n_jobs == 1 or quick or not rest:
+            cols += [_fit_conf(spec, n_classes, X, y, s, int(sd)) for s, sd in rest]
+        else:
+            cols += Parallel(n_jobs=n_jobs)(delayed(_fit_conf)(spec, n_classes, X, y, s, int(sd)) for s, sd in rest)
+        conf = np.column_stack(cols)
+    inside = np.zeros((len(y), count), bool)
+    for k, s in enumerate(subsets):
+        inside[s, k] = True
+    return conf, inside
+
+
 def train_reference_confidences(spec: dict[str, Any], n_classes: int, X: np.ndarray, y: np.ndarray,
                                 reserved_rows: np.ndarray, count: int, fraction: float,
                                 rng: np.random.Generator, n_jobs: int = 1, *, batched: bool = True,
@@ -61,18 +116,8 @@ def train_reference_confidences(spec: dict[str, Any], n_classes: int, X: np.ndar
     size = max(2, int(round(fraction * len(reserved_rows))))
     subsets = [np.sort(rng.choice(reserved_rows, size=size, replace=False)) for _ in range(count)]
     seeds = rng.integers(0, 2**31 - 1, count)
-    recipe = batched_recipe(spec, size, n_classes) if batched else None
-    if recipe is not None:
-        conf = reference_confidences(recipe, n_classes, X, y, subsets, seeds, max_models=max_models, device=device)
-    elif n_jobs == 1:
-        conf = np.column_stack([_fit_conf(spec, n_classes, X, y, s, int(sd)) for s, sd in zip(subsets, seeds)])
-    else:
-        conf = np.column_stack(Parallel(n_jobs=n_jobs)(delayed(_fit_conf)(spec, n_classes, X, y, s, int(sd))
-                                                       for s, sd in zip(subsets, seeds)))
-    inside = np.zeros((len(y), count), bool)
-    for k, s in enumerate(subsets):
-        inside[s, k] = True
-    return conf, inside
+    return train_subset_confidences(spec, n_classes, X, y, subsets, seeds, n_jobs, batched=batched,
+                                    max_models=max_models, device=device)
 
 
 class ReferencePool:

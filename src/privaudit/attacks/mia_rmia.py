@@ -38,10 +38,11 @@ class RmiaAttacker:
     name = "rmia"
 
     def __init__(self, count: int = 8, fraction: float = 0.5, a: float = 0.33, gamma: float = 1.0,
-                 n_jobs: int = 1) -> None:
+                 n_jobs: int = 1, device: str = "cpu") -> None:
         if not 0.0 <= a <= 1.0 or gamma <= 0:
             raise ValueError(f"ltu.rmia_a must lie in [0, 1] and ltu.rmia_gamma > 0, got {a}, {gamma}")
         self.count, self.fraction, self.a, self.gamma, self.n_jobs = count, fraction, a, gamma, n_jobs
+        self.device = device
         self.pool: ReferencePool | None = None
         self.metrics_extra: dict[str, Any] = {"reference_models": count, "a": a, "gamma": gamma,
                                               "variant": "offline"}
@@ -54,7 +55,7 @@ class RmiaAttacker:
 
     def guess(self, batch: RoundBatch) -> np.ndarray:
         t = batch.table
-        self.pool = batch.reference_pool(self.count, self.fraction, self.n_jobs)
+        self.pool = batch.reference_pool(self.count, self.fraction, self.n_jobs, self.device)
         conf_t = t.proba[np.arange(t.n), t.y]
         out = np.empty((len(batch), 2))
         with np.errstate(all="ignore"):

@@ -6,8 +6,12 @@ Figures (one PNG each; one panel per defender where it applies):
   point per defender and attacker.
 - ``epsilon_vs_trials.png``: LiDP ε̂ lower bound vs number of trials, K = 1 vs K = √n
   canaries per trial, with the claimed ε as a dashed line.
-- ``privacy_scores.png``: histograms of the individual privacy scores per defender, with
-  the ids of the most exposed samples (ids only, never raw data).
+- ``privacy_scores.png``: per-sample privacy risk per defender (scores files with the
+  reference-model risk of :mod:`privaudit.attacks.sample_risk`): risk (LiRA log-likelihood
+  ratio) against significance (−log10 p), Reserved samples as the negative control, the p-value
+  cutoff of the multiplicity correction as a dashed line, and the flagged Defender samples with
+  their bootstrap intervals and ids; older scores files without risk: histograms of the
+  individual privacy scores with the most exposed ids (ids only, never raw data).
 - ``roc.png``: ROC curves per defender and attacker on log-log axes, with TPR at 0.1 % and
   1 % FPR.
 
@@ -34,8 +38,10 @@ from privaudit.report.tables import (
     curve_stat,
     epsilon_series,
     finite,
+    has_risk,
     most_exposed,
     privacy_utility_table,
+    risk_summary,
     score_bins,
 )
 
@@ -54,7 +60,7 @@ __all__ = [
 PLOT_NAMES: dict[str, str] = {
     "privacy_utility": "LTU privacy vs utility",
     "epsilon_vs_trials": "Audited ε lower bound vs number of trials (LiDP)",
-    "privacy_scores": "Individual privacy scores",
+    "privacy_scores": "Per-sample privacy risk",
     "roc": "ROC curves of the membership attacks",
 }
 
@@ -178,37 +184,103 @@ def epsilon_trials_figure(
 def privacy_score_figure(
     privacy_scores: Mapping[str, pd.DataFrame] | None, top_k: int = 5
 ) -> bytes | None:
-    """Per-defender histograms of individual privacy scores, most exposed ids annotated."""
+    """Per-defender panels: the per-sample risk (:func:`_risk_panel`) where the scores file has
+    it, else histograms of individual privacy scores with the most exposed ids annotated."""
     if not privacy_scores:
         return None
     exposed = most_exposed(privacy_scores, top_k)
     fig, axes = _new_figure(len(privacy_scores))
     for ax, (defender, frame) in zip(axes, privacy_scores.items(), strict=True):
-        scores = pd.to_numeric(frame["score"], errors="coerce")
-        valid = frame.assign(score=scores).dropna(subset=["score"])
-        edges = score_bins(valid["score"])
-        roles = sorted(valid["role"].astype(str).unique())
-        data = [valid.loc[valid["role"].astype(str) == r, "score"].to_numpy() for r in roles]
-        if data:
-            for i, (role, values) in enumerate(zip(roles, data, strict=True)):
-                color = _COLORS[i % len(_COLORS)]
-                ax.hist(values, bins=edges.tolist(), color=color, alpha=0.45, label=_text(role))
-                ax.hist(values, bins=edges.tolist(), color=color, histtype="step", linewidth=1.2)
-            ax.legend(fontsize=8, loc="upper left")
-        ids = [str(i) for i in exposed[str(defender)]["id"]]
-        lines = [", ".join(ids[k : k + 3]) for k in range(0, len(ids), 3)]
-        # Below the axis (in the x label) so that it never hides bars or the legend.
-        ax.set_xlabel(
-            _text(
-                "\n".join(["individual privacy score (low = exposed)", "most exposed ids:", *lines])
-            )
-            if ids
-            else "individual privacy score (no scores)",
-            fontsize=9,
-        )
-        ax.set_ylabel("samples")
-        ax.set_title(_text(defender))
+        if has_risk(frame):
+            _risk_panel(ax, str(defender), frame, exposed[str(defender)])
+        else:
+            _score_histogram_panel(ax, str(defender), frame, exposed[str(defender)])
     return _png(fig)
+
+
+def _p_cutoff(summary: Mapping[str, Any]) -> float | None:
+    """The p-value cutoff of the correction: level · flagged / tested (Benjamini-Hochberg's
+    step-up threshold; level / tested when nothing is flagged) or level / tested (Bonferroni)."""
+    level, tested = finite(summary.get("level")), summary.get("tested") or 0
+    if level is None or not tested:
+        return None
+    if summary.get("correction") == "bh":
+        return level * max(int(summary.get("flagged") or 0), 1) / tested
+    return level / tested
+
+
+def _risk_panel(ax: Axes, defender: str, frame: pd.DataFrame, top: pd.DataFrame) -> None:
+    """Risk (x, symlog) vs −log10 p (y): Reserved control grey, Defender blue, flagged red with
+    bootstrap intervals, the correction's p cutoff dashed, the ``top`` flagged ids annotated."""
+    summary = risk_summary(frame) or {}
+    roles = frame["role"].astype(str)
+    risk = pd.to_numeric(frame["risk"], errors="coerce")
+    p = pd.to_numeric(frame["p_value"], errors="coerce").clip(lower=1e-300)
+    y = -np.log10(p)
+    flagged = (roles == "defender") & frame["flagged"].astype(bool)
+    ok = risk.notna() & y.notna()
+    res, dfd = ok & (roles == "reserved"), ok & (roles == "defender") & ~flagged
+    control = summary.get("reserved_flagged")
+    ax.scatter(risk[res], y[res], s=6, color="#999999", alpha=0.5,
+               label=_text(f"Reserved (negative control): {control if control is not None else '?'} "
+                           f"of {summary.get('reserved_tested')} over the cutoff"))
+    ax.scatter(risk[dfd], y[dfd], s=6, color=_COLORS[0], alpha=0.5, label="Defender")
+    fl = ok & flagged
+    if fl.any():
+        low = pd.to_numeric(frame.loc[fl, "risk_low"], errors="coerce")
+        high = pd.to_numeric(frame.loc[fl, "risk_high"], errors="coerce")
+        xerr = np.vstack([(risk[fl] - low).clip(lower=0).fillna(0), (high - risk[fl]).clip(lower=0).fillna(0)])
+        ax.errorbar(risk[fl], y[fl], xerr=xerr, fmt="o", markersize=4, color=_COLORS[1], capsize=2,
+                    linewidth=0.8, label=f"flagged Defender ({int(fl.sum())})")
+    cutoff = _p_cutoff(summary)
+    if cutoff is not None and cutoff > 0:
+        name = summary.get("correction_name") or summary.get("correction")
+        ax.axhline(-math.log10(cutoff), linestyle="--", color="black", linewidth=0.9,
+                   label=_text(f"{name} {finite(summary.get('level')):g} cutoff, "
+                               f"{summary.get('tested')} tested"))
+    by_id = {str(i): k for k, i in enumerate(frame["id"].astype(str))}
+    for row in top.itertuples():
+        k = by_id.get(str(row.id))
+        if k is not None and ok.iloc[k]:
+            ax.annotate(_text(row.id), (float(risk.iloc[k]), float(y.iloc[k])), fontsize=7,
+                        xytext=(4, 2), textcoords="offset points")
+    ax.set_xscale("symlog", linthresh=1.0)
+    ax.axvline(0.0, color="gray", alpha=0.4, linewidth=0.8)
+    top = max(float(y[ok].max()) if ok.any() else 1.0, -math.log10(cutoff) if cutoff else 0.0)
+    ax.set_ylim(-0.05 * top, 1.5 * top + 0.5)  # head room: the legend sits above points and cutoff
+    interval = finite(summary.get("interval"))
+    band = f"\nbars: {100 * interval:g} % bootstrap interval over reference models" if interval else ""
+    ax.set_xlabel(_text(f"risk: LiRA log-likelihood ratio IN vs OUT (symlog){band}"), fontsize=9)
+    ax.set_ylabel("−log10 p (vs. models that never saw it)")
+    ax.set_title(_text(defender))
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=7, loc="upper left")
+
+
+def _score_histogram_panel(ax: Axes, defender: str, frame: pd.DataFrame, top: pd.DataFrame) -> None:
+    """Histogram of individual privacy scores per role, the most exposed ids in the x label."""
+    scores = pd.to_numeric(frame["score"], errors="coerce")
+    valid = frame.assign(score=scores).dropna(subset=["score"])
+    edges = score_bins(valid["score"])
+    roles = sorted(valid["role"].astype(str).unique())
+    data = [valid.loc[valid["role"].astype(str) == r, "score"].to_numpy() for r in roles]
+    if data:
+        for i, (role, values) in enumerate(zip(roles, data, strict=True)):
+            color = _COLORS[i % len(_COLORS)]
+            ax.hist(values, bins=edges.tolist(), color=color, alpha=0.45, label=_text(role))
+            ax.hist(values, bins=edges.tolist(), color=color, histtype="step", linewidth=1.2)
+        ax.legend(fontsize=8, loc="upper left")
+    ids = [str(i) for i in top["id"]]
+    lines = [", ".join(ids[k : k + 3]) for k in range(0, len(ids), 3)]
+    # Below the axis (in the x label) so that it never hides bars or the legend.
+    ax.set_xlabel(
+        _text("\n".join(["individual privacy score (low = exposed)", "most exposed ids:", *lines]))
+        if ids
+        else "individual privacy score (no scores)",
+        fontsize=9,
+    )
+    ax.set_ylabel("samples")
+    ax.set_title(_text(defender))
 
 
 def roc_figure(roc: Mapping[str, Mapping[str, Mapping[str, Any]]] | None) -> bytes | None:

@@ -95,7 +95,8 @@ def write_plot_files(
         ``<name>.png`` for each of :data:`PLOT_NAMES` (a "not computed" placeholder when the
         data is absent, so the paths declared in ``dvc.yaml`` always exist);
         ``privacy_utility.csv`` (defender, attacker, ..., utility, privacy);
-        ``most_exposed.csv`` (defender, rank, id, role, score);
+        ``most_exposed.csv`` (defender, rank, id, role, score; with per-sample risk also risk,
+        risk_low, risk_high, p_value, q_value: flagged Defender samples only);
         ``epsilon_vs_trials/<defender>.csv`` (trials, eps_k1, eps_ksqrt, claimed_epsilon);
         ``roc/<defender>__<attacker>.csv`` (fpr, tpr);
         ``privacy_scores/<defender>.csv`` (histogram: bin_low, bin_high, bin_center, count_<role>).
@@ -119,8 +120,11 @@ def write_plot_files(
     written.append(_write_csv(plots_dir / "privacy_utility.csv", privacy_utility_table(inputs.ltu)))
 
     exposed = most_exposed(inputs.privacy_scores, most_exposed_k)
+    risk_cols = ["risk", "risk_low", "risk_high", "p_value", "q_value"]
     frames = [
-        t.assign(defender=d)[["defender", "rank", "id", "role", "score"]]
+        t.assign(defender=d)[
+            ["defender", "rank", "id", "role", "score", *[c for c in risk_cols if c in t.columns]]
+        ]
         for d, t in exposed.items()
     ]
     exposed_table = (

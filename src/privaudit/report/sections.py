@@ -34,7 +34,7 @@ from privaudit.report.document import (
 from privaudit.report.figures import PLOT_NAMES
 from privaudit.report.gate import NOT_AUDITED
 from privaudit.report.inputs import ReportInputs, strongest_attacker
-from privaudit.report.tables import curve_stat, most_exposed
+from privaudit.report.tables import curve_stat, exposed_label, most_exposed, risk_note, risk_summary
 
 __all__ = ["build_document"]
 
@@ -312,7 +312,10 @@ def _plots_section(
     captions = {
         "privacy_utility": "One point per defender and attacker; error bars are ± 1 standard error.",
         "epsilon_vs_trials": "LiDP ε lower bound with K = 1 vs K = √n canaries per trial; dashed: claimed ε.",
-        "privacy_scores": "Individual LTU privacy scores (low = exposed); ids only, never sample contents.",
+        "privacy_scores": "Per-sample privacy risk: each sample's LiRA log-likelihood ratio IN vs OUT (x) against "
+        "−log10 of its p-value versus reference models that never saw it (y); dashed: the cutoff after the "
+        "multiplicity correction; red: flagged Defender samples with bootstrap intervals; grey: Reserved samples "
+        "(never trained on), the negative control. Ids only, never sample contents.",
         "roc": "Log-log ROC; grey verticals at 0.1 % and 1 % FPR.",
     }
     for name, title in PLOT_NAMES.items():
@@ -325,9 +328,15 @@ def _plots_section(
         if name == "privacy_scores" and inputs.privacy_scores:
             rows = []
             for defender, top in most_exposed(inputs.privacy_scores, top_k).items():
-                ids = [f"{r.id} ({r.role}, {num(float(r.score))})" for r in top.itertuples()]
-                rows.append([cell(defender), Cell(ids or ["—"])])
-            sub.blocks.append(Table(["Defender", "Most exposed sample ids (role, score)"], rows))
+                summary = risk_summary(inputs.privacy_scores[defender])
+                if summary is None:  # a scores file without per-sample risk (older runs)
+                    ids = [f"{r.id} ({r.role}, {num(float(r.score))})" for r in top.itertuples()] or ["—"]
+                else:  # flagged Defender samples only; a Reserved sample is never listed
+                    ids = [exposed_label(r) for r in top.itertuples()] or ["none significant"]
+                rows.append([cell(defender), Cell(ids), cell(risk_note(summary))])
+            sub.blocks.append(Table(
+                ["Defender", "Most exposed sample ids", "Selection (risk [interval], p, q) and negative control"],
+                rows))
         if name == "roc" and inputs.roc:
             rows = []
             for defender, per_attacker in inputs.roc.items():

@@ -13,10 +13,15 @@ import pandas as pd
 from privaudit.report.inputs import strongest_attacker
 
 __all__ = [
+    "CORRECTION_NAMES",
     "curve_stat",
     "epsilon_series",
+    "exposed_label",
     "finite",
+    "has_risk",
     "most_exposed",
+    "risk_note",
+    "risk_summary",
     "privacy_score_histogram",
     "privacy_utility_table",
     "safe_name",
@@ -129,10 +134,35 @@ def epsilon_series(
     return pd.DataFrame({"trials": [trials], "eps_k1": [k1], "eps_ksqrt": [ksqrt]}, dtype=float)
 
 
+#: columns of a per-sample risk scores file (privaudit.attacks.sample_risk) that the report reads
+RISK_REPORT_COLUMNS: tuple[str, ...] = ("risk", "risk_low", "risk_high", "p_value", "q_value", "flagged")
+
+#: how the report names the multiplicity corrections of ``risk_correction``
+CORRECTION_NAMES: dict[str, str] = {"bh": "Benjamini-Hochberg FDR", "bonferroni": "Bonferroni family-wise error"}
+
+
+def has_risk(frame: pd.DataFrame) -> bool:
+    """Whether a scores frame carries the per-sample risk columns (``ltu`` stage with reference models)."""
+    return all(c in frame.columns for c in RISK_REPORT_COLUMNS)
+
+
+def _flag_mask(frame: pd.DataFrame) -> pd.Series:
+    """Flagged Defender rows; a Reserved row is never listed, whatever its flag says."""
+    flagged = frame["flagged"].map(lambda v: isinstance(v, (bool, np.bool_)) and bool(v))
+    return flagged & (frame["role"].astype(str) == "defender")
+
+
 def most_exposed(
     privacy_scores: Mapping[str, pd.DataFrame] | None, k: int = 10
 ) -> dict[str, pd.DataFrame]:
-    """The ``k`` lowest individual privacy scores per defender (columns rank, id, role, score).
+    """The most exposed samples per defender, at most ``k`` (columns rank, id, role, score, ...).
+
+    With per-sample risk columns (:func:`has_risk`): only the **Defender** samples whose leakage
+    is significant after the multiplicity correction (``flagged``), smallest p-value first (ties:
+    larger risk), with ``risk, risk_low, risk_high, p_value, q_value`` after the four base
+    columns; the table is empty when none is significant. A Reserved sample is never listed: the
+    model never trained on it. Without them (scores files of older runs): the ``k`` lowest
+    individual privacy scores of any role, as before.
 
     Only ids, roles and scores are returned, never sample contents.
     """
@@ -140,13 +170,88 @@ def most_exposed(
         raise ValueError(f"k must be >= 1, got {k}")
     out: dict[str, pd.DataFrame] = {}
     for defender, frame in (privacy_scores or {}).items():
-        scores = frame[["id", "role", "score"]].copy()
-        scores["score"] = pd.to_numeric(scores["score"], errors="coerce")
-        top = scores.dropna(subset=["score"]).sort_values(["score", "id"], kind="mergesort").head(k)
-        top = top.reset_index(drop=True)
+        if has_risk(frame):
+            cols = ["id", "role", "score", *RISK_REPORT_COLUMNS[:-1]]
+            rows = frame.loc[_flag_mask(frame), cols].copy()
+            for c in cols[2:]:
+                rows[c] = pd.to_numeric(rows[c], errors="coerce")
+            rows["_neg_risk"] = -rows["risk"].fillna(-np.inf)
+            top = rows.sort_values(["p_value", "_neg_risk", "id"], kind="mergesort").drop(columns="_neg_risk")
+            top = top.head(k).reset_index(drop=True)
+        else:
+            scores = frame[["id", "role", "score"]].copy()
+            scores["score"] = pd.to_numeric(scores["score"], errors="coerce")
+            top = scores.dropna(subset=["score"]).sort_values(["score", "id"], kind="mergesort").head(k)
+            top = top.reset_index(drop=True)
         top.insert(0, "rank", np.arange(1, len(top) + 1))
         out[str(defender)] = top
     return out
+
+
+def risk_summary(frame: pd.DataFrame) -> dict[str, Any] | None:
+    """Level, correction and counts of one defender's per-sample risk (None without risk columns).
+
+    Keys: ``level``, ``correction`` (as stored: ``bh`` | ``bonferroni``), ``correction_name``,
+    ``tested`` (Defender samples), ``flagged``, ``reserved_tested``, ``reserved_flagged`` (the
+    negative control: Reserved samples the same cutoff would have flagged; None if not recorded),
+    ``interval`` (coverage of the risk interval; None if not recorded).
+    """
+    if not has_risk(frame):
+        return None
+    roles = frame["role"].astype(str)
+    level = (finite(pd.to_numeric(frame["risk_level"], errors="coerce").iloc[0])
+             if "risk_level" in frame and len(frame) else None)
+    corr = str(frame["risk_correction"].iloc[0]) if "risk_correction" in frame and len(frame) else None
+    control = None
+    if "control_hit" in frame.columns:
+        control = int(frame.loc[roles == "reserved", "control_hit"].map(
+            lambda v: isinstance(v, (bool, np.bool_)) and bool(v)).sum())
+    interval = (finite(pd.to_numeric(frame["risk_interval"], errors="coerce").iloc[0])
+                if "risk_interval" in frame and len(frame) else None)
+    return {
+        "level": level,
+        "correction": corr,
+        "correction_name": CORRECTION_NAMES.get(corr or "", corr),
+        "tested": int((roles == "defender").sum()),
+        "flagged": int(_flag_mask(frame).sum()),
+        "reserved_tested": int((roles == "reserved").sum()),
+        "reserved_flagged": control,
+        "interval": interval,
+    }
+
+
+def _g(value: Any, digits: int = 3) -> str:
+    v = finite(value)
+    return "—" if v is None else f"{v:.{digits}g}"
+
+
+def exposed_label(row: Any) -> str:
+    """One flagged sample as text: ``id (risk R [low, high], p = …, q = …)``.
+
+    ``row`` is a row of :func:`most_exposed` with risk columns (a namedtuple or mapping).
+    """
+    get = row.get if isinstance(row, Mapping) else lambda c: getattr(row, c, None)
+    risk, low, high = finite(get("risk")), finite(get("risk_low")), finite(get("risk_high"))
+    text = f"{get('id')} (risk {_g(risk)}"
+    if low is not None and high is not None:
+        text += f" [{_g(low)}, {_g(high)}]"
+    return text + f", p = {_g(get('p_value'), 2)}, q = {_g(get('q_value'), 2)})"
+
+
+def risk_note(summary: Mapping[str, Any] | None) -> str:
+    """One sentence on how samples were flagged and what the negative control found."""
+    if not summary:
+        return "individual LTU privacy scores (lowest first; no reference-model risk in this audit)"
+    level, interval = summary.get("level"), finite(summary.get("interval"))
+    band = f" with a {_g(100 * interval)} % bootstrap interval over reference models" if interval else ""
+    text = (f"{summary.get('flagged')} of {summary.get('tested')} Defender samples significant at "
+            f"{summary.get('correction_name')} {_g(level)} (risk: per-sample LiRA log-likelihood ratio IN vs OUT"
+            f"{band}; p: the model's confidence on the sample against reference models that never saw it)")
+    control = summary.get("reserved_flagged")
+    if control is not None:
+        text += (f"; negative control: {control} of {summary.get('reserved_tested')} Reserved samples "
+                 f"(never trained on) would be flagged at the same cutoff")
+    return text + "."
 
 
 def score_bins(scores: pd.Series) -> np.ndarray:

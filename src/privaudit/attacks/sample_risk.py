@@ -1,0 +1,524 @@
+"""Per-sample privacy risk that separates leakage from difficulty (LiRA, Carlini et al. 2022).
+
+A loss-rank score ("how low is this sample's loss") flags *hard* samples: an unusual sample has a
+high loss under every model, trained on it or not, so the most "exposed" samples by rank are often
+samples the model never saw. Memorization is a *difference*: the target model M_D is more
+confident on x than models of the same trainer that did not see x. This module measures that
+difference per sample with reference models (Carlini et al. 2022, "Membership Inference Attacks
+From First Principles", online LiRA) and tests it with a multiplicity correction:
+
+1. **Reference models.** K models of the defender's own trainer T_D (the batched trainer for
+   ``torch_mlp`` / ``dp_sgd``, ``make_defender`` fits for other kinds; see
+   :func:`privaudit.attacks.mia_reference.train_subset_confidences`), each on a class-stratified
+   random subset of *all* samples of the size of the Defender set, in complementary pairs
+   (disjoint halves) so that every sample is IN for about K/2 models and OUT for the rest. The
+   reference models see exactly as much data as M_D, so M_D's statistic on a sample it did not
+   train on is a draw from the OUT distribution. This is the evaluator's measurement, not an
+   LTU attacker: it knows every sample's membership and may train on Defender data.
+2. **Statistic.** φ(x) = log(p_y / (1 − p_y)) (logit-scaled confidence of the true label,
+   p clipped to [:data:`P_CLIP`, 1 − :data:`P_CLIP`]). Per
+   sample, Gaussian fits N(μ_in(x), σ_in²(x)) and N(μ_out(x), σ_out²(x)) on the IN and OUT
+   reference models. Per-sample variances are moderated (empirical Bayes, Smyth 2004: each
+   σ² is shrunk to a common prior fitted to all samples, which adds prior degrees of freedom)
+   so that few reference models still give stable per-sample scales: a hard sample whose OUT
+   confidence varies a lot needs a large deviation to count.
+3. **Risk** (the effect size) = per-example LiRA log-likelihood ratio
+   log N(φ_D(x); μ_in, σ_in²) − log N(φ_D(x); μ_out, σ_out²) (> 0: M_D looks like a model
+   trained on x), with a percentile bootstrap interval over the reference models.
+4. **Significance** (the uncertainty) = one-sided p-value of M_D's φ(x) against the OUT
+   distribution: the Student-t predictive test (φ_D − μ_out) / (σ̃_out √(1 + 1/K_out)) with the
+   moderated degrees of freedom — exact for Gaussian φ, and it accounts for μ_out and σ_out
+   being estimated from K_out models. H0: "M_D behaves on x like a model that never saw x".
+5. **Calibration on the negative control.** M_D never trained on the Reserved samples, so their
+   p-values are draws from the null. Their z-scores (Φ⁻¹(1 − p)) give a robust location and
+   scale (median, IQR / 1.349); where they show that the null is too liberal (location > 0,
+   scale > 1: a trainer mismatch between M_D and the reference models) the z-scores of all
+   samples are re-standardised with them (Efron 2004, "empirical null"); a conservative null is
+   never made more liberal. Reserved samples are calibrated cross-fitted (each half by the other
+   half's estimate) so that the control stays out of sample.
+6. **Multiplicity.** Only Defender samples are tested for leakage (a Reserved sample was not
+   trained on and can never be listed as leaked): Benjamini-Hochberg at FDR ``level`` over the
+   n_D tested samples (or Bonferroni at family-wise ``level``). The **empirical false-discovery
+   check** applies the same p-value cutoff to the Reserved samples: the number they would have
+   flagged estimates the false discoveries among the n_D Defender tests
+   (``reserved_flagged × n_D / n_R``), like a target-decoy search; ``empirical_fdr`` is that
+   estimate divided by the number flagged.
+
+The per-sample frame (:meth:`SampleRisk.frame`) is merged into ``data/ltu/<defender>.scores.parquet``
+and the summary (:meth:`SampleRisk.summary`) becomes ``metrics/ltu.json`` ``<defender>.sample_risk``.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+from scipy import special, stats
+
+from privaudit.attacks.batched_mocks import MAX_MODELS
+from privaudit.attacks.mia_lira import logit_conf
+
+#: columns added to the per-sample scores file (besides id, role, score)
+RISK_COLUMNS: tuple[str, ...] = ("risk", "risk_low", "risk_high", "z", "p_value", "q_value", "flagged",
+                                 "control_hit", "risk_level", "risk_correction", "risk_interval")
+
+#: smallest per-sample variance of φ (φ units²): numerical guard only
+VAR_FLOOR = 1e-4
+
+#: confidences are clipped to [P_CLIP, 1 − P_CLIP] before φ (|φ| <= 9.2). Far from the decision
+#: boundary φ is not Gaussian across models, and the released model and the reference models
+#: differ most there (digits MLP: M_D's p_y reached 1 − 1e-12 on Reserved samples where no reference
+#: model, IN or OUT, went beyond 1 − 1e-6; with a clip at 1e-15 its Reserved negative control got
+#: 3 hits, with this clip none). Odds differences out there say nothing about memorisation, which
+#: shows well inside the range (a memorised hard digit: φ ≈ 2 under M_D against ≈ −6 without it).
+P_CLIP = 1e-4
+
+#: variance of φ assumed for a group (a sample's IN or OUT models) of which at least half sit at
+#: the clip: they agree to the clip's resolution, so their observed spread (~0) is replaced by
+#: half a logit unit squared before moderation (a target at the other end of the range is then
+#: significant, one within a logit or so of the clip is not)
+VAR_CENSORED = 0.25
+PHI_MAX = float(np.log((1 - P_CLIP) / P_CLIP))
+
+METHOD = ("online LiRA: per-example Gaussian fits of phi = log(p/(1-p)) on IN/OUT reference models "
+          "(moderated variances); p-value: one-sided Student-t predictive test against OUT")
+
+
+@dataclass(frozen=True)
+class RiskOptions:
+    """Settings of :func:`sample_risk` (``ltu.risk_*`` params).
+
+    Attributes:
+        reference_models: K reference models (even: complementary pairs), >= 4 (``ltu`` stage: 32).
+        level: FDR level (``bh``) or family-wise error level (``bonferroni``) of the flag.
+        correction: ``bh`` (Benjamini-Hochberg) | ``bonferroni``, over the tested Defender samples.
+        bootstrap: resamples of the reference models for the risk interval (0: no interval).
+        interval: coverage of the bootstrap interval.
+        calibrate: re-standardise z-scores by the Reserved negative control where it shows a
+            liberal null (never the other way).
+        n_jobs / batched / max_models / device: how the reference models train
+            (:func:`privaudit.attacks.mia_reference.train_subset_confidences`).
+    """
+
+    reference_models: int = 32
+    level: float = 0.05
+    correction: Literal["bh", "bonferroni"] = "bh"
+    bootstrap: int = 200
+    interval: float = 0.9
+    calibrate: bool = True
+    n_jobs: int = 1
+    batched: bool = True
+    max_models: int = MAX_MODELS
+    device: str = "cpu"
+
+    def __post_init__(self) -> None:
+        if self.reference_models < 4:
+            raise ValueError(f"ltu.risk_reference_models must be >= 4, got {self.reference_models}")
+        if not 0.0 < self.level < 1.0:
+            raise ValueError(f"ltu.risk_level must lie in (0, 1), got {self.level}")
+        if self.correction not in ("bh", "bonferroni"):
+            raise ValueError(f"ltu.risk_correction must be 'bh' or 'bonferroni', got {self.correction!r}")
+        if self.bootstrap < 0 or not 0.0 < self.interval < 1.0:
+            raise ValueError(f"bootstrap must be >= 0 and interval in (0, 1), got {self.bootstrap}, {self.interval}")
+
+
+# --------------------------------------------------------------------------- multiplicity
+
+
+def benjamini_hochberg(p: np.ndarray, level: float) -> tuple[np.ndarray, np.ndarray, float]:
+    """Benjamini-Hochberg step-up over the m p-values ``p``.
+
+    Returns:
+        (reject (m,) bool, q-values (m,) = BH-adjusted p-values, cutoff: the step-up threshold
+        ``level · R / m`` that the R rejected p-values lie below (every p-value under it is
+        rejected), or ``level / m`` (the first step) when nothing is rejected).
+    """
+    p = np.asarray(p, np.float64)
+    m = len(p)
+    if m == 0:
+        return np.zeros(0, bool), np.zeros(0), float(level)
+    order = np.argsort(p, kind="mergesort")
+    ranked = p[order] * m / np.arange(1, m + 1)
+    q_sorted = np.minimum.accumulate(ranked[::-1])[::-1]
+    q = np.empty(m)
+    q[order] = np.minimum(q_sorted, 1.0)
+    below = np.flatnonzero(p[order] <= level * np.arange(1, m + 1) / m)
+    if len(below) == 0:
+        return np.zeros(m, bool), q, float(level / m)
+    cutoff = float(level * (below[-1] + 1) / m)
+    return p <= cutoff, q, cutoff
+
+
+def bonferroni(p: np.ndarray, level: float) -> tuple[np.ndarray, np.ndarray, float]:
+    """Bonferroni: reject p <= level / m; adjusted p = min(1, m p); cutoff level / m."""
+    p = np.asarray(p, np.float64)
+    m = max(len(p), 1)
+    cutoff = float(level / m)
+    return p <= cutoff, np.minimum(p * m, 1.0), cutoff
+
+
+def correct(p: np.ndarray, level: float, method: str) -> tuple[np.ndarray, np.ndarray, float]:
+    """(reject, adjusted p, p-value cutoff) of ``bh`` or ``bonferroni`` at ``level``."""
+    if method == "bh":
+        return benjamini_hochberg(p, level)
+    if method == "bonferroni":
+        return bonferroni(p, level)
+    raise ValueError(f"unknown correction {method!r}; allowed: 'bh', 'bonferroni'")
+
+
+# --------------------------------------------------------------------------- reference models
+
+
+def _stratified_take(rows: np.ndarray, y: np.ndarray, size: int, rng: np.random.Generator) -> np.ndarray:
+    """``size`` of ``rows`` at random, every class in proportion (largest-remainder quotas)."""
+    classes, counts = np.unique(y[rows], return_counts=True)
+    exact = counts * size / len(rows)
+    quota = np.floor(exact).astype(int)
+    rest = size - int(quota.sum())
+    if rest:
+        frac = exact - quota + rng.random(len(classes)) * 1e-9  # random tie-break
+        quota[np.argsort(-frac, kind="stable")[:rest]] += 1
+    parts = [rng.choice(rows[y[rows] == c], q, replace=False) for c, q in zip(classes, quota) if q]
+    return np.sort(np.concatenate(parts)) if parts else np.zeros(0, np.int64)
+
+
+def population_subsets(y: np.ndarray, n_train: int, count: int, rng: np.random.Generator) -> list[np.ndarray]:
+    """``count`` class-stratified random subsets of ``n_train`` of the n rows (sorted).
+
+    When 2·n_train <= n they come in complementary pairs of disjoint subsets (every row is IN
+    for at most one model of a pair, for exactly one when n = 2·n_train), so each row is IN for
+    about half of the models; otherwise the subsets are independent.
+    """
+    y = np.asarray(y)
+    n = len(y)
+    if not 1 <= n_train < n:
+        raise ValueError(f"reference subsets need 1 <= n_train < n, got n_train={n_train}, n={n}")
+    everything = np.arange(n)
+    out: list[np.ndarray] = []
+    while len(out) < count:
+        a = _stratified_take(everything, y, n_train, rng)
+        out.append(a)
+        if 2 * n_train <= n:
+            out.append(_stratified_take(np.setdiff1d(everything, a), y, n_train, rng))
+    return out[:count]
+
+
+def train_population_references(spec: dict[str, Any], n_classes: int, X: np.ndarray, y: np.ndarray, n_train: int,
+                                options: RiskOptions, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """K reference models of T_D on population subsets of the Defender set's size.
+
+    Returns:
+        (conf (n, K) p_y(x) under each model, inside (n, K) bool: x in model k's training set).
+    """
+    from privaudit.attacks.mia_reference import train_subset_confidences
+
+    subsets = population_subsets(y, n_train, options.reference_models, rng)
+    seeds = rng.integers(0, 2**31 - 1, len(subsets))
+    return train_subset_confidences(spec, n_classes, X, y, subsets, seeds, options.n_jobs, batched=options.batched,
+                                    max_models=options.max_models, device=options.device)
+
+
+# --------------------------------------------------------------------------- statistics
+
+
+def _moments(phi: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per row: (count, mean, unbiased variance) of phi over the columns where mask is True."""
+    m = mask.astype(np.float64)
+    k = m.sum(axis=-1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mu = (phi * m).sum(axis=-1) / k
+        # |φ| <= 9.2 (P_CLIP): the one-pass formula has no cancellation problem
+        var = np.maximum(((phi * phi) * m).sum(axis=-1) - k * mu * mu, 0.0) / (k - 1)
+    var = np.where(k >= 2, var, np.nan)
+    return k, mu, var
+
+
+def _trigamma_inverse(x: float) -> float:
+    """y > 0 with trigamma(y) = x (Newton iteration of limma's ``trigammaInverse``)."""
+    if x > 1e7:
+        return 1.0 / np.sqrt(x)
+    if x < 1e-6:
+        return 1.0 / x
+    y = 0.5 + 1.0 / x
+    for _ in range(50):
+        tri = float(special.polygamma(1, y))
+        dif = tri * (1.0 - tri / x) / float(special.polygamma(2, y))
+        y += dif
+        if -dif / y < 1e-8:
+            break
+    return y
+
+
+def variance_prior(var: np.ndarray, df: np.ndarray) -> tuple[float, float]:
+    """Prior (d0, s0²) of per-sample variances (Smyth 2004, method of moments on log s²).
+
+    ``var`` (m,) sample variances with ``df`` (m,) degrees of freedom; d0 = inf when the
+    variances are no more spread than sampling alone explains.
+    """
+    ok = np.isfinite(var) & (df >= 1)
+    if ok.sum() < 3:
+        s0 = float(np.nanmedian(var)) if np.isfinite(var).any() else 1.0
+        return 0.0, max(s0, VAR_FLOOR)
+    v, d = np.maximum(var[ok], VAR_FLOOR), df[ok]
+    e = np.log(v) - special.digamma(d / 2) + np.log(d / 2)
+    e_mean = float(e.mean())
+    spread = float(((e - e_mean) ** 2).sum() / (len(e) - 1) - special.polygamma(1, d / 2).mean())
+    if spread <= 0:
+        return float("inf"), float(np.exp(e_mean))
+    d0 = 2.0 * _trigamma_inverse(spread)
+    s0 = float(np.exp(e_mean + special.digamma(d0 / 2) - np.log(d0 / 2)))
+    return float(d0), s0
+
+
+def moderate(var: np.ndarray, df: np.ndarray, d0: float, s0: float) -> np.ndarray:
+    """Posterior variances (d0 s0² + df s²) / (d0 + df) (s0² where a sample has no variance)."""
+    v = np.where(np.isfinite(var), np.maximum(var, VAR_FLOOR), s0)
+    d = np.where(np.isfinite(var), df, 0.0)
+    if np.isinf(d0):
+        return np.full_like(v, s0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        post = (d0 * s0 + d * v) / (d0 + d)
+    return np.where(d0 + d > 0, post, s0)
+
+
+def _gauss_logpdf(x: np.ndarray, mu: np.ndarray, var: np.ndarray) -> np.ndarray:
+    return -0.5 * (np.log(2 * np.pi * var) + (x - mu) ** 2 / var)
+
+
+@dataclass(frozen=True)
+class _Fit:
+    """Per-sample Gaussian fits of the IN and OUT reference models."""
+
+    k_in: np.ndarray
+    mu_in: np.ndarray
+    var_in: np.ndarray
+    k_out: np.ndarray
+    mu_out: np.ndarray
+    var_out: np.ndarray
+    df_out: np.ndarray
+
+
+def _censored(phi: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """Rows where at least half of the masked φ sit at the clip (saturated models)."""
+    at_clip = np.abs(phi) >= PHI_MAX - 1e-9
+    return (at_clip & mask).sum(axis=-1) * 2 >= np.maximum(mask.sum(axis=-1), 1)
+
+
+def _fit(phi: np.ndarray, inside: np.ndarray, priors: tuple[tuple[float, float], tuple[float, float]] | None = None
+         ) -> tuple[_Fit, tuple[tuple[float, float], tuple[float, float]]]:
+    k_in, mu_in, v_in = _moments(phi, inside)
+    k_out, mu_out, v_out = _moments(phi, ~inside)
+    v_in = np.where(_censored(phi, inside), np.fmax(v_in, VAR_CENSORED), v_in)
+    v_out = np.where(_censored(phi, ~inside), np.fmax(v_out, VAR_CENSORED), v_out)
+    if priors is None:
+        priors = (variance_prior(v_in, k_in - 1), variance_prior(v_out, k_out - 1))
+    (d0_in, s0_in), (d0_out, s0_out) = priors
+    var_in = moderate(v_in, k_in - 1, d0_in, s0_in)
+    var_out = moderate(v_out, k_out - 1, d0_out, s0_out)
+    df_out = d0_out + np.where(np.isfinite(v_out), k_out - 1, 0.0)
+    return _Fit(k_in, mu_in, var_in, k_out, mu_out, var_out, df_out), priors
+
+
+def _llr(phi_t: np.ndarray, f: _Fit) -> np.ndarray:
+    """Per-example LiRA log-likelihood ratio IN vs OUT (NaN without IN or OUT models)."""
+    ok = (f.k_in >= 1) & (f.k_out >= 1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        llr = _gauss_logpdf(phi_t, f.mu_in, f.var_in) - _gauss_logpdf(phi_t, f.mu_out, f.var_out)
+    return np.where(ok, llr, np.nan)
+
+
+def out_test(phi_t: np.ndarray, f: _Fit) -> tuple[np.ndarray, np.ndarray]:
+    """(z, p): one-sided Student-t predictive test of φ_D against the OUT fit, z = Φ⁻¹(1 − p)."""
+    k = np.maximum(f.k_out, 1.0)
+    t = (phi_t - f.mu_out) / np.sqrt(f.var_out * (1.0 + 1.0 / k))
+    df = np.where(np.isfinite(f.df_out), np.maximum(f.df_out, 0.5), np.inf)  # censored, weak prior: heavy tail
+    logp = np.where(np.isinf(df), stats.norm.logsf(t), stats.t.logsf(t, np.where(np.isinf(df), 1.0, df)))
+    logp = np.where(f.k_out >= 1, logp, 0.0)  # no OUT model: nothing to test, p = 1
+    return -_norm_ppf_log(logp), np.exp(logp)
+
+
+def _norm_ppf_log(logp: np.ndarray) -> np.ndarray:
+    """Φ⁻¹(exp(logp)), accurate for tiny p (z = −Φ⁻¹(p) is the upper-tail z-score)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return special.ndtri_exp(np.minimum(logp, 0.0))
+
+
+def _robust_null(z: np.ndarray) -> tuple[float, float]:
+    """(median, IQR / 1.349) of finite z-scores; (0, 1) when fewer than 10."""
+    z = z[np.isfinite(z)]
+    if len(z) < 10:
+        return 0.0, 1.0
+    q25, q50, q75 = np.percentile(z, [25, 50, 75])
+    return float(q50), float((q75 - q25) / 1.349)
+
+
+def _calibrated(z: np.ndarray, loc: float, scale: float) -> tuple[np.ndarray, np.ndarray]:
+    """(z', p') with z' = (z − max(loc, 0)) / max(scale, 1): only ever more conservative."""
+    zc = (z - max(loc, 0.0)) / max(scale, 1.0)
+    return zc, stats.norm.sf(zc)
+
+
+# --------------------------------------------------------------------------- result
+
+
+@dataclass
+class SampleRisk:
+    """Per-sample risk of one defender (arrays in data row order) and its summary.
+
+    Attributes:
+        risk: (n,) LiRA log-likelihood ratio IN vs OUT of M_D's φ(x); risk_low / risk_high its
+            bootstrap interval over reference models.
+        z, p_value: (n,) calibrated OUT-test z-score and one-sided p-value (Reserved: cross-fitted).
+        q_value: (n,) adjusted p-values (Defender: over the Defender tests; Reserved: over the
+            Reserved tests, the negative control's own correction).
+        flagged: (n,) Defender samples significant after correction (never a Reserved sample).
+        control_hit: (n,) Reserved samples that the same cutoff would have flagged.
+        info: the summary (see :meth:`summary`).
+    """
+
+    risk: np.ndarray
+    risk_low: np.ndarray
+    risk_high: np.ndarray
+    z: np.ndarray
+    p_value: np.ndarray
+    q_value: np.ndarray
+    flagged: np.ndarray
+    control_hit: np.ndarray
+    info: dict[str, Any] = field(default_factory=dict)
+
+    def frame(self, ids: np.ndarray, is_defender: np.ndarray) -> pd.DataFrame:
+        """Per-sample table (id + :data:`RISK_COLUMNS`), Defender rows first (as the scores file)."""
+        d = np.asarray(is_defender, bool)
+        order = np.concatenate([np.flatnonzero(d), np.flatnonzero(~d)])
+        return pd.DataFrame({
+            "id": np.asarray(ids)[order],
+            "risk": self.risk[order], "risk_low": self.risk_low[order], "risk_high": self.risk_high[order],
+            "z": self.z[order], "p_value": self.p_value[order], "q_value": self.q_value[order],
+            "flagged": self.flagged[order], "control_hit": self.control_hit[order],
+            "risk_level": float(self.info["level"]), "risk_correction": str(self.info["correction"]),
+            "risk_interval": np.nan if self.info.get("interval") is None else float(self.info["interval"]),
+        })
+
+    def summary(self) -> dict[str, Any]:
+        """The ``metrics/ltu.json`` ``sample_risk`` block (documented in the README)."""
+        return dict(self.info)
+
+
+def risk_from_confidences(conf_target: np.ndarray, conf_ref: np.ndarray, inside: np.ndarray, is_defender: np.ndarray,
+                          options: RiskOptions | None = None, rng: np.random.Generator | None = None) -> SampleRisk:
+    """Per-sample risk from M_D's and the reference models' label confidences (no training).
+
+    Args:
+        conf_target: (n,) p_y(x) under M_D. conf_ref: (n, K) p_y(x) under the reference models.
+        inside: (n, K) bool, x in reference model k's training set.
+        is_defender: (n,) bool, x in M_D's training set (the tested samples); the others are the
+            negative control (never flagged).
+        options: level, correction, bootstrap, calibration. rng: bootstrap randomness.
+    """
+    options = options or RiskOptions()
+    rng = rng if rng is not None else np.random.default_rng(0)
+    d = np.asarray(is_defender, bool)
+    phi_t = logit_conf(np.clip(np.asarray(conf_target, np.float64), P_CLIP, 1 - P_CLIP))
+    phi = logit_conf(np.clip(np.asarray(conf_ref, np.float64), P_CLIP, 1 - P_CLIP))
+    inside = np.asarray(inside, bool)
+    if phi.shape != inside.shape or phi.shape[0] != len(phi_t) or len(d) != len(phi_t):
+        raise ValueError(f"shapes differ: target {phi_t.shape}, reference {phi.shape}, inside {inside.shape}, "
+                         f"is_defender {d.shape}")
+    if d.sum() < 1 or (~d).sum() < 2:
+        raise ValueError("per-sample risk needs Defender samples to test and >= 2 Reserved samples as the control")
+    fit, priors = _fit(phi, inside)
+    risk = _llr(phi_t, fit)
+    z_raw, _ = out_test(phi_t, fit)
+
+    # calibration on the negative control (Reserved, never trained on by M_D)
+    res = np.flatnonzero(~d)
+    loc, scale = _robust_null(z_raw[res])
+    z = np.empty_like(z_raw)
+    p = np.empty_like(z_raw)
+    if options.calibrate:
+        z[d], p[d] = _calibrated(z_raw[d], loc, scale)
+        halves = np.array_split(rng.permutation(res), 2)
+        for own, other in ((halves[0], halves[1]), (halves[1], halves[0])):
+            z[own], p[own] = _calibrated(z_raw[own], *_robust_null(z_raw[other]))
+    else:
+        z[:] = z_raw
+        p[:] = stats.norm.sf(z_raw)
+
+    flagged = np.zeros(len(d), bool)
+    q = np.full(len(d), np.nan)
+    reject, q_d, cutoff = correct(p[d], options.level, options.correction)
+    flagged[d], q[d] = reject, q_d
+    ctrl_reject, q_r, _ = correct(p[~d], options.level, options.correction)
+    q[~d] = q_r
+    control_hit = np.zeros(len(d), bool)
+    control_hit[~d] = p[~d] <= cutoff
+
+    low, high = _bootstrap(phi_t, phi, inside, priors, options, rng)
+    n_d, n_r = int(d.sum()), int((~d).sum())
+    n_flag, n_ctrl = int(reject.sum()), int(control_hit.sum())
+    expected_false = n_ctrl * n_d / n_r
+    info: dict[str, Any] = {
+        "method": METHOD,
+        "reference_models": int(inside.shape[1]),
+        "reference_in_per_sample": float(fit.k_in.mean()),
+        "correction": options.correction,
+        "level": float(options.level),
+        "tested": n_d,
+        "flagged": n_flag,
+        "p_cutoff": float(cutoff),
+        "reserved_tested": n_r,
+        "reserved_flagged": n_ctrl,
+        "reserved_flagged_own_correction": int(ctrl_reject.sum()),
+        "expected_false_flags": float(expected_false),
+        "empirical_fdr": float(min(1.0, expected_false / n_flag)) if n_flag else None,
+        "reserved_share_p_below_level": float(np.mean(p[~d] <= options.level)),
+        "calibrated": bool(options.calibrate),
+        "null_location": loc,
+        "null_scale": scale,
+        "prior_df_out": None if not np.isfinite(priors[1][0]) else float(priors[1][0]),
+        "interval": float(options.interval) if options.bootstrap else None,
+        "bootstrap": int(options.bootstrap),
+    }
+    return SampleRisk(risk, low, high, z, p, q, flagged, control_hit, info)
+
+
+def _bootstrap(phi_t: np.ndarray, phi: np.ndarray, inside: np.ndarray,
+               priors: tuple[tuple[float, float], tuple[float, float]], options: RiskOptions,
+               rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """Percentile interval of the risk over reference models resampled with replacement."""
+    n, K = phi.shape
+    if options.bootstrap == 0:
+        return np.full(n, np.nan), np.full(n, np.nan)
+    draws = np.empty((options.bootstrap, n))
+    for b in range(options.bootstrap):
+        cols = rng.integers(0, K, K)
+        f, _ = _fit(phi[:, cols], inside[:, cols], priors)
+        draws[b] = _llr(phi_t, f)
+    a = (1.0 - options.interval) / 2
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # a sample without IN or OUT draws
+        lo, hi = np.nanpercentile(draws, [100 * a, 100 * (1 - a)], axis=0)
+    return lo, hi
+
+
+def sample_risk(data: Any, rng: np.random.Generator, options: RiskOptions | None = None) -> SampleRisk:
+    """Per-sample risk of one defender (:class:`privaudit.attacks.ltu.LtuData`, rows in data order).
+
+    Trains ``options.reference_models`` reference models of ``data.spec`` on population subsets of
+    the Defender set's size (:func:`train_population_references`), then
+    :func:`risk_from_confidences`.
+
+    Raises:
+        ValueError: no spec or no features (black-box data), or too few samples.
+    """
+    options = options or RiskOptions()
+    if data.spec is None or data.X.shape[1] == 0:
+        raise ValueError("per-sample risk needs the defender spec and the features (reference models)")
+    conf_ref, inside = train_population_references(data.spec, data.n_classes, data.X, data.y,
+                                                   int(np.sum(data.is_defender)), options, rng)
+    conf_t = data.proba[np.arange(len(data.y)), data.y]
+    return risk_from_confidences(conf_t, conf_ref, inside, data.is_defender, options, rng)
