@@ -1,13 +1,14 @@
 """The audit flow: the DVC pipeline, one run at a time, its verdict as Prefect artifacts.
 
-``audit_flow`` validates ``params.yaml`` (with any overrides) first, then runs
-``dvc repro`` — or ``dvc exp run -S key=value ...`` when overrides are given, so the run is
-recorded as a DVC experiment (``dvc exp show``) — and reads ``metrics/gate.json`` (the contract
-in DESIGN.md), both inside :func:`flows._dvc.exclusive_pipeline` (global concurrency limit
-``privaudit-dvc`` of 1 slot + a file lock). An override run puts ``params.yaml`` back byte for
-byte afterwards (also when it failed): its overrides apply to that run only, never to later
-scheduled audits. Until the next ``dvc repro`` the workspace's outputs and metrics are then the
-override run's, and ``privaudit verdict`` says the gate is stale. It then publishes:
+``audit_flow`` validates ``params.yaml`` (with any overrides) first, then runs ``dvc repro`` —
+or ``dvc exp run -S key=value ...`` when overrides are given, so the run is recorded as a DVC
+experiment (``dvc exp show``) — and reads ``metrics/gate.json`` (the contract in
+docs/architecture.md, "Metrics contracts"), both inside :func:`flows._dvc.exclusive_pipeline`
+(global concurrency limit ``privaudit-dvc`` of 1 slot + a file lock). An override run puts
+``params.yaml`` back byte for byte afterwards (also when it failed): its overrides apply to that
+run only, never to later scheduled audits. Until the next ``dvc repro`` the workspace's outputs
+and metrics are then the override run's, and ``privaudit verdict`` says the gate is stale. It
+then publishes:
 
 - markdown artifact ``privaudit-verdict``: verdict, per-defender LTU privacy (Pedersen et al.
   2022, Eq. 1) and audited ε̂ (max of Game 3 ``eps_low``, LiDP ``eps_lower_bound`` and

@@ -2,7 +2,7 @@
 
 A failed stage therefore never leaves a partial ``data/...`` directory or metrics file that
 a later stage or ``dvc`` could mistake for a result, and earlier outputs stay untouched until
-the new ones are complete (DESIGN.md, "Every stage writes its outputs atomically").
+the new ones are complete (docs/architecture.md, "Atomic outputs").
 """
 
 from __future__ import annotations

@@ -143,3 +143,13 @@ def test_budget_levels_sum_to_beta() -> None:
     assert "gate.beta = 0.05" in BUDGET.sentence() and "Bonferroni" in BUDGET.sentence()
     with pytest.raises(ValueError, match="gate.bounds"):
         plan_budget(0.05, ["whitebx"], ["whitebox"])
+
+
+def test_theory_check_is_diagnostic_when_left_out_of_gate_bounds() -> None:
+    m = synthetic.metrics()
+    m["bounds"]["dp_sgd"]["empirical_accuracy"] = 0.95  # far beyond every bound of the claim
+    gated = evaluate_gate(m["ltu"], m["audit"], m["bounds"], GateParams())
+    assert not gated["defenders"]["dp_sgd"]["passed"]
+    bounds = [b for b in GateParams().bounds if b != "theory"]
+    shown = evaluate_gate(m["ltu"], m["audit"], m["bounds"], GateParams(bounds=bounds))
+    assert shown["defenders"]["dp_sgd"]["passed"], shown["defenders"]["dp_sgd"]["reasons"]

@@ -1,6 +1,6 @@
 """privaudit.stats — the statistics core (numpy/scipy only).
 
-The names listed in DESIGN.md ("The statistics API") are fixed; extras are exported too.
+The names listed in docs/architecture.md ("The statistics API") are fixed; extras are exported too.
 Papers: Pillutla et al. 2023 (LiDP / XBern intervals), Malek et al. 2021 (Game 3), Pedersen et
 al. 2022 (LTU), Thudi et al. 2022 (MI bounds), Izzo et al. 2023 (MIP), Steinke, Nasr & Jagielski
 2023 (one-run auditing).
@@ -39,7 +39,7 @@ from .thresholds import (
 from .xbern import effective_order, xbern_interval, xbern_interval_from_counts, xbern_moments
 
 __all__ = [
-    # fixed API (DESIGN.md)
+    # fixed API (docs/architecture.md, "The statistics API")
     "xbern_moments",
     "xbern_interval",
     "lidp_epsilon_lower_bound",

@@ -1,9 +1,10 @@
 """GX suite ``defender_outputs`` of the defenders stage (and of every stage reading them).
 
-Checks (DESIGN.md table, row *defenders*) on the per-sample outputs table (id, role, label,
-loss, correct, p_0..p_{C-1}): the columns exist; exactly one row per expected sample (row count,
-unique ids, every id expected); every p_c in [0, 1] and non-null; each row's probabilities sum
-to 1 within ``SUM_TOLERANCE``; loss finite and >= 0; role is defender/reserved.
+Checks (docs/architecture.md, "Validation before work" table, row *defenders*) on the per-sample
+outputs table (id, role, label, loss, correct, p_0..p_{C-1}): the columns exist; exactly one row
+per expected sample (row count, unique ids, every id expected); every p_c in [0, 1] and
+non-null; each row's probabilities sum to 1 within ``SUM_TOLERANCE``; loss finite and >= 0; role
+is defender/reserved.
 """
 
 from __future__ import annotations

@@ -1,8 +1,9 @@
 """GX suite ``features`` of the featurize stage (and of every stage reading ``data/features/``).
 
-Checks (DESIGN.md table, row *featurize*): X is 2-D ``(n, d)``; ``d`` equals the expected
-dimension when one is known (the backbone's, or ``meta.json``'s ``dim``); one id per row; the
-ids equal the source ids, same set in the same order; features finite.
+Checks (docs/architecture.md, "Validation before work" table, row *featurize*): X is 2-D
+``(n, d)``; ``d`` equals the expected dimension when one is known (the backbone's, or
+``meta.json``'s ``dim``); one id per row; the ids equal the source ids, same set in the same
+order; features finite.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""GX suite ``metrics`` of the metric files (DESIGN.md "Contracts other tools rely on").
+"""GX suite ``metrics`` of the metric files (docs/architecture.md, "Metrics contracts").
 
 The nested metrics object is flattened to one row per leaf, indexed by its dotted path (e.g.
 ``mlp.game3.eps_low``), and each leaf is checked by the rule its key name implies:
@@ -138,7 +138,7 @@ def validate_metrics(kind: Literal["ltu", "audit", "bounds", "gate"], metrics: M
         by_rule[rule][path] = value
     frames = {"required": req_frame}
     exps: dict[str, list] = {"required": [gxe.ExpectColumnValuesToBeInSet(
-        column="present", value_set=[True], description=f"required {kind} keys present (DESIGN.md contract)")]}
+        column="present", value_set=[True], description=f"required {kind} keys present (docs/architecture.md contract)")]}
     specs = {
         "eps": ("epsilons", 0.0, FINITE_MAX, "epsilon values finite and >= 0 (eps_high may be null = inf)"),
         "unit": ("scores", 0.0, 1.0, "privacy, utility, accuracies and probabilities in [0, 1]"),

@@ -1,10 +1,11 @@
 """GX suite ``source`` of the ingest stage (and of every stage reading ``data/source/``).
 
-Checks (DESIGN.md table, row *ingest*): at least ``min_rows`` rows; X, y and ids of equal
-length; ids non-null and unique; labels non-null, integer and in ``[0, n_classes)``;
-features finite (no NaN/inf). :class:`~privaudit.data.sources.SourceData` checks some of this
-on construction; the suite is the stage-level guard that also covers whatever a user's file
-or a future source brings, and records the result in the Data Docs.
+Checks (docs/architecture.md, "Validation before work" table, row *ingest*): at least
+``min_rows`` rows; X, y and ids of equal length; ids non-null and unique; labels non-null,
+integer and in ``[0, n_classes)``; features finite (no NaN/inf).
+:class:`~privaudit.data.sources.SourceData` checks some of this on construction; the suite is
+the stage-level guard that also covers whatever a user's file or a future source brings, and
+records the result in the Data Docs.
 """
 
 from __future__ import annotations

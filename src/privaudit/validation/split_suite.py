@@ -1,4 +1,5 @@
-"""GX suite of the split stage: Defender/Reserved membership table (DESIGN.md table).
+"""GX suite of the split stage: Defender/Reserved membership table (docs/architecture.md,
+"Validation before work" table).
 
 Checks: ids unique across the table (so Defender and Reserved are disjoint), roles only
 ``defender``/``reserved``, the Defender fraction within ``split.fraction_tolerance`` of
