@@ -68,7 +68,7 @@ def _body(args: argparse.Namespace, params: Params) -> None:
             _, info = read_defender_outputs(args.defenders / name)
             data = _ltu_data(args.defenders / name, spec, fs)
             ev = evaluate_defender(data, lp.rounds, list(lp.attackers), rng_for(params.base.seed, "ltu", name), options,
-                                   risk)
+                                   risk, progress=lambda line, name=name: print(f"ltu: {name}: {line}", flush=True))
             metrics[name] = ev.metrics(info["utility"], info["utility_stderr"])
             roc[name] = ev.roc
             ev.scores.to_parquet(tmp / f"{name}.scores.parquet", index=False)

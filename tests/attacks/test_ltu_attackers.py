@@ -71,6 +71,14 @@ def test_gradient_not_applicable_is_recorded_not_raised() -> None:
     assert "gradient" not in m["attackers"] and "not applicable" in m["not_applicable"]["gradient"]
 
 
+def test_progress_reports_every_attacker() -> None:
+    """Issue 15 papercut: a long attacker (retrain) must not leave the ltu stage silent."""
+    lines: list[str] = []
+    data = _tiny({"name": "nb", "kind": "sklearn", "estimator": "gaussian_nb"})
+    evaluate_defender(data, 10, ["loss_gap", "gradient"], np.random.default_rng(0), OPTS, progress=lines.append)
+    assert len(lines) == 2 and lines[0].startswith("attacker loss_gap: accuracy ") and "skipped" in lines[1]
+
+
 def test_logreg_gradient_norm_matches_autograd() -> None:
     import torch
 
