@@ -77,6 +77,21 @@ def dataset_file(params: dict[str, Any], repo: Path) -> Path | None:
     return path if path.is_absolute() else repo / path
 
 
+#: what the audit's numbers depend on in the repository (code, pipeline, params, Table 1 results)
+CODE_PATHS: tuple[str, ...] = ("src", "stages", "dvc.yaml", "params.yaml", "pyproject.toml", "benchmarks/results")
+
+
+def upstream_lock_sha256(lock: Path, own_stage: str = "report") -> str | None:
+    """sha256 of ``dvc.lock``'s stage entries except ``own_stage`` (canonical JSON); None without a lock."""
+    if not lock.is_file():
+        return None
+    import yaml
+
+    data = yaml.safe_load(lock.read_text()) or {}
+    stages = {k: v for k, v in (data.get("stages") or {}).items() if k != own_stage}
+    return hashlib.sha256(json.dumps(stages, sort_keys=True, default=str).encode()).hexdigest()
+
+
 def build_manifest(repo: Path, params: dict[str, Any], seed: int, data_paths: dict[str, Path]) -> dict[str, Any]:
     """The manifest written into every report.
 
@@ -88,20 +103,29 @@ def build_manifest(repo: Path, params: dict[str, Any], seed: int, data_paths: di
             (``dataset.path``, file or folder) is added as ``dataset`` when set.
 
     Returns:
-        ``{git_revision, git_dirty, dvc_lock_sha256, seed, seeds, params, python, platform,
-        packages, data_sha256: {name: hex}, dataset_path}``. ``dvc_lock_sha256`` is the lock
-        as it stood when the report stage started (the upstream stages' entries are final).
+        ``{code_revision, code_dirty, upstream_lock_sha256, seed, seeds, params, python, platform,
+        packages, data_sha256: {name: hex}, dataset_path}``.
+
+    The manifest is part of the report, a DVC output, so it holds only what identifies the audit
+    and does not change when nothing audited changed — otherwise a fresh clone's ``make audit``
+    would rewrite ``dvc.lock`` on every commit:
+
+    * ``code_revision``: the last commit that touched the audited code or its settings
+      (:data:`CODE_PATHS`), not ``HEAD`` (committing the regenerated ``dvc.lock``, metrics or
+      README does not move it); ``code_dirty``: uncommitted changes under those paths.
+    * ``upstream_lock_sha256``: sha256 of ``dvc.lock`` without the report stage's own entry (the
+      upstream entries are final when the report stage runs; its own entry is written after it).
     """
-    lock = repo / "dvc.lock"
-    status = _git("status", "--porcelain", "--untracked-files=no", cwd=repo)
+    status = _git("status", "--porcelain", "--untracked-files=no", "--", *CODE_PATHS, cwd=repo)
     paths = dict(data_paths)
     raw = dataset_file(params, repo)
     if raw is not None:
         paths["dataset"] = raw
     return {
-        "git_revision": _git("rev-parse", "HEAD", cwd=repo),
-        "git_dirty": None if status is None else bool(status),
-        "dvc_lock_sha256": sha256_file(lock) if lock.is_file() else None,
+        "code_revision": _git("log", "-1", "--format=%H", "--", *CODE_PATHS, cwd=repo) or _git("rev-parse", "HEAD",
+                                                                                              cwd=repo),
+        "code_dirty": None if status is None else bool(status),
+        "upstream_lock_sha256": upstream_lock_sha256(repo / "dvc.lock"),
         "seed": seed,
         "seeds": {"base.seed": seed, **derived_seeds(seed, params)},
         "params": params,

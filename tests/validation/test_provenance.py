@@ -5,7 +5,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from privaudit.provenance import build_manifest, hash_tree, sha256_file
+from privaudit.provenance import build_manifest, hash_tree, upstream_lock_sha256
 from privaudit.seeding import int_seed
 
 
@@ -31,8 +31,8 @@ def test_manifest_records_everything(tmp_path: Path) -> None:
               "defenders": [{"name": "logreg", "kind": "logistic_regression"}]}
     m = build_manifest(repo, params, 7, {"source": source, "missing": repo / "nope"})
     rev = subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True, text=True).stdout.strip()
-    assert m["git_revision"] == rev and m["git_dirty"] is False
-    assert m["dvc_lock_sha256"] == sha256_file(repo / "dvc.lock")
+    assert m["code_revision"] == rev and m["code_dirty"] is False  # no code committed yet: HEAD
+    assert m["upstream_lock_sha256"] == upstream_lock_sha256(repo / "dvc.lock")
     assert m["params"] == params and m["seed"] == 7
     assert m["seeds"] == {"base.seed": 7, "defenders.logreg": int_seed(7, "defenders", "logreg")}
     assert m["data_sha256"] == {"dataset": hash_tree(raw), "source": hash_tree(source)}
@@ -50,3 +50,32 @@ def test_dataset_hash_changes_with_the_raw_file(tmp_path: Path) -> None:
     (folder / "cat" / "1.png").write_bytes(b"b")
     assert build_manifest(repo, params, 1, {})["data_sha256"]["dataset"] != first
     assert "dataset" not in build_manifest(repo, {"dataset": {"name": "digits", "path": None}}, 1, {})["data_sha256"]
+
+
+def _commit(repo: Path, files: dict[str, str], message: str) -> str:
+    for name, text in files.items():
+        (repo / name).parent.mkdir(parents=True, exist_ok=True)
+        (repo / name).write_text(text)
+        subprocess.run(["git", "add", name], cwd=repo, check=True)
+    subprocess.run(["git", "-c", "user.email=a@b", "-c", "user.name=t", "commit", "-qm", message], cwd=repo, check=True)
+    return subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True, text=True).stdout.strip()
+
+
+def test_manifest_is_a_fixed_point_of_committing_the_audit(tmp_path: Path) -> None:
+    """Issue 15: committing the regenerated dvc.lock/metrics/README must not change the next report.
+
+    The manifest names the last commit of the audited code, and hashes dvc.lock without the
+    report stage's own entry; a code change or an upstream lock change still shows.
+    """
+    repo = _repo(tmp_path)
+    lock = "schema: '2.0'\nstages:\n  ltu:\n    cmd: x\n  report:\n    outs: [{md5: aaa}]\n"
+    code = _commit(repo, {"src/m.py": "x = 1\n", "dvc.lock": lock}, "code")
+    first = build_manifest(repo, {}, 1, {})
+    _commit(repo, {"dvc.lock": lock.replace("aaa", "bbb"), "README.md": "doc\n"}, "audit results")
+    again = build_manifest(repo, {}, 1, {})
+    assert again == first and again["code_revision"] == code and again["code_dirty"] is False
+    (repo / "src/m.py").write_text("x = 2\n")
+    assert build_manifest(repo, {}, 1, {})["code_dirty"] is True
+    new = _commit(repo, {"src/m.py": "x = 2\n", "dvc.lock": lock.replace("cmd: x", "cmd: y")}, "code 2")
+    later = build_manifest(repo, {}, 1, {})
+    assert later["code_revision"] == new and later["upstream_lock_sha256"] != first["upstream_lock_sha256"]

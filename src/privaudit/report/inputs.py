@@ -28,7 +28,7 @@ class ReportInputs:
         audit: ``metrics/audit.json``.
         bounds: ``metrics/bounds.json``.
         gate: ``metrics/gate.json`` (the output of :func:`evaluate_gate`).
-        manifest: provenance (git revision, params hash, data hashes, versions, ...).
+        manifest: provenance (code revision, upstream dvc.lock hash, params, data hashes, versions, ...).
         privacy_scores: per defender, a DataFrame with columns ``id, role, score``
             (individual LTU privacy scores; ids only, never raw data).
         roc: per defender, per attacker: ``{fpr, tpr, auc, tpr_at_0_1pct, tpr_at_1pct}``.
