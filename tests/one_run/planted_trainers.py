@@ -7,10 +7,19 @@
 ``steps = epochs * round(1/q)``; sigma is calibrated by opacus's ``get_noise_multiplier`` (RDP
 accountant, add/remove neighbours) so that the recipe *claims* ``(epsilon, delta)``.
 
-Two planted bugs (the claim stays (epsilon, delta)):
+Planted bugs (the claim stays (epsilon, delta)), the catalogue of issue 14 as plain trainers:
 
+* ``bug="sigma_div4"`` (a): sigma divided by 4;
+* ``bug="sigma_10x_data"`` (b): sigma calibrated for a data set 10x larger (q/10, 10x the steps);
 * ``bug="no_clip"`` (c): the per-example gradients are not clipped (noise still sigma * C);
-* ``bug="no_noise"`` (d): no noise is added.
+* ``bug="no_noise"`` (d): no noise is added;
+* ``bug="noise_once_per_epoch"`` (e): noise only at the first step of each epoch;
+* ``bug="reused_noise"`` (f): one noise draw reused at every step;
+* ``bug="shuffled"`` (g): fixed-size batches from a shuffle, each row once per epoch.
+
+A black-box audit sees only the final model: (c) and (d) are caught by the one-run audit
+(``tests/one_run/test_gate_catches.py``); what it sees of the others is measured in
+``benchmarks/bench_catalogue_blackbox.py`` (the white-box audit catches all seven).
 
 The sampling rate is ``batch_size / n'`` with ``n' = len(X)`` rounded down to a multiple of 16 (so
 the opacus calibration is cached across runs), and both sampling and accountant use that q.  As in
@@ -25,7 +34,8 @@ from functools import lru_cache
 
 import numpy as np
 
-BUGS = (None, "no_clip", "no_noise")
+BUGS = (None, "sigma_div4", "sigma_10x_data", "no_clip", "no_noise", "noise_once_per_epoch", "reused_noise",
+        "shuffled")
 
 
 class LinearSoftmax:
@@ -79,13 +89,18 @@ def recipe(n: int, epsilon: float, delta: float, epochs: int, batch_size: int) -
 def train_dp_sgd(X: np.ndarray, y: np.ndarray, n_classes: int, seed: int, *, epsilon: float = 1.0,
                  delta: float = 1e-5, epochs: int = 20, batch_size: int = 64, lr: float = 0.5,
                  max_grad_norm: float = 1.0, bug: str | None = None) -> LinearSoftmax:
-    """DP-SGD linear softmax head; ``bug`` plants (c) ``"no_clip"`` or (d) ``"no_noise"``."""
+    """DP-SGD linear softmax head; ``bug`` plants one of the catalogue's bugs (module docstring)."""
     if bug not in BUGS:
         raise ValueError(f"bug must be one of {BUGS}, got {bug!r}")
     X = np.asarray(X, dtype=np.float64)
     y = np.asarray(y, dtype=np.int64)
     n, d = X.shape
     q, steps, sigma = recipe(n, epsilon, delta, epochs, batch_size)
+    if bug == "sigma_div4":
+        sigma /= 4.0
+    elif bug == "sigma_10x_data":
+        sigma = recipe(10 * n, epsilon, delta, epochs, batch_size)[2]
+    per_epoch = max(1, round(1.0 / q))
     rng = np.random.default_rng(seed)
     Xb = np.hstack([X, np.ones((n, 1))])  # bias as a last feature
     xnorm = np.linalg.norm(Xb, axis=1)
@@ -93,9 +108,21 @@ def train_dp_sgd(X: np.ndarray, y: np.ndarray, n_classes: int, seed: int, *, eps
     Wb = np.zeros((n_classes, d + 1))
     C = float(max_grad_norm)
     expected_batch = q * n
-    for _ in range(steps):
-        idx = np.flatnonzero(rng.random(n) < q)
-        noise = 0.0 if bug == "no_noise" else rng.normal(0.0, sigma * C, size=Wb.shape)
+    reused = rng.normal(0.0, sigma * C, size=Wb.shape) if bug == "reused_noise" else None
+    order = np.arange(n)
+    for t in range(steps):
+        if bug == "shuffled":
+            if t % per_epoch == 0:
+                order = rng.permutation(n)
+            idx = order[(t % per_epoch) * int(expected_batch):(t % per_epoch + 1) * int(expected_batch)]
+        else:
+            idx = np.flatnonzero(rng.random(n) < q)
+        if bug == "no_noise" or (bug == "noise_once_per_epoch" and t % per_epoch):
+            noise = 0.0
+        elif bug == "reused_noise":
+            noise = reused
+        else:
+            noise = rng.normal(0.0, sigma * C, size=Wb.shape)
         if idx.size:
             z = Xb[idx] @ Wb.T
             z -= z.max(axis=1, keepdims=True)
