@@ -8,6 +8,8 @@ import numpy as np
 import pytest
 from sklearn.datasets import load_digits
 
+from tests.torch_threads import _one_torch_thread  # noqa: F401 - autouse fixture
+
 
 @dataclass(frozen=True)
 class Tiny:
@@ -36,14 +38,3 @@ def tiny() -> Tiny:
 def medium() -> Tiny:
     """900 training and 500 held-out digits (accuracy-vs-epsilon tests)."""
     return _digits(900, 500, 1)
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _one_torch_thread():
-    """Tiny torch models train much faster on one thread (as the defenders stage runs them)."""
-    import torch
-
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)

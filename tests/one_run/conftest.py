@@ -8,6 +8,8 @@ import numpy as np
 import pytest
 from sklearn.datasets import load_digits
 
+from tests.torch_threads import _one_torch_thread  # noqa: F401 - autouse fixture
+
 
 @dataclass(frozen=True)
 class Digits:
@@ -28,13 +30,3 @@ def digits_train(n: int = 900, seed: int = 0) -> Digits:
 @pytest.fixture(scope="session")
 def digits() -> Digits:
     return digits_train()
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _one_torch_thread():
-    import torch
-
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)

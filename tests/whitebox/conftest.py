@@ -2,14 +2,4 @@
 
 from __future__ import annotations
 
-import pytest
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _one_torch_thread():
-    import torch
-
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+from tests.torch_threads import _one_torch_thread  # noqa: F401 - autouse fixture

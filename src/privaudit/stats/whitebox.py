@@ -486,6 +486,24 @@ def compose_epsilon(history: Sequence[tuple[float, float, int]], delta: float,
 # bounds and checks
 
 
+def _smallest_variance_share(v: NDArray[np.float64], k: int) -> tuple[int, float, float]:
+    """The group whose noise variance is smallest against the others, and its Bonferroni p-value.
+
+    Under the model each ``v_i`` (i = 1..m) is a sum of k squared N(0, s²) draws with one s, so
+    ``F_i = (v_i / k) / ((Σ v − v_i) / ((m − 1) k)) ~ F(k, (m − 1) k)`` (ratio of independent χ²
+    over their degrees of freedom). Returns ``(i, F_i, min(1, m · P[F ≤ F_i]))`` for the i with the
+    smallest one-sided p-value: a test, across the m groups (steps or coordinates), that no group
+    got less noise than the rest.
+    """
+    m = v.size
+    rest = (float(v.sum()) - v) / ((m - 1) * k)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        F = np.where(rest > 0, (v / k) / np.where(rest > 0, rest, 1.0), np.inf)
+    p_each = stats.f.cdf(F, k, (m - 1) * k)
+    i = int(np.argmin(p_each))
+    return i, float(F[i]), float(min(1.0, m * p_each[i]))
+
+
 def _poisson_check(rows: NDArray[np.int64], n: int, alpha: float) -> WhiteboxCheck:
     T = rows.size
     name = "poisson_sampling"
@@ -602,33 +620,22 @@ def whitebox_bounds(runs: Sequence[RunObservations], *, dataset_size: int, level
         if T_tot < 2:
             checks.append(WhiteboxCheck(name, math.nan, 1.0, a, True, "one step: not testable"))
         else:
-            rest = (S2 - nsq) / ((T_tot - 1) * d)
-            with np.errstate(divide="ignore", invalid="ignore"):
-                F = np.where(rest > 0, (nsq / d) / np.where(rest > 0, rest, 1.0), np.inf)
-            p_steps = stats.f.cdf(F, d, (T_tot - 1) * d)
-            i = int(np.argmin(p_steps))
-            p = float(min(1.0, T_tot * p_steps[i]))
+            i, F_i, p = _smallest_variance_share(nsq, d)
             ok = p > a
-            checks.append(WhiteboxCheck(name, float(F[i]), p, a, ok,
-                f"smallest step noise / pooled = {F[i]:.3g} (step {i})" if ok else
-                f"the noise varies across steps: step {i} has {F[i]:.3g}× the pooled noise variance; "
+            checks.append(WhiteboxCheck(name, F_i, p, a, ok,
+                f"smallest step noise / pooled = {F_i:.3g} (step {i})" if ok else
+                f"the noise varies across steps: step {i} has {F_i:.3g}× the pooled noise variance; "
                 "composed step by step with per-step bounds"))
             if not ok:
                 chi = float(stats.chi2.ppf(a / T_tot, d))
                 per_step = tuple(np.sqrt(r.noise_sq / chi) for r in runs)
         # homogeneity across coordinates
         name = "noise_homogeneity_coordinates"
-        Sc = float(coord.sum())
-        rest_c = (Sc - coord) / ((d - 1) * T_tot)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            Fc = np.where(rest_c > 0, (coord / T_tot) / np.where(rest_c > 0, rest_c, 1.0), np.inf)
-        p_coord = stats.f.cdf(Fc, T_tot, (d - 1) * T_tot)
-        j = int(np.argmin(p_coord))
-        p = float(min(1.0, d * p_coord[j]))
+        j, Fc_j, p = _smallest_variance_share(coord, T_tot)
         ok = p > a
-        checks.append(WhiteboxCheck(name, float(Fc[j]), p, a, ok,
-            f"smallest coordinate noise / pooled = {Fc[j]:.3g} (coordinate {j})" if ok else
-            f"the noise varies across coordinates: coordinate {j} has {Fc[j]:.3g}× the pooled noise variance; "
+        checks.append(WhiteboxCheck(name, Fc_j, p, a, ok,
+            f"smallest coordinate noise / pooled = {Fc_j:.3g} (coordinate {j})" if ok else
+            f"the noise varies across coordinates: coordinate {j} has {Fc_j:.3g}× the pooled noise variance; "
             "bounded by the least noisy coordinate"))
         if not ok:
             per_coord = float(np.sqrt(coord / stats.chi2.ppf(a / d, T_tot)).min())
