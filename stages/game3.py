@@ -8,8 +8,8 @@ from pathlib import Path
 
 import numpy as np
 
-from privaudit.artifacts import ensure_writable, read_json, write_json
-from privaudit.audit_metrics import audit_delta, claim_from_info
+from privaudit.artifacts import ensure_writable, write_json
+from privaudit.audit_metrics import audit_delta, read_claim
 from privaudit.attacks.game3 import game3_audit
 from privaudit.config import Params
 from privaudit.seeding import rng_for
@@ -38,7 +38,7 @@ def _body(args: argparse.Namespace, params: Params) -> None:
         with np.load(path, allow_pickle=False) as z:
             run = {k: z[k] for k in z.files}
         validate_canary_stats("game3", run)  # GX suite 'canaries' on the input
-        claim = claim_from_info(read_json(args.defenders / name / "info.json"), f"{args.defenders / name}/info.json")
+        claim = read_claim(args.defenders, name)
         level = params.error_budget(name).level("game3")
         delta = audit_delta(claim, "replace_label", 0.0)
         # eps_low is one-sided at alpha/2 of the two-sided interval: alpha = 2 x the budget share

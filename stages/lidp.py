@@ -15,7 +15,8 @@ import numpy as np
 
 from privaudit.artifacts import atomic_dir, ensure_writable, read_json, write_json
 from privaudit.attacks.lidp_audit import lidp_audit
-from privaudit.audit_metrics import assemble_entry, audit_delta, claim_from_info
+from privaudit.audit_metrics import assemble_entry, audit_delta
+from privaudit.claim_check import claim_of
 from privaudit.config import Params
 from privaudit.mechanisms import gaussian_mechanism_sigma, simulate_gaussian_scores
 from privaudit.seeding import rng_for
@@ -84,7 +85,7 @@ def _body(args: argparse.Namespace, params: Params) -> None:
             name = spec["name"]
             info = read_json(args.defenders / name / "info.json")
             budget = params.error_budget(name)
-            claim = claim_from_info(info, f"{args.defenders / name}/info.json")
+            claim = claim_of(info, f"{args.defenders / name}/info.json")
             blocks = {key: extra[key].get(name) for key in extra}
             if name in audited:
                 loss_in, loss_null = _load_stats(args.canaries / name / "lidp.npz")

@@ -6,8 +6,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from privaudit.artifacts import ensure_writable, read_json, write_json
-from privaudit.audit_metrics import claim_from_info
+from privaudit.artifacts import ensure_writable, write_json
+from privaudit.audit_metrics import read_claim
 from privaudit.config import Params
 from privaudit.determinism import configure_determinism
 from privaudit.features import resolve_device
@@ -35,7 +35,7 @@ def _body(args: argparse.Namespace, params: Params) -> None:
     out = {}
     for spec in params.defenders:
         name = spec["name"]
-        claim = claim_from_info(read_json(args.defenders / name / "info.json"), f"{args.defenders / name}/info.json")
+        claim = read_claim(args.defenders, name)
         out[name] = one_run_block(spec, X, y, fs.n_classes, claim=claim,
                                   level=params.error_budget(name).level("one_run"),
                                   seed=int_seed(params.base.seed, "one_run", name), default_delta=params.lidp.delta,

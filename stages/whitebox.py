@@ -6,8 +6,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from privaudit.artifacts import ensure_writable, read_json, write_json
-from privaudit.audit_metrics import claim_from_info
+from privaudit.artifacts import ensure_writable, write_json
+from privaudit.audit_metrics import read_claim
 from privaudit.config import Params
 from privaudit.defenders.registry import spec_is_observable
 from privaudit.determinism import configure_determinism
@@ -36,7 +36,7 @@ def _body(args: argparse.Namespace, params: Params) -> None:
     out = {}
     for spec in (s for s in params.defenders if spec_is_observable(s)):
         name = spec["name"]
-        claim = claim_from_info(read_json(args.defenders / name / "info.json"), f"{args.defenders / name}/info.json")
+        claim = read_claim(args.defenders, name)
         out[name] = whitebox_block(spec, X, y, fs.n_classes, claim=claim,
                                    level=params.error_budget(name).level("whitebox"), runs=params.whitebox.runs,
                                    seed=int_seed(params.base.seed, "whitebox", name), default_delta=params.lidp.delta,

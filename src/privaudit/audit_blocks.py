@@ -98,8 +98,7 @@ def whitebox_metrics(res: Any, *, delta: float, level: float) -> dict[str, Any]:
 
 
 def _check_reason(check: Any) -> str:
-    detail = getattr(check, "detail", None) or getattr(check, "reason", None) or ""
-    return f"{check.name}: {detail}".rstrip(": ")
+    return f"{check.name}: {check.detail}" if check.detail else check.name
 
 
 def one_run_block(spec: dict[str, Any], X: np.ndarray, y: np.ndarray, n_classes: int, *, claim: PrivacyClaim | None,

@@ -11,22 +11,25 @@ gated bounds only.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from privaudit.claim_check import audited_bounds, check_bounds, claim_of
-from privaudit.claims import PrivacyClaim, check_neighbourhood
+from privaudit.artifacts import read_json
+from privaudit.claims import PrivacyClaim
 from privaudit.error_budget import ErrorBudget
 
-__all__ = ["assemble_entry", "audit_delta", "claim_from_info"]
+__all__ = ["assemble_entry", "audit_delta", "read_claim"]
 
 
-def claim_from_info(info: Mapping[str, Any], where: str) -> PrivacyClaim | None:
-    """The claim a defender's ``info.json`` declares (``None`` when it claims no ε)."""
-    eps = info.get("claimed_epsilon")
-    if eps is None:
-        return None
-    nb = check_neighbourhood(str(info.get("claimed_neighbourhood") or "add_remove"), f"{where}.claimed_neighbourhood")
-    return PrivacyClaim(float(eps), float(info.get("claimed_delta") or 0.0), nb)
+def read_claim(defenders_dir: Path, name: str) -> PrivacyClaim | None:
+    """The claim of defender ``name`` from ``<defenders_dir>/<name>/info.json`` (``None``: no ε claimed).
+
+    ``info.json`` carries the same ``claimed_*`` keys as a ``metrics/audit.json`` entry, so it is read
+    by :func:`privaudit.claim_check.claim_of`.
+    """
+    path = defenders_dir / name / "info.json"
+    return claim_of(read_json(path), str(path))
 
 
 def audit_delta(claim: PrivacyClaim | None, neighbourhood: str, default: float) -> float:
@@ -58,7 +61,7 @@ def assemble_entry(
         audited: whether the canary audits (Game 3, LiDP) ran for it.
         blocks: ``{"game3": ..., "lidp": ..., "whitebox": ..., "one_run": ...}``; ``None`` = not run.
     """
-    claim = claim_from_info(info, f"data/defenders/{name}/info.json")
+    claim = claim_of(info, f"data/defenders/{name}/info.json")
     entry: dict[str, Any] = {
         "claimed_epsilon": None if claim is None else claim.epsilon,
         "claimed_delta": None if claim is None else claim.delta,
