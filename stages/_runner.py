@@ -1,8 +1,10 @@
 """Shared entry point of the stage CLIs: arguments, params, clean error exit.
 
-Expected errors (bad params, bad data, unwritable outputs, failed validation) end the process
-with exit code 1 and a one-paragraph message naming the stage and the problem; anything else
-propagates with its traceback. Either way ``dvc repro`` stops at the failing stage.
+Expected errors (bad params, bad data, unwritable outputs, failed validation: ``ValueError``
+and ``OSError`` with their subclasses) end the process with exit code 1 and a one-paragraph
+message naming the stage and the problem; anything else — a ``KeyError``, ``TypeError`` or
+``AttributeError`` is a bug, not bad input — propagates with its traceback. Either way
+``dvc repro`` stops at the failing stage.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from privaudit.config import Params, load_params
 os.environ.setdefault("DO_NOT_TRACK", "1")
 os.environ.setdefault("GX_ANALYTICS_ENABLED", "False")
 
-EXPECTED_ERRORS: tuple[type[BaseException], ...] = (ValueError, FileNotFoundError, PermissionError, OSError, KeyError)
+EXPECTED_ERRORS: tuple[type[BaseException], ...] = (ValueError, OSError)
 
 
 def run_stage(

@@ -114,7 +114,7 @@ def read_json(path: str | Path) -> Any:
     """Read JSON, with an error naming the file when it is missing or corrupt."""
     p = Path(path)
     try:
-        return json.loads(p.read_text())
+        return json.loads(p.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise FileNotFoundError(f"{p} not found (run the stage that writes it first: dvc repro)") from None
     except json.JSONDecodeError as err:

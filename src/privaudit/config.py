@@ -79,13 +79,23 @@ class FeaturizeParams(_Strict):
         )
 
 
+#: the attackers ``ltu.attackers`` may name: the keys of ``privaudit.attacks.ltu_attackers.ATTACKERS``
+#: (listed here so that loading params imports no attack code; a test keeps the two equal)
+LTU_ATTACKERS: tuple[str, ...] = (
+    "loss_gap", "score_loss", "score_confidence", "score_entropy", "score_margin", "score_best", "bounded_loss",
+    "learned", "retrain", "gradient", "lira", "rmia",
+)
+
+
 class LtuParams(_Strict):
-    rounds: int = Field(200, ge=1)
-    attackers: list[str] = Field(default_factory=lambda: ["loss_gap"], min_length=1)
+    rounds: int = Field(1000, ge=1)
+    attackers: list[str] = Field(
+        default_factory=lambda: ["loss_gap", "score_best", "bounded_loss", "learned", "gradient", "lira", "rmia"],
+        min_length=1)
     n_jobs: int = Field(2, ge=-1, description="joblib workers for retrain / reference-model trainings (-1 = all cores)")
     reference_models: int = Field(8, ge=1, description="reference models of lira / rmia (trained on Reserved data)")
     reference_fraction: float = Field(0.5, gt=0.0, le=1.0, description="share of D_R per reference model")
-    learned_mode: Literal["exact", "one_split"] = "exact"
+    learned_mode: Literal["exact", "one_split"] = "one_split"
     rmia_a: float = Field(0.33, ge=0.0, le=1.0, description="RMIA offline Pr(x) interpolation a")
     rmia_gamma: float = Field(1.0, gt=0.0, description="RMIA likelihood-ratio threshold gamma")
     risk_reference_models: int = Field(
@@ -99,9 +109,11 @@ class LtuParams(_Strict):
     @field_validator("attackers")
     @classmethod
     def _known_attackers(cls, v: list[str]) -> list[str]:
-        from privaudit.attacks.ltu_attackers import check_attacker_names
-
-        check_attacker_names(v)
+        for name in v:
+            if name not in LTU_ATTACKERS:
+                raise ValueError(f"unknown attacker {name!r}; allowed: {sorted(LTU_ATTACKERS)}")
+        if len(set(v)) != len(v):
+            raise ValueError(f"lists an attacker twice: {v}")
         return v
 
     @field_validator("n_jobs")

@@ -64,6 +64,7 @@ from privaudit.stats.fdp_one_run import (
     gdp_epsilon,
 )
 from privaudit.stats.one_run import one_run_counts, one_run_epsilon_lower_bound
+from privaudit.seeding import draw_seed
 
 __all__ = ["OneRunResult", "ScoreBounds", "one_run_audit", "bounds_from_losses", "auto_canaries", "DEFAULT_K_GRID",
            "canary_guesses"]
@@ -342,7 +343,7 @@ def one_run_audit(
     X_train = np.concatenate([Xa.astype(np.float32), can.X[included]])
     y_train = np.concatenate([ya, can.y[included]])
     order = rng_order.permutation(len(y_train))
-    fit_seed = int(rng_fit.integers(0, 2**31 - 1))
+    fit_seed = draw_seed(rng_fit)
     model = fit(X_train[order], y_train[order], fit_seed)
 
     predict = getattr(model, "predict_proba", None)

@@ -461,6 +461,7 @@ def user_code_drift(repo: Path, stages: Sequence[str], params_file: str = "param
     Only when one of ``stages`` writes :data:`USER_CODE_FILE` in ``dvc.lock``: that stage is
     ``always_changed``, so its lock entry cannot tell; the files are re-hashed here (small).
     """
+    from privaudit.artifacts import read_json
     from privaudit.user_code import UserCodeError, user_code_manifest
 
     repo = Path(repo)
@@ -473,7 +474,7 @@ def user_code_drift(repo: Path, stages: Sequence[str], params_file: str = "param
     if not writers:
         return []
     try:
-        recorded = json.loads(recorded_path.read_text(encoding="utf-8"))
+        recorded = read_json(recorded_path)
         now = user_code_manifest(load_yaml(params_path) or {}, repo)
     except (UserCodeError, ValueError, OSError) as exc:
         return [f"user code cannot be hashed: {exc}"]

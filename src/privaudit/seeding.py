@@ -30,3 +30,17 @@ def rng_for(seed: int, *names: str | int) -> np.random.Generator:
 def int_seed(seed: int, *names: str | int) -> int:
     """A 31-bit integer seed for APIs that take one (sklearn ``random_state``, torch)."""
     return int(seed_sequence(seed, *names).generate_state(1, dtype=np.uint32)[0] >> 1)
+
+
+#: exclusive upper bound of the integer seeds drawn by :func:`draw_seed` / :func:`draw_seeds`
+SEED_BOUND = 2**31 - 1
+
+
+def draw_seed(rng: np.random.Generator) -> int:
+    """One integer seed in ``[0, 2**31 − 1)`` drawn from ``rng`` (for APIs that take an int seed)."""
+    return int(rng.integers(0, SEED_BOUND))
+
+
+def draw_seeds(rng: np.random.Generator, size: int) -> np.ndarray:
+    """``size`` integer seeds in ``[0, 2**31 − 1)`` drawn from ``rng`` in one call."""
+    return rng.integers(0, SEED_BOUND, size)

@@ -118,7 +118,16 @@ def test_evaluate_defender_metrics_contract_and_outputs() -> None:
 
 
 def test_unknown_attacker_is_a_params_error() -> None:
-    with pytest.raises(ParamsError, match="ltu.attackers"):
+    with pytest.raises(ParamsError, match=r"ltu.attackers.*unknown attacker 'nope'"):
         parse_params({"defenders": [LOGREG], "ltu": {"attackers": ["nope"]}})
+    with pytest.raises(ParamsError, match=r"ltu.attackers.*twice"):
+        parse_params({"defenders": [LOGREG], "ltu": {"attackers": ["loss_gap", "loss_gap"]}})
+
+
+def test_params_know_exactly_the_registered_attackers() -> None:
+    """config lists the names (loading params imports no attack code); they must be the registry's."""
+    from privaudit.config import LTU_ATTACKERS
+
+    assert sorted(LTU_ATTACKERS) == sorted(ATTACKERS)
     with pytest.raises(ValueError, match="learned_mode"):
         make_attacker("learned", AttackerOptions(learned_mode="sometimes"))

@@ -31,7 +31,7 @@ BASE_PARAMS = {
         {"name": "logreg", "kind": "logistic_regression"},
         {"name": "mlp", "kind": "torch_mlp", "hidden": [8], "epochs": 2, "batch_size": 16},
     ],
-    "ltu": {"rounds": 20},
+    "ltu": {"rounds": 20, "attackers": ["loss_gap"]},
     "game3": {"canaries": 8, "tau_steps": 2},
     "lidp": {"trials": 2, "tau_quantiles": 2},
 }

@@ -8,49 +8,14 @@ names a project module (the registry's ``BUILTIN_MODULES``, the lazy ``__getattr
 
 from __future__ import annotations
 
-import ast
-import re
 from pathlib import Path
 
 import pytest
 import yaml
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.import_graph import ROOT, imports, module_file
+
 STAGES = yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"]
-_MODULE_NAME = re.compile(r"^privaudit(\.[a-z_0-9]+)+$")
-
-
-def _module_file(name: str) -> Path | None:
-    """The repository file of a project module name (privaudit.* under src/, stages.*), if any."""
-    if name.startswith("privaudit"):
-        base = ROOT / "src" / Path(*name.split("."))
-    elif name.startswith("stages"):
-        base = ROOT / Path(*name.split("."))
-    else:
-        return None
-    for candidate in (base.with_suffix(".py"), base / "__init__.py"):
-        if candidate.is_file():
-            return candidate
-    return None
-
-
-def _imports(path: Path, module: str) -> set[str]:
-    tree = ast.parse(path.read_text())
-    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
-    found: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            found |= {a.name for a in node.names}
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                parts = package.split(".")
-                base = ".".join(parts[: len(parts) - node.level + 1] + ([base] if base else []))
-            found.add(base)
-            found |= {f"{base}.{a.name}" for a in node.names}
-        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and _MODULE_NAME.match(node.value):
-            found.add(node.value)  # imported by name: lazy __getattr__ maps, the registry's BUILTIN_MODULES
-    return found
 
 
 def imported_files(start: str) -> set[Path]:
@@ -62,10 +27,10 @@ def imported_files(start: str) -> set[Path]:
         parts = name.split(".")
         for i in range(1, len(parts) + 1):  # importing a.b.c runs a/__init__, a/b/__init__ too
             sub = ".".join(parts[:i])
-            f = _module_file(sub)
+            f = module_file(sub)
             if f is not None and f not in seen:
                 seen.add(f)
-                todo.extend(_imports(f, sub))
+                todo.extend(imports(f, sub))
     return seen
 
 

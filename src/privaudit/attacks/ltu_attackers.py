@@ -49,16 +49,17 @@ from privaudit.attacks.mia_lira import LiraAttacker
 from privaudit.attacks.mia_rmia import RmiaAttacker
 from privaudit.attacks.sample_risk import RiskOptions, SampleRisk, sample_risk
 from privaudit.stats import ltu_theorem1_bound, ltu_theorem2_bound
+from privaudit.seeding import draw_seed
 
 
 @dataclass(frozen=True)
 class AttackerOptions:
     """Per-attacker settings (from ``ltu.*`` params)."""
 
-    n_jobs: int = 1
+    n_jobs: int = 2
     reference_models: int = 8
     reference_fraction: float = 0.5
-    learned_mode: str = "exact"
+    learned_mode: str = "one_split"
     rmia_a: float = 0.33
     rmia_gamma: float = 1.0
     #: where ``retrain`` trains its batched mock heads (torch_mlp / dp_sgd defenders)
@@ -218,7 +219,7 @@ def evaluate_defender(data: LtuData, rounds: int, attackers: list[str], rng: np.
                      f"({time.perf_counter() - started:.1f} s)")
         _annotate_expected(res, bounds)
         results[name] = res
-        s = _sample_scores(attacker, batch, truth, data, int(sub.integers(2**31 - 1)))
+        s = _sample_scores(attacker, batch, truth, data, draw_seed(sub))
         if s is not None and np.all(np.isfinite(s)):
             per_sample[name] = s
             summary = roc_summary(s, data.is_defender)

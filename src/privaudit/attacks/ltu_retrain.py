@@ -25,6 +25,7 @@ from joblib import Parallel, delayed
 
 from privaudit.attacks.batched_mocks import MAX_MODELS, batched_recipe, retrain_distances
 from privaudit.attacks.ltu import RoundBatch
+from privaudit.seeding import draw_seeds
 
 
 def _mock_distances(spec: dict[str, Any], n_classes: int, X: np.ndarray, y: np.ndarray, proba: np.ndarray,
@@ -102,7 +103,7 @@ class RetrainAttacker:
             raise ValueError("the retrain attacker needs the defender spec (T_D)")
         if t.X.shape[1] == 0:
             raise ValueError("the retrain attacker needs the features (run the ltu stage with --features)")
-        seeds = t.rng.integers(0, 2**31 - 1, len(batch))
+        seeds = draw_seeds(t.rng, len(batch))
         self.last_batched_rounds = 0
         # a mock trains on n_D rows: D_D with the hidden slot filled by the candidate
         recipe = (batched_recipe(t.spec, len(batch.train_order(0)), t.n_classes)

@@ -26,6 +26,7 @@ import numpy as np
 from joblib import Parallel, delayed
 
 from privaudit.attacks.batched_mocks import MAX_MODELS, batched_recipe, reference_confidences
+from privaudit.seeding import draw_seeds
 
 
 #: a first reference fit faster than this (seconds) means the others are fitted in-process too
@@ -115,7 +116,7 @@ def train_reference_confidences(spec: dict[str, Any], n_classes: int, X: np.ndar
         raise ValueError(f"ltu.reference_models must be >= 1, got {count}")
     size = max(2, int(round(fraction * len(reserved_rows))))
     subsets = [np.sort(rng.choice(reserved_rows, size=size, replace=False)) for _ in range(count)]
-    seeds = rng.integers(0, 2**31 - 1, count)
+    seeds = draw_seeds(rng, count)
     return train_subset_confidences(spec, n_classes, X, y, subsets, seeds, n_jobs, batched=batched,
                                     max_models=max_models, device=device)
 

@@ -60,6 +60,7 @@ from scipy import special, stats
 
 from privaudit.attacks.batched_mocks import MAX_MODELS
 from privaudit.attacks.mia_lira import logit_conf
+from privaudit.seeding import draw_seeds
 
 #: columns added to the per-sample scores file (besides id, role, score)
 RISK_COLUMNS: tuple[str, ...] = ("risk", "risk_low", "risk_high", "z", "p_value", "q_value", "flagged",
@@ -109,7 +110,7 @@ class RiskOptions:
     bootstrap: int = 200
     interval: float = 0.9
     calibrate: bool = True
-    n_jobs: int = 1
+    n_jobs: int = 2
     batched: bool = True
     max_models: int = MAX_MODELS
     device: str = "cpu"
@@ -216,7 +217,7 @@ def train_population_references(spec: dict[str, Any], n_classes: int, X: np.ndar
     from privaudit.attacks.mia_reference import train_subset_confidences
 
     subsets = population_subsets(y, n_train, options.reference_models, rng)
-    seeds = rng.integers(0, 2**31 - 1, len(subsets))
+    seeds = draw_seeds(rng, len(subsets))
     return train_subset_confidences(spec, n_classes, X, y, subsets, seeds, options.n_jobs, batched=options.batched,
                                     max_models=options.max_models, device=options.device)
 

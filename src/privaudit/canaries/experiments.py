@@ -17,6 +17,7 @@ from privaudit.canaries.designs import CanaryDraw, wrong_labels
 from privaudit.defenders.base import cross_entropy
 from privaudit.defenders.registry import make_defender
 from privaudit.defenders.training import FeatureSet
+from privaudit.seeding import draw_seeds
 
 __all__ = ["wrong_labels", "fit_predict", "game3_sequential", "lidp_trial_sequential"]
 
@@ -47,7 +48,7 @@ def lidp_trial_sequential(spec: dict[str, Any], fs: FeatureSet, draw: CanaryDraw
         raise ValueError("sequential LiDP trials support lidp.canary_type: mislabel only")
     Xd, yd = fs.defender
     cX, cy = draw.X, draw.y
-    seed1, seed0 = (int(s) for s in rng.integers(0, 2**31 - 1, size=2))
+    seed1, seed0 = (int(s) for s in draw_seeds(rng, 2))
     X1, y1 = np.concatenate([Xd, cX[:k]]), np.concatenate([yd, cy[:k]])
     if neighbourhood == "replace_one":
         p = fit_predict(spec, fs.n_classes, device, X1, y1, seed1, cX)

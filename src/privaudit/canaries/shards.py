@@ -35,15 +35,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import shutil
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
 import numpy as np
 
+from privaudit.artifacts import atomic_file
 from privaudit.config import Params
 from privaudit.defenders.training import FeatureSet
 
@@ -158,16 +157,8 @@ def save_shard(root: Path, params: Params, shard: Shard, arrays: dict[str, np.nd
     """Atomically write one finished shard (temporary file + rename); returns its path."""
     path = shard_path(root, params, shard)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".partial", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            np.savez(fh, **arrays)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    with atomic_file(path, "wb") as fh:
+        np.savez(fh, **arrays)
     return path
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+from privaudit.seeding import draw_seed
 from sklearn.model_selection import train_test_split
 
 ROLE_DEFENDER = "defender"
@@ -48,7 +49,7 @@ def stratified_split(
         )
     idx = np.arange(n)
     def_idx, _ = train_test_split(
-        idx, train_size=n_def, stratify=y, random_state=int(rng.integers(0, 2**31 - 1)), shuffle=True
+        idx, train_size=n_def, stratify=y, random_state=draw_seed(rng), shuffle=True
     )
     role = np.full(n, ROLE_RESERVED, dtype=object)
     role[def_idx] = ROLE_DEFENDER

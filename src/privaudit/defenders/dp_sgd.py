@@ -32,6 +32,7 @@ from torch import nn
 from privaudit.defenders.base import DefenderSpecBase
 from privaudit.defenders.registry import register
 from privaudit.defenders.torch_head import TorchMLPDefender, build_mlp
+from privaudit.seeding import draw_seed
 
 
 class DpSgdSpec(DefenderSpecBase):
@@ -115,7 +116,7 @@ class DpSgdDefender(TorchMLPDefender):
         if n < 1:
             raise ValueError(f"defender {self.name!r}: DP-SGD needs at least one training row")
         rng = np.random.default_rng(seed)
-        init_seed = self.spec.random_state if self.spec.randomness == "shuffled" else int(rng.integers(2**31 - 1))
+        init_seed = self.spec.random_state if self.spec.randomness == "shuffled" else draw_seed(rng)
         noise_gen = torch.Generator(device=self.device).manual_seed(int(rng.integers(2**63 - 1)))
         q, steps, sigma = self.sample_rate(n), self.steps(n), self.noise_multiplier(n)
         self.d_in = int(X.shape[1])

@@ -33,6 +33,7 @@ from privaudit.defenders.registry import register
 from privaudit.defenders.simplex import project_simplex
 from privaudit.defenders.torch_head import TorchMLPDefender, TorchMLPSpec
 from privaudit.mechanisms.gaussian import gaussian_mechanism_sigma
+from privaudit.seeding import draw_seed
 
 
 class AlibiSpec(TorchMLPSpec):
@@ -123,7 +124,7 @@ class AlibiDefender(TorchMLPDefender):
     def fit(self, X: np.ndarray, y: np.ndarray, seed: int) -> "AlibiDefender":
         rng = np.random.default_rng(seed)
         noise_rng = np.random.default_rng(rng.integers(2**63 - 1))
-        init_seed = self.spec.random_state if self.spec.randomness != "unseeded" else int(rng.integers(2**31 - 1))
+        init_seed = self.spec.random_state if self.spec.randomness != "unseeded" else draw_seed(rng)
         targets = self.soft_labels(np.asarray(y, dtype=np.int64), noise_rng)
         self.d_in = int(X.shape[1])
         self.net = train_soft_head(self._init_net(self.d_in, init_seed), X, targets, self.spec, rng,  # type: ignore[assignment]

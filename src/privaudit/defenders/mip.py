@@ -33,6 +33,7 @@ from privaudit.defenders.registry import make_defender, register, validate_defen
 from privaudit.defenders.sklearn_zoo import SklearnDefender
 from privaudit.defenders.torch_head import TorchMLPDefender
 from privaudit.stats import epsilon_for_mip_eta, mip_noise_scale, mip_norm, sample_mip_noise
+from privaudit.seeding import draw_seed
 
 #: defender kinds whose model is a parameter vector
 VECTOR_KINDS: frozenset[str] = frozenset({"torch_mlp", "dp_sgd", "alibi", "agibi", "logistic_regression", "sklearn"})
@@ -122,7 +123,7 @@ class MipDefender(WrappingDefender):
         for _ in range(self.spec.half_splits):
             idx = np.sort(rng.choice(n, size=n // 2, replace=False))
             m = make_defender(self.base_spec, self.n_classes, self.device)
-            m.fit(X[idx], y[idx], seed=int(rng.integers(2**31 - 1)))
+            m.fit(X[idx], y[idx], seed=draw_seed(rng))
             thetas.append(get_vector(m))
         th = np.stack(thetas)
         mm = self.spec.moment
@@ -137,7 +138,7 @@ class MipDefender(WrappingDefender):
         rng = np.random.default_rng(seed)
         self.sigma_ = self.estimate_sigma(X, y, rng)
         self.inner = make_defender(self.base_spec, self.n_classes, self.device)
-        self.inner.fit(X, y, seed=int(rng.integers(2**31 - 1)))
+        self.inner.fit(X, y, seed=draw_seed(rng))
         self.theta_ = get_vector(self.inner)
         self.noise_ = self.draw_noise(self.sigma_, rng)
         set_vector(self.inner, self.theta_ + self.noise_)

@@ -41,6 +41,7 @@ from scipy import optimize
 
 from privaudit.defenders.base import Defender, DefenderSpecBase, WrappingDefender
 from privaudit.defenders.registry import make_defender, register, validate_defender_spec
+from privaudit.seeding import draw_seed
 
 _ORDERS = 1.0 + np.geomspace(1e-7, 1e7, 4000)
 _NESTED_FORBIDDEN = {"pate", "mip", "python"}
@@ -155,7 +156,7 @@ class PateDefender(WrappingDefender):
         Xq = X[query_rows]
         for share in np.array_split(private_rows, t):
             teacher = make_defender({**self.spec.teacher, "name": f"{self.name}.teacher"}, self.n_classes, self.device)
-            teacher.fit(X[share], y[share], seed=int(rng.integers(2**31 - 1)))
+            teacher.fit(X[share], y[share], seed=draw_seed(rng))
             votes[np.arange(n_query), teacher.predict_proba(Xq).argmax(axis=1)] += 1
         sigma1, sigma2 = self.sigmas(n_query)
         confident = votes.max(axis=1) + rng.normal(0.0, sigma1, n_query) >= self.threshold()
@@ -164,7 +165,7 @@ class PateDefender(WrappingDefender):
         if len(np.unique(answers[answered])) < 2:
             raise ValueError(f"defender {self.name!r}: confident GNMax answered {len(answered)} of {n_query} queries "
                              f"with fewer than 2 distinct labels; raise epsilon, query_fraction or lower threshold_fraction")
-        self.student.fit(Xq[answered], answers[answered], seed=int(rng.integers(2**31 - 1)))
+        self.student.fit(Xq[answered], answers[answered], seed=draw_seed(rng))
         self.stats_ = {
             "teachers": t, "sigma1": sigma1, "sigma2": sigma2, "threshold": self.threshold(),
             "queries": n_query, "answered": int(len(answered)), "n_private": int(len(private_rows)),

@@ -37,6 +37,7 @@ from sklearn.svm import SVC, LinearSVC
 from privaudit.defenders.base import Defender, DefenderSpecBase
 from privaudit.defenders.registry import register
 from privaudit.defenders.skops_files import dump_skops
+from privaudit.seeding import draw_seed
 
 Randomness = Literal["fixed", "shuffled", "unseeded"]
 
@@ -150,7 +151,7 @@ class SklearnDefender(Defender):
         if self.spec.randomness in ("shuffled", "unseeded"):
             order = rng.permutation(len(y))
         if self.spec.randomness == "unseeded":
-            random_state = int(rng.integers(0, 2**31 - 1))
+            random_state = draw_seed(rng)
         est = self._est_info.make(random_state, dict(self.spec.options))
         Xo, yo = X[order], y[order]
         if isinstance(est, MultiOutputRegressor):

@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import io
 import json
-import os
-import tempfile
 import zipfile
 from pathlib import Path
 from typing import Any
 
 import skops.io as sio
+
+from privaudit.artifacts import atomic_file
 
 #: the timestamp every archive entry gets (the zip format's earliest)
 EPOCH = (1980, 1, 1, 0, 0, 0)
@@ -64,12 +64,5 @@ def canonical_skops(data: bytes) -> bytes:
 def dump_skops(obj: Any, path: Path) -> None:
     """Save ``obj`` with skops to ``path`` (atomically), byte-identical for equal models."""
     data = canonical_skops(sio.dumps(obj))
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".partial", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    with atomic_file(path, "wb") as fh:
+        fh.write(data)

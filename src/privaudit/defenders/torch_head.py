@@ -22,6 +22,7 @@ from torch import nn
 from privaudit.artifacts import write_safetensors
 from privaudit.defenders.base import Defender, DefenderSpecBase
 from privaudit.defenders.registry import register
+from privaudit.seeding import draw_seed
 
 
 class TorchMLPSpec(DefenderSpecBase):
@@ -85,7 +86,7 @@ class TorchMLPDefender(Defender):
 
     def fit(self, X: np.ndarray, y: np.ndarray, seed: int) -> "TorchMLPDefender":
         rng = np.random.default_rng(seed)
-        init_seed = self.spec.random_state if self.spec.randomness != "unseeded" else int(rng.integers(2**31 - 1))
+        init_seed = self.spec.random_state if self.spec.randomness != "unseeded" else draw_seed(rng)
         self.d_in = int(X.shape[1])
         net = self._init_net(self.d_in, init_seed)
         Xt = torch.as_tensor(np.ascontiguousarray(X), dtype=torch.float32, device=self.device)

@@ -17,7 +17,8 @@ validate_metrics       ``metrics``         ltu, game3, lidp, bounds, report (out
 """
 
 from privaudit.validation.canary_suite import validate_canary_stats
-from privaudit.validation.core import ExpectationFailure, ValidationFailed, check_suite, run_suite
+from privaudit.validation.core import check_suite
+from privaudit.validation.outcomes import ExpectationFailure, ValidationFailed
 from privaudit.validation.defender_suite import validate_defender_outputs
 from privaudit.validation.features_suite import validate_features
 from privaudit.validation.metrics_suite import validate_metrics
@@ -32,7 +33,6 @@ __all__ = [
     "check_defender_dirs",
     "check_model_file",
     "check_suite",
-    "run_suite",
     "validate_canary_stats",
     "validate_defender_outputs",
     "validate_features",

@@ -13,74 +13,19 @@ from __future__ import annotations
 
 import logging
 import os
-from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 import pandas as pd
 
+from privaudit.validation.docs import record
+from privaudit.validation.outcomes import (
+    MAX_ROWS_SHOWN,
+    ExpectationFailure,
+    ExpectationOutcome,
+    ValidationFailed,
+)
+
 os.environ.setdefault("GX_ANALYTICS_ENABLED", "False")
-
-MAX_ROWS_SHOWN = 5
-MAX_ARG_CHARS = 80
-
-
-def _short(value: Any) -> str:
-    if isinstance(value, float) and value >= 1.7976931348623157e308:
-        return "<largest finite float>"
-    text = repr(value)
-    return text if len(text) <= MAX_ARG_CHARS else text[: MAX_ARG_CHARS - 5] + " ...]"
-
-
-@dataclass(frozen=True)
-class ExpectationFailure:
-    """One failed expectation: its GX type, its arguments and a few offending values/rows."""
-
-    suite: str
-    batch: str
-    expectation: str
-    kwargs: dict[str, Any]
-    observed: Any = None
-    offending_rows: list[Any] = field(default_factory=list)
-    offending_values: list[Any] = field(default_factory=list)
-    description: str = ""
-    missing_values: list[Any] = field(default_factory=list)
-
-    def describe(self) -> str:
-        args = ", ".join(f"{k}={_short(v)}" for k, v in self.kwargs.items() if k not in {"batch_id"})
-        what = f"{self.description}: " if self.description else ""
-        text = f"[{self.suite}/{self.batch}] {what}{self.expectation}({args}) failed"
-        if self.offending_rows:
-            text += f"; offending rows {self.offending_rows[:MAX_ROWS_SHOWN]}"
-        if self.offending_values:
-            text += f"; offending values {self.offending_values[:MAX_ROWS_SHOWN]}"
-        if self.missing_values:
-            text += f"; missing values {self.missing_values[:MAX_ROWS_SHOWN]}"
-        if self.observed is not None:
-            text += f"; observed {_short(self.observed)}"
-        return text
-
-
-@dataclass(frozen=True)
-class ExpectationOutcome:
-    """One evaluated expectation (passed or not), as shown in the Data Docs."""
-
-    batch: str
-    expectation: str
-    description: str
-    kwargs: dict[str, Any]
-    success: bool
-    failure: ExpectationFailure | None = None
-
-
-class ValidationFailed(ValueError):
-    """A Great Expectations suite failed; ``failures`` lists what and where."""
-
-    def __init__(self, suite: str, failures: Sequence[ExpectationFailure]) -> None:
-        self.suite = suite
-        self.failures = list(failures)
-        lines = "\n  ".join(f.describe() for f in self.failures)
-        super().__init__(f"validation suite {suite!r} failed:\n  {lines}")
-
 
 _CONTEXT: list[Any] = []  # one ephemeral context per process (creating one costs ~0.1-0.3 s)
 _RUN_COUNTER = [0]
@@ -166,24 +111,6 @@ def evaluate_suite(
     return outcomes
 
 
-def run_suite(
-    suite_name: str,
-    batches: dict[str, pd.DataFrame],
-    expectations: dict[str, list[Any]],
-) -> list[ExpectationFailure]:
-    """Validate each named batch against its list of GX expectation objects.
-
-    Args:
-        suite_name: name shown in messages (e.g. ``"split"``).
-        batches: batch name → DataFrame (e.g. ``{"membership": df, "defender": df_d}``).
-        expectations: batch name → list of ``great_expectations.expectations.*`` objects.
-
-    Returns:
-        The failures (empty when everything passed); callers raise :class:`ValidationFailed`.
-    """
-    return [o.failure for o in evaluate_suite(suite_name, batches, expectations) if o.failure is not None]
-
-
 def check_suite(
     suite_name: str,
     batches: dict[str, pd.DataFrame],
@@ -195,8 +122,6 @@ def check_suite(
     Args:
         subject: what was validated (e.g. ``"defender logreg"``), shown in the Data Docs.
     """
-    from privaudit.validation.docs import record
-
     outcomes = evaluate_suite(suite_name, batches, expectations)
     record(suite_name, subject, {b: len(f) for b, f in batches.items()}, outcomes)
     failures = [o.failure for o in outcomes if o.failure is not None]

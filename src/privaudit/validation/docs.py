@@ -24,8 +24,8 @@ import sys
 from pathlib import Path
 from typing import Any, Sequence
 
-from privaudit.artifacts import atomic_file
-from privaudit.validation.core import ExpectationOutcome, _short
+from privaudit.artifacts import atomic_file, read_json
+from privaudit.validation.outcomes import ExpectationOutcome, short_repr
 
 ENV_VAR = "PRIVAUDIT_VALIDATION_DOCS"
 DEFAULT_DIR = Path("reports/validation")
@@ -72,7 +72,7 @@ def record(
                 "batch": o.batch,
                 "expectation": o.expectation,
                 "description": o.description,
-                "kwargs": {k: _short(v) for k, v in o.kwargs.items()},
+                "kwargs": {k: short_repr(v) for k, v in o.kwargs.items()},
                 "success": o.success,
                 "detail": o.failure.describe() if o.failure else "",
             }
@@ -99,7 +99,7 @@ def write_site(target: Path, suite: str, runs: list[dict[str, Any]]) -> None:
     summaries = []
     for path in sorted(target.glob("*.json")):
         try:
-            data = json.loads(path.read_text())
+            data = read_json(path)
             summaries.append((data["suite"], data["runs"]))
         except (ValueError, KeyError, OSError):
             continue

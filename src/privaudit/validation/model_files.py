@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import zipfile
+from privaudit.artifacts import read_json
 from pathlib import Path
 from typing import Iterable
 
@@ -102,7 +103,7 @@ def check_defender_dirs(defenders_dir: Path, names: Iterable[str]) -> dict[str, 
         if not info_path.is_file():
             raise FileNotFoundError(f"{info_path} not found (run the defenders stage)")
         try:
-            info = json.loads(info_path.read_text())
+            info = read_json(info_path)
             model_file = info["model_file"]
             trusted = (info.get("spec") or {}).get("trusted_types") or ()
         except (ValueError, KeyError, TypeError, AttributeError) as err:

@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from privaudit.data.sources.base import DataSourceError, SourceData, check_max_samples, subsample_index
+from privaudit.artifacts import read_json
 
 __all__ = [
     "SOURCE_NAMES",
@@ -131,8 +132,8 @@ def read_source(in_dir: Path) -> SourceData:
         if not required.is_file():
             raise DataSourceError(f"{required} is missing; run the ingest stage first")
     try:
-        meta = json.loads(meta_path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        meta = read_json(meta_path)
+    except ValueError as exc:
         raise DataSourceError(f"{meta_path} is not valid JSON (truncated or corrupt): {exc}") from exc
     try:
         with np.load(npz_path, allow_pickle=False) as archive:

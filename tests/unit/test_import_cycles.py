@@ -1,0 +1,70 @@
+"""No import cycles between project modules, function-local imports included (issue 16).
+
+A function-local import that closes a cycle (``validation.core`` ↔ ``validation.docs`` was one)
+hides a layering knot: the two modules can only be understood, tested and moved together. The
+registry's self-registration (``BUILTIN_MODULES`` names trainer modules as strings, imported with
+``importlib``) is deliberately not an import edge here.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.import_graph import ROOT, imports, module_file
+
+
+def _graph() -> dict[Path, set[Path]]:
+    graph: dict[Path, set[Path]] = {}
+    for path in sorted((ROOT / "src" / "privaudit").rglob("*.py")):
+        rel = path.relative_to(ROOT / "src").with_suffix("")
+        parts = rel.parts[:-1] if rel.name == "__init__" else rel.parts
+        module = ".".join(parts)
+        targets = {module_file(name) for name in imports(path, module, by_name=False)}
+        graph[path] = {t for t in targets if t is not None and t != path}
+    return graph
+
+
+def cycles(graph: dict[Path, set[Path]]) -> list[list[Path]]:
+    """Strongly connected components with more than one module (Tarjan)."""
+    index: dict[Path, int] = {}
+    low: dict[Path, int] = {}
+    stack: list[Path] = []
+    on_stack: set[Path] = set()
+    found: list[list[Path]] = []
+
+    def visit(v: Path) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in graph.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                found.append(sorted(comp))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_no_import_cycles_between_project_modules() -> None:
+    found = [[p.relative_to(ROOT).as_posix() for p in comp] for comp in cycles(_graph())]
+    assert not found, f"import cycles (function-local imports count): {found}"
+
+
+def test_the_cycle_finder_finds_a_planted_cycle() -> None:
+    a, b, c, d = (Path(x) for x in "abcd")
+    assert cycles({a: {b}, b: {c}, c: {a}, d: {a}}) == [[a, b, c]]
+    assert cycles({a: {b}, b: {c}, d: {a}}) == []
