@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from privaudit.attacks.lidp_audit import lidp_audit
+from privaudit.lidp_audit import lidp_audit
 from privaudit.canaries.runner import run_trials
 from privaudit.config import parse_params
 from privaudit.defenders.training import FeatureSet

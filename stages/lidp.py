@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from privaudit.artifacts import atomic_dir, ensure_writable, read_json, write_json
-from privaudit.attacks.lidp_audit import lidp_audit
+from privaudit.lidp_audit import lidp_audit
 from privaudit.audit_metrics import assemble_entry, audit_delta
 from privaudit.claim_check import claim_of
 from privaudit.config import Params

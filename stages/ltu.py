@@ -10,7 +10,7 @@ import numpy as np
 
 from privaudit.artifacts import atomic_dir, ensure_writable, write_json
 from privaudit.attacks.ltu import LtuData
-from privaudit.attacks.ltu_attackers import AttackerOptions, check_attacker_names, evaluate_defender
+from privaudit.attacks.ltu_evaluation import AttackerOptions, check_attacker_names, evaluate_defender
 from privaudit.attacks.sample_risk import RiskOptions
 from privaudit.config import Params
 from privaudit.defenders.training import FeatureSet, load_feature_set, load_trained_defender, read_defender_outputs

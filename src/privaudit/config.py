@@ -79,7 +79,7 @@ class FeaturizeParams(_Strict):
         )
 
 
-#: the attackers ``ltu.attackers`` may name: the keys of ``privaudit.attacks.ltu_attackers.ATTACKERS``
+#: the attackers ``ltu.attackers`` may name: the keys of ``privaudit.attacks.ltu_evaluation.ATTACKERS``
 #: (listed here so that loading params imports no attack code; a test keeps the two equal)
 LTU_ATTACKERS: tuple[str, ...] = (
     "loss_gap", "score_loss", "score_confidence", "score_entropy", "score_margin", "score_best", "bounded_loss",

@@ -2,7 +2,7 @@
 
 ``gate.beta`` promises that a DP claim that holds is flagged with probability at most β. This
 module checks the promise by simulation, through the *same code path* the pipeline uses: the
-audit functions (:func:`privaudit.attacks.lidp_audit.lidp_audit`,
+audit functions (:func:`privaudit.lidp_audit.lidp_audit`,
 :func:`privaudit.attacks.game3.game3_audit`) at the level and δ the error budget assigns,
 :func:`privaudit.audit_metrics.assemble_entry`, and :func:`privaudit.report.gate.evaluate_gate`.
 
@@ -67,7 +67,7 @@ class GateSimulation:
 
 
 def _gaussian_blocks(s: GateScenario, claim: PrivacyClaim, level: float, rng: np.random.Generator) -> dict[str, dict]:
-    from privaudit.attacks.lidp_audit import lidp_audit
+    from privaudit.lidp_audit import lidp_audit
 
     sigma = gaussian_mechanism_sigma(s.epsilon, s.delta)
     sx, sy = simulate_gaussian_scores(sigma, s.trials, s.canaries, s.dim, rng)

@@ -10,7 +10,7 @@ import torch
 
 import privaudit.attacks.mia_reference as mia_reference
 from privaudit.attacks.ltu import LtuData, individual_privacy_scores, run_attacker
-from privaudit.attacks.ltu_attackers import AttackerOptions, evaluate_defender, make_attacker
+from privaudit.attacks.ltu_evaluation import AttackerOptions, evaluate_defender, make_attacker
 from privaudit.attacks.sample_risk import (
     RISK_COLUMNS,
     RiskOptions,

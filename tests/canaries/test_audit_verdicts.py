@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from privaudit.attacks.game3 import game3_audit
-from privaudit.attacks.lidp_audit import lidp_audit
+from privaudit.lidp_audit import lidp_audit
 from privaudit.canaries.runner import run_trials
 from tests.canaries.conftest import digits_features, make_params
 

@@ -19,8 +19,8 @@ from pydantic import BaseModel
 
 from privaudit import config
 from privaudit.attacks.game3 import game3_audit
-from privaudit.attacks.lidp_audit import lidp_audit
-from privaudit.attacks.ltu_attackers import AttackerOptions
+from privaudit.lidp_audit import lidp_audit
+from privaudit.attacks.ltu_evaluation import AttackerOptions
 from privaudit.attacks.sample_risk import RiskOptions
 from privaudit.one_run_audit import one_run_audit
 from privaudit.whitebox_audit import whitebox_audit

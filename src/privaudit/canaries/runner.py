@@ -28,7 +28,7 @@ from privaudit.canaries.designs import (
     draw_random_gradient,
     tail_singular_vectors,
 )
-from privaudit.canaries.experiments import game3_sequential, lidp_trial_sequential
+from privaudit.canaries.sequential_runs import game3_sequential, lidp_trial_sequential
 from privaudit.canaries.sizes import check_canary_sizes, game3_canaries
 from privaudit.config import Params
 from privaudit.defenders.training import FeatureSet

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from privaudit.attacks.ltu import LtuData, run_attacker
-from privaudit.attacks.ltu_attackers import ATTACKERS, AttackerOptions, evaluate_defender, make_attacker
+from privaudit.attacks.ltu_evaluation import ATTACKERS, AttackerOptions, evaluate_defender, make_attacker
 from privaudit.config import ParamsError, parse_params
 from privaudit.defenders.registry import make_defender
 
