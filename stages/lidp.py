@@ -1,9 +1,5 @@
-"""Stage lidp: Lifted-DP ε lower bounds; merges Game 3 into ``metrics/audit.json``.
-
-Also writes ``data/audit/epsilon_vs_trials/<defender>.csv`` (trials, eps_k1, eps_ksqrt).
-``python -m stages.lidp --self-check EPS`` instead audits the Gaussian mechanism with known ε
-(LiDP §4) through the same audit code and prints ε̂ next to the true ε.
-"""
+"""Stage lidp: LiDP ε lower bounds, merged with Game 3, white-box and one-run into ``metrics/audit.json``;
+``data/audit/epsilon_vs_trials/<defender>.csv``. ``--self-check EPS``: audit a Gaussian mechanism with known ε."""
 
 from __future__ import annotations
 
@@ -11,16 +7,13 @@ import argparse
 import sys
 from pathlib import Path
 
-import numpy as np
-
 from privaudit.artifacts import atomic_dir, ensure_writable, read_json, write_json
-from privaudit.lidp_audit import lidp_audit
-from privaudit.audit_metrics import assemble_entry, audit_delta
-from privaudit.claim_check import claim_of
+from privaudit.audit_metrics import build_audit_metrics
 from privaudit.config import Params
-from privaudit.mechanisms import gaussian_mechanism_sigma, simulate_gaussian_scores
+from privaudit.lidp_audit import LidpSettings
+from privaudit.lidp_self_check import SelfCheckResult, gaussian_self_check
 from privaudit.seeding import rng_for
-from privaudit.validation import validate_canary_stats, validate_metrics
+from privaudit.validation import validate_metrics
 from stages._runner import run_stage
 
 
@@ -37,73 +30,30 @@ def _args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dim", type=int, default=100_000, help="self-check: dimension of the mechanism")
 
 
-def self_check(params: Params, epsilon: float, dim: int) -> dict[str, float]:
-    """LiDP §4: run :func:`lidp_audit` on Gaussian-mechanism scores with known (ε, lidp.delta)."""
-    lp = params.lidp
-    sigma = gaussian_mechanism_sigma(epsilon, lp.delta)
-    rng = rng_for(params.base.seed, "lidp", "self_check")
-    sx, sy = simulate_gaussian_scores(sigma, lp.trials, lp.k_canaries(), dim, rng, lp.m_null())
-    # the mechanism's statistic <theta, c> is larger for members; lidp_audit takes losses (lower = member)
-    res, _ = lidp_audit(-sx, -sy, delta=lp.delta, beta=lp.beta, order=lp.order, method=lp.method,
-                        tune_fraction=lp.tune_fraction, n_thresholds=lp.tau_quantiles, rng=rng,
-                        tau_selection=lp.tau_selection)
-    return {"epsilon": epsilon, "eps_lower_bound": res["eps_lower_bound"], "eps_lower_bound_k1": res["eps_lower_bound_k1"],
-            **{f"by_order.{k}": v for k, v in res["by_order"].items()}}
-
-
-def _load_stats(path: Path) -> tuple[np.ndarray, np.ndarray]:
-    if not path.is_file():
-        raise FileNotFoundError(f"{path} not found (run the canaries stage)")
-    with np.load(path, allow_pickle=False) as z:
-        arrays = {k: z[k] for k in z.files}
-    validate_canary_stats("lidp", arrays)  # GX suite 'canaries' on the input
-    if "loss_in" in arrays:
-        return arrays["loss_in"], arrays["loss_null"]
-    return arrays["stat_in"], arrays["stat_null"]
+def self_check_result(params: Params, epsilon: float, dim: int) -> SelfCheckResult:
+    lp, rng = params.lidp, rng_for(params.base.seed, "lidp", "self_check")
+    return gaussian_self_check(epsilon, settings=LidpSettings.of(lp), delta=lp.delta, beta=lp.beta, trials=lp.trials,
+                               canaries=lp.k_canaries(), null_canaries=lp.m_null(), dim=dim, rng=rng)
 
 
 def _body(args: argparse.Namespace, params: Params) -> None:
     """Algorithm 1 of Pillutla et al. with tau chosen honestly, at each defender's own delta and budget."""
-    lp = params.lidp
     if args.self_check is not None:
-        r = self_check(params, args.self_check, args.dim)
-        print(f"lidp self-check: Gaussian mechanism with eps={r['epsilon']:g}, delta={lp.delta:g}: "
-              f"eps_hat={r['eps_lower_bound']:.3f} (K={lp.k_canaries()}, order {lp.order} {lp.method}), "
-              f"K=1 {r['eps_lower_bound_k1']:.3f}; "
-              + ", ".join(f"{k.split('.')[1]} {v:.3f}" for k, v in r.items() if k.startswith("by_order")))
-        if r["eps_lower_bound"] > r["epsilon"]:
-            raise ValueError(f"self-check failed: eps_hat {r['eps_lower_bound']:.3f} exceeds the true eps {r['epsilon']}")
-        return
+        result = self_check_result(params, args.self_check, args.dim)
+        print(result.summary())
+        return result.raise_if_failed()
     ensure_writable(args.out, args.curves)
-    game3 = read_json(args.game3)
-    extra = {key: (read_json(path) if path is not None else {}) for key, path in
-             (("whitebox", args.whitebox), ("one_run", args.one_run))}
-    audited = {s["name"] for s in params.audited_defenders()}
-    audit = {}
+    names = [s["name"] for s in params.defenders]
+    built = build_audit_metrics(
+        names, audited={s["name"] for s in params.audited_defenders()}, defenders_dir=args.defenders,
+        budgets={n: params.error_budget(n) for n in names}, canaries_dir=args.canaries, game3=read_json(args.game3),
+        extra={k: read_json(p) if p else {} for k, p in (("whitebox", args.whitebox), ("one_run", args.one_run))},
+        lidp=LidpSettings.of(params.lidp), default_delta=params.lidp.delta, seed=params.base.seed)
+    print("\n".join(built.lines))
+    validate_metrics("audit", built.entries)
     with atomic_dir(args.curves) as curves:
-        for spec in params.defenders:
-            name = spec["name"]
-            info = read_json(args.defenders / name / "info.json")
-            budget = params.error_budget(name)
-            claim = claim_of(info, f"{args.defenders / name}/info.json")
-            blocks = {key: extra[key].get(name) for key in extra}
-            if name in audited:
-                loss_in, loss_null = _load_stats(args.canaries / name / "lidp.npz")
-                delta = audit_delta(claim, lp.neighbourhood, lp.delta)
-                res, curve = lidp_audit(loss_in, loss_null, delta=delta, beta=budget.level("lidp"), order=lp.order,
-                                        method=lp.method, tune_fraction=lp.tune_fraction,
-                                        n_thresholds=lp.tau_quantiles, rng=rng_for(params.base.seed, "lidp", name),
-                                        tau_selection=lp.tau_selection, neighbourhood=lp.neighbourhood)
-                res.update(canary_type=lp.canary_type, level=budget.level("lidp"))
-                blocks.update(lidp=res, game3=game3[name])
-                curve.to_csv(curves / f"{name}.csv", index=False)
-            audit[name] = assemble_entry(info, budget, name=name, audited=name in audited, blocks=blocks)
-            shown = ", ".join(f"{k} {b['eps_lower_bound' if 'eps_lower_bound' in b else 'eps_low']:.3f}"
-                              for k, b in blocks.items() if b)
-            print(f"lidp: {name}: eps lower bounds {shown or 'none'}; claimed eps {info.get('claimed_epsilon')}; "
-                  f"violation {audit[name]['violation']}")
-        validate_metrics("audit", audit)
-    write_json(args.out, audit)
+        built.write_curves(curves)
+    write_json(args.out, built.entries)
 
 
 if __name__ == "__main__":

@@ -38,6 +38,7 @@ on one model per trial (:func:`lidp_epsilon_lower_bound_replace_one`).
 
 from __future__ import annotations
 
+from dataclasses import dataclass, fields
 from typing import Any
 
 import numpy as np
@@ -179,3 +180,30 @@ def lidp_audit(
         "tau_selection": tau_selection,
     }
     return metrics, curve
+
+
+@dataclass(frozen=True)
+class LidpSettings:
+    """The ``lidp.*`` params that shape one audit (the stage reads them; the library takes them)."""
+
+    order: int
+    method: str
+    tune_fraction: float
+    tau_quantiles: int
+    tau_selection: str
+    neighbourhood: str
+    canary_type: str
+
+    @classmethod
+    def of(cls, block: object) -> "LidpSettings":
+        """The settings named like this class's fields, read off ``block`` (the stage passes ``params.lidp``)."""
+        return cls(**{f.name: getattr(block, f.name) for f in fields(cls)})
+
+    def audit(self, loss_in: np.ndarray, loss_null: np.ndarray, *, delta: float, beta: float,
+              rng: np.random.Generator) -> tuple[dict[str, Any], pd.DataFrame]:
+        """:func:`lidp_audit` with these settings; the result also names ``canary_type`` and ``level``."""
+        res, curve = lidp_audit(loss_in, loss_null, delta=delta, beta=beta, order=self.order, method=self.method,
+                                tune_fraction=self.tune_fraction, n_thresholds=self.tau_quantiles, rng=rng,
+                                tau_selection=self.tau_selection, neighbourhood=self.neighbourhood)
+        res.update(canary_type=self.canary_type, level=beta)
+        return res, curve

@@ -1,0 +1,67 @@
+"""The lidp stage's library half: LiDP audits of every audited defender, one audit.json entry each."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from privaudit.audit_metrics import build_audit_metrics, load_lidp_stats
+from privaudit.error_budget import DEFAULT_GATED, applicable_bounds, plan_budget
+from privaudit.lidp_audit import LidpSettings
+from privaudit.validation import ValidationFailed
+
+SETTINGS = LidpSettings(order=1, method="wilson", tune_fraction=0.5, tau_quantiles=16, tau_selection="split",
+                        neighbourhood="add_remove", canary_type="mislabel")
+GAME3 = {"eps_low": 0.0, "eps_high": 3.0, "canaries": 100, "delta": 1e-5, "neighbourhood": "replace_label",
+         "level": 0.01}
+
+
+def _setup(tmp: Path, leak: float, claim: float | None) -> dict:
+    info = {"claimed_epsilon": claim, "claimed_delta": None if claim is None else 1e-5,
+            "claimed_neighbourhood": None if claim is None else "add_remove"}
+    (tmp / "def" / "d").mkdir(parents=True)
+    (tmp / "def" / "d" / "info.json").write_text(json.dumps(info))
+    (tmp / "can" / "d").mkdir(parents=True)
+    rng = np.random.default_rng(0)
+    # members' losses are lower by `leak` standard deviations than the null canaries'
+    np.savez(tmp / "can" / "d" / "lidp.npz", loss_in=rng.normal(-leak, 1, (400, 20)) + 10,
+             loss_null=rng.normal(0, 1, (400, 20)) + 10)
+    budget = plan_budget(0.05, DEFAULT_GATED, applicable_bounds(observable=False, canary_audited=True, theory=False))
+    return dict(audited={"d"}, budgets={"d": budget}, defenders_dir=tmp / "def", canaries_dir=tmp / "can",
+                game3={"d": GAME3}, extra={"whitebox": {}, "one_run": {}}, lidp=SETTINGS, default_delta=1e-5, seed=0)
+
+
+def test_a_leaky_recipe_with_a_small_claim_is_a_violation(tmp_path: Path) -> None:
+    built = build_audit_metrics(["d"], **_setup(tmp_path, leak=3.0, claim=0.1))
+    entry = built.entries["d"]
+    assert entry["lidp"]["eps_lower_bound"] > 0.1 and entry["violation"] and "lidp" in entry["violations"]
+    assert entry["lidp"]["level"] == built.entries["d"]["budget"]["levels"]["lidp"]
+    assert list(built.curves["d"].columns) == ["trials", "eps_k1", "eps_ksqrt"]
+    assert built.lines == [f"lidp: d: eps lower bounds lidp {entry['lidp']['eps_lower_bound']:.3f}, game3 0.000; "
+                           "claimed eps 0.1; violation True"]
+
+
+def test_no_leak_no_violation_and_same_numbers_for_the_same_seed(tmp_path: Path) -> None:
+    kw = _setup(tmp_path, leak=0.0, claim=1.0)
+    a, b = build_audit_metrics(["d"], **kw), build_audit_metrics(["d"], **kw)
+    assert not a.entries["d"]["violation"] and a.entries == b.entries
+
+
+def test_defenders_without_canary_audits_get_an_entry_without_lidp(tmp_path: Path) -> None:
+    kw = _setup(tmp_path, leak=3.0, claim=None)
+    built = build_audit_metrics(["d"], **{**kw, "audited": set()})
+    assert built.entries["d"]["lidp"] is None and built.entries["d"]["audited"] is False and not built.curves
+
+
+def test_corrupt_statistics_are_refused(tmp_path: Path) -> None:
+    kw = _setup(tmp_path, leak=0.0, claim=None)
+    np.savez(tmp_path / "can" / "d" / "lidp.npz", loss_in=np.full((4, 2), np.nan), loss_null=np.zeros((4, 2)))
+    with pytest.raises(ValidationFailed):
+        load_lidp_stats(tmp_path / "can" / "d" / "lidp.npz")
+    with pytest.raises(FileNotFoundError, match="run the canaries stage"):
+        load_lidp_stats(tmp_path / "nowhere.npz")
+    with pytest.raises(ValidationFailed):
+        build_audit_metrics(["d"], **kw)
