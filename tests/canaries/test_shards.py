@@ -12,6 +12,7 @@ from privaudit.canaries.shards import (
     load_shard,
     missing_shards,
     plan_shards,
+    run_missing_shards,
     run_shard,
     save_shard,
     shard_dir,
@@ -94,16 +95,14 @@ def test_replace_one_trains_one_model_per_trial(small_fs) -> None:
 
 def test_dask_local_cluster_gives_the_local_results(tmp_path: Path, small_fs) -> None:
     distributed = pytest.importorskip("distributed")
-    from stages.canaries import _run_missing
-
     p_local = make_params([MLP])
     local_root, dask_root = tmp_path / "local", tmp_path / "dask"
-    _run_missing(p_local, small_fs, plan_shards(p_local), local_root, "cpu")
+    run_missing_shards(local_root, p_local, small_fs, plan_shards(p_local), "cpu")
     with distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=True,
                                   dashboard_address=None) as cluster:
         p_dask = make_params([MLP], compute={"scheduler": cluster.scheduler_address})
         assert shard_dir(dask_root, p_dask).name == shard_dir(local_root, p_local).name
-        _run_missing(p_dask, small_fs, missing_shards(dask_root, p_dask, small_fs), dask_root, "cpu")
+        run_missing_shards(dask_root, p_dask, small_fs, missing_shards(dask_root, p_dask, small_fs), "cpu")
     assert missing_shards(dask_root, p_dask, small_fs) == []
     for shard in plan_shards(p_local):
         a, b = load_shard(local_root, p_local, shard), load_shard(dask_root, p_dask, shard)

@@ -36,6 +36,7 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -151,6 +152,29 @@ def run_shard(params: Params, fs: FeatureSet, shard: Shard, device: str) -> dict
     arrays["trial"] = np.arange(shard.start, shard.stop)
     arrays["inputs_fingerprint"] = np.array(inputs_fingerprint(fs))
     return arrays
+
+
+def run_missing_shards(root: Path, params: Params, fs: FeatureSet, todo: Sequence[Shard], device: str,
+                       progress: Callable[[int], None] = lambda trials: None) -> None:
+    """Run the shards ``todo`` and save each as it finishes; ``progress`` gets each shard's trial count.
+
+    Locally (``compute.scheduler: local``) one after the other; otherwise on the Dask cluster at
+    ``compute.scheduler`` (features scattered once), saved here in the order they finish.
+    """
+    if params.compute.scheduler == "local":
+        for shard in todo:
+            save_shard(root, params, shard, run_shard(params, fs, shard, device))
+            progress(shard.stop - shard.start)
+        return
+    from distributed import Client, as_completed
+
+    with Client(params.compute.scheduler) as client:
+        fs_f = client.scatter(fs, broadcast=True)
+        futures = {client.submit(run_shard, params, fs_f, s, device, pure=False): s for s in todo}
+        for fut in as_completed(futures):
+            shard = futures[fut]
+            save_shard(root, params, shard, fut.result())
+            progress(shard.stop - shard.start)
 
 
 def save_shard(root: Path, params: Params, shard: Shard, arrays: dict[str, np.ndarray]) -> Path:

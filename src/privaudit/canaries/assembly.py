@@ -1,0 +1,87 @@
+"""Assemble finished trial shards into the canaries stage's outputs, ``data/canaries/<defender>/``.
+
+Per audited defender: ``game3.npz`` (one row per canary over all runs), ``lidp.npz`` (``loss_in``
+(n, K) / ``loss_null`` (n, m), or ``stat_in``/``stat_null`` for gradient canaries, whose inner
+products may be negative) and ``meta.json`` (what was run). Every array set passes the GX
+``canaries`` suite before it is written; a shard computed on other inputs is refused.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from privaudit.artifacts import write_json
+from privaudit.canaries.shards import Shard, load_shard
+from privaudit.config import Params
+from privaudit.validation import validate_canary_stats
+
+__all__ = ["assemble_experiment", "canary_meta", "canary_statistic", "summary_line", "write_defender_outputs"]
+
+
+def canary_statistic(canary_type: str, gradient_reference: int) -> str:
+    """What the LiDP statistic of ``lidp.canary_type`` is (recorded in ``meta.json``)."""
+    if canary_type != "random_gradient":
+        return "cross-entropy loss"
+    if gradient_reference:
+        return (f"inner product <c, theta_T - theta_0 - mean displacement of {gradient_reference} "
+                "canary-free heads>")
+    return "inner product <c, theta_T - theta_0>"
+
+
+def canary_meta(params: Params, n_classes: int, n_game3: int, fingerprint: str) -> dict[str, Any]:
+    """``meta.json`` of every audited defender: the Game-3 and LiDP designs that ran, and the inputs' fingerprint."""
+    g, lp = params.game3, params.lidp
+    return {"game3": {"canaries": n_game3, "canaries_setting": g.canaries, "runs": g.runs, "n_classes": n_classes,
+                      "game": "label_flip" if n_classes == 2 else "two_wrong_labels"},
+            "lidp": {"trials": lp.trials, "canaries": lp.k_canaries(), "null_canaries": lp.m_null(),
+                     "canary_type": lp.canary_type, "neighbourhood": lp.neighbourhood,
+                     "statistic": canary_statistic(lp.canary_type, lp.gradient_reference)},
+            "inputs_fingerprint": fingerprint}
+
+
+def summary_line(params: Params, name: str, n_classes: int, n_game3: int) -> str:
+    lp = params.lidp
+    return (f"canaries: {name}: Game 3 with {params.game3.runs} x {n_game3} canaries"
+            f"{' (label flip, C = 2)' if n_classes == 2 else ''}; {lp.trials} LiDP trials ({lp.neighbourhood}, "
+            f"{lp.canary_type}) with K={lp.k_canaries()}, m={lp.m_null()}")
+
+
+def assemble_experiment(shards: list[dict[str, np.ndarray]], experiment: str, *, canary_type: str,
+                        game3_runs: int) -> dict[str, np.ndarray]:
+    """One experiment's arrays from its shards (in trial order), validated by the GX ``canaries`` suite.
+
+    Game 3: runs × canaries flattened to one row per canary, with ``defender_row`` and ``run``
+    (``canary_index`` when there is one run). LiDP: trials stacked; gradient canaries' statistics
+    renamed ``stat_in``/``stat_null`` (signed, checked as statistics, not losses).
+    """
+    if experiment == "game3":
+        arrays = {k: np.concatenate([a[k].reshape(-1, *a[k].shape[2:]) for a in shards])
+                  for k in ("true_label", "label_pair", "bit", "proba")}
+        rows = np.concatenate([a["canary_index"] for a in shards])
+        arrays["defender_row"] = rows.reshape(-1)
+        arrays["run"] = np.repeat(np.arange(rows.shape[0]), rows.shape[1])
+        if game3_runs == 1:
+            arrays["canary_index"] = arrays.pop("defender_row")
+        validate_canary_stats("game3", arrays)
+        return arrays
+    arrays = {k: np.concatenate([a[k] for a in shards]) for k in ("loss_in", "loss_null")}
+    if canary_type == "random_gradient":
+        arrays = {"stat_in": arrays["loss_in"], "stat_null": arrays["loss_null"]}
+    validate_canary_stats("lidp", arrays)
+    return arrays
+
+
+def write_defender_outputs(out: Path, shard_root: Path, params: Params, plan: list[Shard], name: str,
+                           meta: dict[str, Any], fingerprint: str) -> None:
+    """``out/<name>/{game3,lidp}.npz`` from the finished shards of ``plan``, and ``meta.json``."""
+    (out / name).mkdir()
+    for exp in ("game3", "lidp"):
+        shards = [load_shard(shard_root, params, s) for s in plan if s.defender == name and s.experiment == exp]
+        if any(str(a["inputs_fingerprint"]) != fingerprint for a in shards):
+            raise ValueError(f"a shard of {name}/{exp} under {shard_root} was computed on other inputs")
+        arrays = assemble_experiment(shards, exp, canary_type=params.lidp.canary_type, game3_runs=params.game3.runs)
+        np.savez(out / name / f"{exp}.npz", **arrays)
+    write_json(out / name / "meta.json", meta)
