@@ -79,6 +79,22 @@ class FeaturizeParams(_Strict):
         )
 
 
+#: the names ``ltu.attackers`` may list; :data:`privaudit.attacks.ltu_attackers.ATTACKERS` builds them
+ATTACKER_NAMES: tuple[str, ...] = (
+    "loss_gap", "score_loss", "score_confidence", "score_entropy", "score_margin", "score_best", "bounded_loss",
+    "learned", "retrain", "gradient", "lira", "rmia",
+)
+
+
+def check_attacker_names(names: list[str]) -> None:
+    """Raise ValueError naming ``ltu.attackers`` and the unknown entry."""
+    for n in names:
+        if n not in ATTACKER_NAMES:
+            raise ValueError(f"ltu.attackers: unknown attacker {n!r}; allowed: {sorted(ATTACKER_NAMES)}")
+    if len(set(names)) != len(names):
+        raise ValueError(f"ltu.attackers lists an attacker twice: {names}")
+
+
 class LtuParams(_Strict):
     rounds: int = Field(200, ge=1)
     attackers: list[str] = Field(default_factory=lambda: ["loss_gap"], min_length=1)
@@ -99,8 +115,6 @@ class LtuParams(_Strict):
     @field_validator("attackers")
     @classmethod
     def _known_attackers(cls, v: list[str]) -> list[str]:
-        from privaudit.attacks.ltu_attackers import check_attacker_names
-
         check_attacker_names(v)
         return v
 
