@@ -28,7 +28,7 @@ from privaudit.canaries.shards import (
     save_shard,
 )
 from privaudit.config import Params
-from privaudit.defenders.training import load_feature_set
+from privaudit.features.feature_set import load_feature_set
 from privaudit.features import resolve_device
 from privaudit.validation import validate_canary_stats
 from stages._runner import progress_enabled, run_stage
@@ -87,7 +87,7 @@ def _body(args: argparse.Namespace, params: Params) -> None:
     n_game3 = game3_canaries(params, int(fs.is_defender.sum()))  # game3.canaries: auto resolved
     with atomic_dir(args.out) as tmp:
         for spec in params.audited_defenders():
-            name = spec["name"]
+            name = spec.name
             (tmp / name).mkdir()
             for exp in ("game3", "lidp"):
                 shards = [load_shard(args.shards, params, s) for s in plan if s.defender == name and s.experiment == exp]

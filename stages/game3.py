@@ -31,7 +31,7 @@ def _body(args: argparse.Namespace, params: Params) -> None:
     taus = np.linspace(g.tau_min, g.tau_max, g.tau_steps)
     result = {}
     for spec in params.audited_defenders():
-        name = spec["name"]
+        name = spec.name
         path = args.canaries / name / "game3.npz"
         if not path.is_file():
             raise FileNotFoundError(f"{path} not found (run the canaries stage)")

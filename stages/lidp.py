@@ -78,11 +78,11 @@ def _body(args: argparse.Namespace, params: Params) -> None:
     game3 = read_json(args.game3)
     extra = {key: (read_json(path) if path is not None else {}) for key, path in
              (("whitebox", args.whitebox), ("one_run", args.one_run))}
-    audited = {s["name"] for s in params.audited_defenders()}
+    audited = {s.name for s in params.audited_defenders()}
     audit = {}
     with atomic_dir(args.curves) as curves:
         for spec in params.defenders:
-            name = spec["name"]
+            name = spec.name
             info = read_json(args.defenders / name / "info.json")
             budget = params.error_budget(name)
             claim = claim_of(info, f"{args.defenders / name}/info.json")

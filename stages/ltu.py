@@ -13,7 +13,9 @@ from privaudit.attacks.ltu import LtuData
 from privaudit.attacks.ltu_attackers import AttackerOptions, check_attacker_names, evaluate_defender
 from privaudit.attacks.sample_risk import RiskOptions
 from privaudit.config import Params
-from privaudit.defenders.training import FeatureSet, load_feature_set, load_trained_defender, read_defender_outputs
+from privaudit.defenders.specs import DefenderSpecBase
+from privaudit.defenders.trained_files import load_trained_defender, read_defender_outputs
+from privaudit.features.feature_set import FeatureSet, load_feature_set
 from privaudit.features import resolve_device
 from privaudit.seeding import rng_for
 from stages._runner import run_stage
@@ -27,7 +29,7 @@ def _args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", type=Path, default=Path("data/ltu"))
 
 
-def _ltu_data(defender_dir: Path, spec: dict, fs: FeatureSet) -> LtuData:
+def _ltu_data(defender_dir: Path, spec: DefenderSpecBase, fs: FeatureSet) -> LtuData:
     """Align a defender's outputs with the features; load M_D for white-box attackers."""
     outputs, _ = read_defender_outputs(defender_dir)
     frame = outputs.set_index(outputs["id"].astype(str)).loc[fs.ids]
@@ -64,7 +66,7 @@ def _body(args: argparse.Namespace, params: Params) -> None:
     metrics, roc = {}, {}
     with atomic_dir(args.out) as tmp:
         for spec in params.defenders:
-            name = spec["name"]
+            name = spec.name
             _, info = read_defender_outputs(args.defenders / name)
             data = _ltu_data(args.defenders / name, spec, fs)
             ev = evaluate_defender(data, lp.rounds, list(lp.attackers), rng_for(params.base.seed, "ltu", name), options,

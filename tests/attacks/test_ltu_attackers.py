@@ -8,12 +8,13 @@ import pytest
 from privaudit.attacks.ltu import LtuData, run_attacker
 from privaudit.attacks.ltu_attackers import ATTACKERS, AttackerOptions, evaluate_defender, make_attacker
 from privaudit.config import ParamsError, parse_params
-from privaudit.defenders.registry import make_defender
+from privaudit.defenders.registry import make_defender, validate_defender_spec
 
 OPTS = AttackerOptions(n_jobs=1, reference_models=3, learned_mode="exact")
 
 
-def _tiny(spec: dict, n: int = 60, seed: int = 0, d: int = 5, classes: int = 3) -> LtuData:
+def _tiny(raw: dict, n: int = 60, seed: int = 0, d: int = 5, classes: int = 3) -> LtuData:
+    spec = validate_defender_spec(raw)
     rng = np.random.default_rng(seed)
     y = rng.integers(0, classes, 2 * n)
     X = (rng.normal(size=(2 * n, d)) + 1.5 * np.eye(classes, d)[y]).astype(np.float32)
