@@ -29,7 +29,7 @@ import torch
 from privaudit.lidp_audit import lidp_audit
 from privaudit.canaries.runner import run_trials
 from privaudit.config import parse_params
-from privaudit.defenders.training import FeatureSet
+from privaudit.features.feature_set import FeatureSet
 
 
 def digits() -> FeatureSet:

@@ -25,23 +25,24 @@ import numpy as np
 
 from privaudit.attacks.ltu import LtuData, draw_rounds
 from privaudit.attacks.ltu_retrain import RetrainAttacker
-from privaudit.defenders.registry import make_defender
+from privaudit.defenders.registry import make_defender, validate_defender_spec
+from privaudit.defenders.specs import DefenderSpecBase
 
 
-def torch_spec(epochs: int) -> dict:
+def torch_spec(epochs: int) -> DefenderSpecBase:
     """A ``torch_mlp`` linear head, secret seed: the mocks cannot replay M_D."""
-    return {"name": "torch_linear", "kind": "torch_mlp", "hidden": [], "epochs": epochs, "batch_size": 64,
-            "randomness": "unseeded"}
+    return validate_defender_spec({"name": "torch_linear", "kind": "torch_mlp", "hidden": [], "epochs": epochs,
+                                   "batch_size": 64, "randomness": "unseeded"})
 
 
 def synthetic(n_side: int = 1600, d: int = 64, classes: int = 10, seed: int = 0,
-              spec: dict | None = None) -> LtuData:
+              spec: DefenderSpecBase | None = None) -> LtuData:
     rng = np.random.default_rng(seed)
     y = rng.integers(0, classes, 2 * n_side)
     centers = rng.normal(size=(classes, d))
     X = (centers[y] + 2.0 * rng.normal(size=(2 * n_side, d))).astype(np.float32)
     is_def = np.arange(2 * n_side) < n_side
-    spec = spec or {"name": "linear", "kind": "logistic_regression", "randomness": "fixed"}
+    spec = spec or validate_defender_spec({"name": "linear", "kind": "logistic_regression", "randomness": "fixed"})
     model = make_defender(spec, n_classes=classes).fit(X[is_def], y[is_def], seed=1)
     return LtuData(X=X, y=y, proba=model.predict_proba(X), is_defender=is_def, ids=np.arange(2 * n_side).astype(str),
                    train_rows=np.flatnonzero(is_def), n_classes=classes, spec=spec, model=model)
@@ -51,6 +52,8 @@ def naive(data: LtuData, rounds: int, rng: np.random.Generator) -> np.ndarray:
     """The plain loop: per round, two fits and two predictions, one after the other."""
     batch, _ = draw_rounds(data, rounds, rng)
     t, out = batch.table, []
+    if t.spec is None:
+        raise ValueError("the naive retrain loop needs the defender spec")
     for k in range(rounds):
         order = batch.train_order(k)
         slot = int(np.flatnonzero(order < 0)[0])
@@ -58,7 +61,7 @@ def naive(data: LtuData, rounds: int, rng: np.random.Generator) -> np.ndarray:
         for u in (batch.u1[k], batch.u2[k]):
             r = order.copy()
             r[slot] = u
-            m = make_defender(t.spec, n_classes=t.n_classes).fit(t.X[r], t.y[r], seed=k)  # type: ignore[arg-type]
+            m = make_defender(t.spec, n_classes=t.n_classes).fit(t.X[r], t.y[r], seed=k)
             d.append(np.abs(m.predict_proba(t.X) - t.proba).sum(1).mean())
         out.append(d)
     return np.array(out)

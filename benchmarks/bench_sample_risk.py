@@ -42,7 +42,9 @@ from privaudit.config import load_params
 from privaudit.data.sources import load_source
 from privaudit.data.split import stratified_split
 from privaudit.defenders.registry import make_defender
-from privaudit.defenders.training import FeatureSet, align_features, train_one
+from privaudit.defenders.specs import DefenderSpecBase
+from privaudit.defenders.trained_files import train_one
+from privaudit.features.feature_set import FeatureSet, align_features
 from privaudit.features import featurize
 from privaudit.seeding import int_seed, rng_for
 
@@ -63,26 +65,26 @@ def feature_set(params_path: Path) -> FeatureSet:
     return align_features(X, data.ids, membership, int(data.meta["n_classes"]))
 
 
-def _spec(params_path: Path, name: str) -> dict:
-    specs = {s["name"]: s for s in load_params(params_path).defenders}
+def _spec(params_path: Path, name: str) -> DefenderSpecBase:
+    specs = {s.name: s for s in load_params(params_path).defenders}
     if name not in specs:
         raise SystemExit(f"no defender {name!r} in {params_path}; have {sorted(specs)}")
     return specs[name]
 
 
-def _ltu_data(spec: dict, fs: FeatureSet, seed: int) -> LtuData:
+def _ltu_data(spec: DefenderSpecBase, fs: FeatureSet, seed: int) -> LtuData:
     model, _, _ = train_one(spec, fs, seed, "cpu")
     proba = model.predict_proba(fs.X)
     return LtuData(X=fs.X, y=fs.y, proba=proba, is_defender=fs.is_defender, ids=fs.ids,
                    train_rows=np.flatnonzero(fs.is_defender), n_classes=fs.n_classes, spec=spec, model=model)
 
 
-def _conf(spec: dict, fs: FeatureSet, rows: np.ndarray, seed: int, targets: np.ndarray) -> np.ndarray:
+def _conf(spec: DefenderSpecBase, fs: FeatureSet, rows: np.ndarray, seed: int, targets: np.ndarray) -> np.ndarray:
     model = make_defender(spec, n_classes=fs.n_classes, device="cpu").fit(fs.X[rows], fs.y[rows], seed=seed)
     return model.predict_proba(fs.X[targets])[np.arange(len(targets)), fs.y[targets]]
 
 
-def leave_one_out(spec: dict, fs: FeatureSet, samples: np.ndarray, seeds: int, base_seed: int) -> dict[str, np.ndarray]:
+def leave_one_out(spec: DefenderSpecBase, fs: FeatureSet, samples: np.ndarray, seeds: int, base_seed: int) -> dict[str, np.ndarray]:
     """(seeds, m) confidences of each sample under IN models (D_D) and its own OUT models (D_D − x)."""
     d_rows = np.flatnonzero(fs.is_defender)
     seed_list = [int_seed(base_seed, "bench_sample_risk", s) for s in range(seeds)]
@@ -164,7 +166,7 @@ def _run(args: argparse.Namespace) -> None:
     data = _ltu_data(spec, fs, seed)
     d = fs.is_defender
     print(f"data: {len(fs.y)} samples, {int(d.sum())} Defender / {int((~d).sum())} Reserved; defender "
-          f"{args.defender!r} {spec}")
+          f"{args.defender!r} {spec.model_dump(mode='json')}")
     opts = RiskOptions(reference_models=args.reference_models, level=args.level)
     risk = sample_risk(data, rng_for(seed, "bench_sample_risk", args.defender), opts)
     info = risk.info
@@ -215,7 +217,7 @@ def _run(args: argparse.Namespace) -> None:
             rr = sample_risk(dp, rng_for(seed, "bench_sample_risk", args.dp_defender, r), opts)
             counts.append(rr.info["flagged"])
             controls.append(rr.info["reserved_flagged"])
-        print(f"\n{args.dp_defender!r} ({dp_spec.get('kind')}, epsilon {dp_spec.get('epsilon')}): {args.dp_repeats} "
+        print(f"\n{args.dp_defender!r} ({dp_spec.kind}, epsilon {getattr(dp_spec, 'epsilon', None)}): {args.dp_repeats} "
               f"training seeds, flagged per run {counts}, Reserved control per run {controls}; runs with an empty list: "
               f"{sum(c == 0 for c in counts)} of {args.dp_repeats} ({time.perf_counter() - t2:.0f} s)")
 

@@ -29,7 +29,7 @@ import pandas as pd
 
 from privaudit.attacks.ltu import LtuData, run_attacker
 from privaudit.attacks.ltu_retrain import RetrainAttacker
-from privaudit.defenders.registry import make_defender
+from privaudit.defenders.registry import make_defender, validate_defender_spec
 from privaudit.defenders.sklearn_zoo import ESTIMATORS
 from privaudit.seeding import int_seed, rng_for
 from privaudit.stats import ltu_utility
@@ -67,7 +67,8 @@ def cell(X: np.ndarray, y: np.ndarray, C: int, estimator: str, level: str, trial
     Xs, ys = X[rows], y[rows]
     is_def = np.zeros(len(rows), bool)
     is_def[: len(d_idx)] = True
-    spec = {"name": f"{estimator}-{level}", "kind": "sklearn", "estimator": estimator, "randomness": level}
+    spec = validate_defender_spec({"name": f"{estimator}-{level}", "kind": "sklearn", "estimator": estimator,
+                                   "randomness": level})
     model = make_defender(spec, n_classes=C)
     model.fit(Xs[is_def], ys[is_def], seed=int_seed(seed, "table1", estimator, level, trial))
     proba = model.predict_proba(Xs)

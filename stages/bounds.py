@@ -22,8 +22,8 @@ def _args(p: argparse.ArgumentParser) -> None:
 def _body(args: argparse.Namespace, params: Params) -> None:
     """Thudi/Yeom/Erlingsson/Sablayrolles bounds and Izzo's eta next to the LTU accuracy."""
     ensure_writable(args.out)
-    check_defender_dirs(args.defenders, [d["name"] for d in params.defenders])  # model files are data, not code
-    infos = {d["name"]: read_json(args.defenders / d["name"] / "info.json") for d in params.defenders}
+    check_defender_dirs(args.defenders, [d.name for d in params.defenders])  # model files are data, not code
+    infos = {d.name: read_json(args.defenders / d.name / "info.json") for d in params.defenders}
     ltu = read_json(args.ltu)
     validate_metrics("ltu", ltu)  # input
     bounds = compute_bounds(infos, ltu, params.bounds.p_member)

@@ -20,7 +20,7 @@ from privaudit.canaries.shards import (DEFAULT_SHARD_ROOT, inputs_fingerprint, m
                                        prune_shards, run_missing_shards)
 from privaudit.canaries.sizes import game3_canaries
 from privaudit.config import Params
-from privaudit.defenders.training import load_feature_set
+from privaudit.features.feature_set import load_feature_set
 from privaudit.features import resolve_device
 from stages._runner import progress_enabled, run_stage
 
@@ -46,7 +46,7 @@ def _body(args: argparse.Namespace, params: Params) -> None:
     fp, n_game3 = inputs_fingerprint(fs), game3_canaries(params, int(fs.is_defender.sum()))
     meta = canary_meta(params, fs.n_classes, n_game3, fp)
     with atomic_dir(args.out) as tmp:
-        for name in (spec["name"] for spec in params.audited_defenders()):
+        for name in (spec.name for spec in params.audited_defenders()):
             write_defender_outputs(tmp, args.shards, params, plan, name, meta, fp)
             print(summary_line(params, name, fs.n_classes, n_game3))
     removed = prune_shards(args.shards, params) if params.compute.prune_shards else []

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from privaudit.artifacts import atomic_dir, ensure_writable
 from privaudit.config import Params
-from privaudit.defenders.training import read_feature_files
+from privaudit.features.feature_set import read_feature_files
 from privaudit.determinism import configure_determinism
 from privaudit.features import resolve_device
 from privaudit.validation import check_defender_dirs, validate_defender_outputs, validate_features, validate_membership
@@ -28,18 +28,19 @@ def _body(args: argparse.Namespace, params: Params) -> None:
     configure_determinism(device)
     check_inputs(args.features, args.split, params)
     # the trainers (torch, sklearn, opacus) load only once the inputs have passed their checks
-    from privaudit.defenders.training import load_feature_set, train_one, write_defender
+    from privaudit.defenders.trained_files import train_one, write_defender
+    from privaudit.features.feature_set import load_feature_set
 
     fs = load_feature_set(args.features, args.split)
     with atomic_dir(args.out) as tmp:
         for spec in params.defenders:
             model, outputs, info = train_one(spec, fs, params.base.seed, device)
             validate_defender_outputs(outputs, fs.n_classes, fs.ids)  # output, before it is moved into place
-            write_defender(tmp / spec["name"], model, outputs, info)
-            print(f"defenders: {spec['name']} ({spec['kind']}): train acc {info['train_accuracy']:.3f}, "
+            write_defender(tmp / spec.name, model, outputs, info)
+            print(f"defenders: {spec.name} ({spec.kind}): train acc {info['train_accuracy']:.3f}, "
                   f"test acc {info['test_accuracy']:.3f}, utility {info['utility']:.3f}, "
                   f"claimed eps {info['claimed_epsilon']}")
-        check_defender_dirs(tmp, [spec["name"] for spec in params.defenders])  # before the move into place
+        check_defender_dirs(tmp, [spec.name for spec in params.defenders])  # before the move into place
 
 
 def check_inputs(features: Path, split: Path, params: Params) -> None:

@@ -25,7 +25,7 @@ def _body(args: argparse.Namespace, params: Params) -> None:
     """Abstaining Game-3 adversary; Clopper-Pearson and ACGR ε intervals (Malek et al. App. B) at each
     defender's share of gate.beta and its claim's δ for a label change (group privacy for add/remove claims)."""
     ensure_writable(args.out)
-    g, names = params.game3, [s["name"] for s in params.audited_defenders()]
+    g, names = params.game3, [s.name for s in params.audited_defenders()]
     audit = audit_game3(names, canaries_dir=args.canaries, defenders_dir=args.defenders,
                         levels={n: params.error_budget(n).level("game3") for n in names},
                         taus=np.linspace(g.tau_min, g.tau_max, g.tau_steps), tau_selection=g.tau_selection,

@@ -43,9 +43,9 @@ def _body(args: argparse.Namespace, params: Params) -> None:
         print(result.summary())
         return result.raise_if_failed()
     ensure_writable(args.out, args.curves)
-    names = [s["name"] for s in params.defenders]
+    names = [s.name for s in params.defenders]
     built = build_audit_metrics(
-        names, audited={s["name"] for s in params.audited_defenders()}, defenders_dir=args.defenders,
+        names, audited={s.name for s in params.audited_defenders()}, defenders_dir=args.defenders,
         budgets={n: params.error_budget(n) for n in names}, canaries_dir=args.canaries, game3=read_json(args.game3),
         extra={k: read_json(p) if p else {} for k, p in (("whitebox", args.whitebox), ("one_run", args.one_run))},
         lidp=LidpSettings.of(params.lidp), default_delta=params.lidp.delta, seed=params.base.seed)

@@ -28,13 +28,13 @@ def _body(args: argparse.Namespace, params: Params) -> None:
     device = resolve_device(params.base.device)
     configure_determinism(device)
     from privaudit.audit_blocks import one_run_block
-    from privaudit.defenders.training import load_feature_set
+    from privaudit.features.feature_set import load_feature_set
 
     fs = load_feature_set(args.features, args.split)
     X, y = fs.defender
     out = {}
     for spec in params.defenders:
-        name = spec["name"]
+        name = spec.name
         claim = read_claim(args.defenders, name)
         out[name] = one_run_block(spec, X, y, fs.n_classes, claim=claim,
                                   level=params.error_budget(name).level("one_run"),

@@ -29,13 +29,13 @@ def _body(args: argparse.Namespace, params: Params) -> None:
     device = resolve_device(params.base.device)
     configure_determinism(device)
     from privaudit.audit_blocks import whitebox_block
-    from privaudit.defenders.training import load_feature_set
+    from privaudit.features.feature_set import load_feature_set
 
     fs = load_feature_set(args.features, args.split)
     X, y = fs.defender
     out = {}
     for spec in (s for s in params.defenders if spec_is_observable(s)):
-        name = spec["name"]
+        name = spec.name
         claim = read_claim(args.defenders, name)
         out[name] = whitebox_block(spec, X, y, fs.n_classes, claim=claim,
                                    level=params.error_budget(name).level("whitebox"), runs=params.whitebox.runs,

@@ -40,5 +40,5 @@ def imports(path: Path, module: str, by_name: bool = True) -> set[str]:
             found.add(base)
             found |= {f"{base}.{a.name}" for a in node.names}
         elif by_name and isinstance(node, ast.Constant) and isinstance(node.value, str) and _MODULE_NAME.match(node.value):
-            found.add(node.value)  # imported by name: lazy __getattr__ maps, the registry's BUILTIN_MODULES
+            found.add(node.value)  # imported by name: lazy __getattr__ maps, the registry's TRAINER_MODULES
     return found

@@ -20,6 +20,7 @@ import numpy as np
 
 from privaudit.audit_metrics import audit_delta
 from privaudit.claims import PrivacyClaim
+from privaudit.defenders.specs import DefenderSpecBase, DpSgdSpec
 
 __all__ = ["EPS_UNBOUNDED", "one_run_block", "one_run_metrics", "whitebox_block", "whitebox_metrics"]
 
@@ -34,13 +35,13 @@ def _finite(x: float) -> tuple[float, bool]:
     return (EPS_UNBOUNDED, True) if not math.isfinite(x) or x > EPS_UNBOUNDED else (float(x), False)
 
 
-def _factory(spec: dict[str, Any], n_classes: int, device: str) -> Any:
+def _factory(spec: DefenderSpecBase, n_classes: int, device: str) -> Any:
     from privaudit.defenders.registry import make_defender
 
     return lambda: make_defender(spec, n_classes=n_classes, device=device)
 
 
-def whitebox_block(spec: dict[str, Any], X: np.ndarray, y: np.ndarray, n_classes: int, *, claim: PrivacyClaim | None,
+def whitebox_block(spec: DefenderSpecBase, X: np.ndarray, y: np.ndarray, n_classes: int, *, claim: PrivacyClaim | None,
                    level: float, runs: int, seed: int, default_delta: float, canary_scale: float = 4.0,
                    device: str = "cpu") -> dict[str, Any]:
     """White-box DP-SGD audit (:func:`privaudit.whitebox_audit.whitebox_audit`) of defender ``spec``.
@@ -59,9 +60,9 @@ def whitebox_block(spec: dict[str, Any], X: np.ndarray, y: np.ndarray, n_classes
     try:
         res = whitebox_audit(defender_trainer(_factory(spec, n_classes, device)), X, y, runs=runs,
                              delta=max(delta, _PURE_DELTA), level=level,
-                             accountant=str(spec.get("accountant") or "prv"), seed=seed, canary_scale=canary_scale)
+                             accountant=spec.accountant if isinstance(spec, DpSgdSpec) else "prv", seed=seed, canary_scale=canary_scale)
     except WatchNotCalledError as err:
-        raise ValueError(f"defender {spec['name']!r} declares observable: true but {err}; call "
+        raise ValueError(f"defender {spec.name!r} declares observable: true but {err}; call "
                          "privaudit.hooks.watch(optimizer, dataset_size=len(X)) in its training loop, or set "
                          f"observable: false") from None
     return whitebox_metrics(res, delta=delta, level=level)
@@ -101,7 +102,7 @@ def _check_reason(check: Any) -> str:
     return f"{check.name}: {check.detail}" if check.detail else check.name
 
 
-def one_run_block(spec: dict[str, Any], X: np.ndarray, y: np.ndarray, n_classes: int, *, claim: PrivacyClaim | None,
+def one_run_block(spec: DefenderSpecBase, X: np.ndarray, y: np.ndarray, n_classes: int, *, claim: PrivacyClaim | None,
                   level: float, seed: int, default_delta: float, canaries: int | str = "auto",
                   device: str = "cpu") -> dict[str, Any]:
     """One-run black-box audit (Steinke et al. 2023; f-DP view of Mahloujifar et al. 2024) of ``spec``.

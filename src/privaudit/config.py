@@ -4,8 +4,10 @@ Every knob a user turns lives in ``params.yaml``; this module turns it into pyda
 that reject unknown keys and out-of-range values *before* any work starts, with a message
 that names the offending key (``lidp.trials``, ``defenders[1].epsilon``) and what is allowed.
 
-Defender entries are validated by the schema their ``kind`` registers in
-:mod:`privaudit.defenders.registry`, so a new trainer brings its own params model.
+Defender entries are validated once, by the spec model of their ``kind``
+(:mod:`privaudit.defenders.specs`), and kept as those typed objects: ``Params.defenders`` is a
+list of :class:`~privaudit.defenders.specs.DefenderSpecBase` subclasses that dump back to the
+same mapping. Loading params imports no trainer (no torch, scikit-learn, skops or pandas).
 """
 
 from __future__ import annotations
@@ -14,8 +16,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, SerializeAsAny, ValidationError, field_validator, model_validator
 
+from privaudit.defenders.specs import DefenderSpecBase, validate_defender_spec
 from privaudit.error_budget import DEFAULT_GATED, ErrorBudget, applicable_bounds, check_bound_kinds, plan_budget
 
 
@@ -79,12 +82,20 @@ class FeaturizeParams(_Strict):
         )
 
 
-#: the attackers ``ltu.attackers`` may name: the keys of ``privaudit.attacks.ltu_evaluation.ATTACKERS``
-#: (listed here so that loading params imports no attack code; a test keeps the two equal)
-LTU_ATTACKERS: tuple[str, ...] = (
+#: the names ``ltu.attackers`` may list; :data:`privaudit.attacks.ltu_attackers.ATTACKERS` builds them
+ATTACKER_NAMES: tuple[str, ...] = (
     "loss_gap", "score_loss", "score_confidence", "score_entropy", "score_margin", "score_best", "bounded_loss",
     "learned", "retrain", "gradient", "lira", "rmia",
 )
+
+
+def check_attacker_names(names: list[str]) -> None:
+    """Raise ValueError naming ``ltu.attackers`` and the unknown entry."""
+    for n in names:
+        if n not in ATTACKER_NAMES:
+            raise ValueError(f"ltu.attackers: unknown attacker {n!r}; allowed: {sorted(ATTACKER_NAMES)}")
+    if len(set(names)) != len(names):
+        raise ValueError(f"ltu.attackers lists an attacker twice: {names}")
 
 
 class LtuParams(_Strict):
@@ -109,11 +120,7 @@ class LtuParams(_Strict):
     @field_validator("attackers")
     @classmethod
     def _known_attackers(cls, v: list[str]) -> list[str]:
-        for name in v:
-            if name not in LTU_ATTACKERS:
-                raise ValueError(f"unknown attacker {name!r}; allowed: {sorted(LTU_ATTACKERS)}")
-        if len(set(v)) != len(v):
-            raise ValueError(f"lists an attacker twice: {v}")
+        check_attacker_names(v)
         return v
 
     @field_validator("n_jobs")
@@ -283,7 +290,7 @@ class Params(_Strict):
     dataset: DatasetParams = DatasetParams()
     split: SplitParams = SplitParams()
     featurize: FeaturizeParams = FeaturizeParams()
-    defenders: list[dict[str, Any]] = Field(min_length=1)
+    defenders: list[SerializeAsAny[DefenderSpecBase]] = Field(min_length=1)
     ltu: LtuParams = LtuParams()
     canaries: CanaryParams = CanaryParams()
     compute: ComputeParams = ComputeParams()
@@ -295,25 +302,26 @@ class Params(_Strict):
     report: ReportParams = ReportParams()
     gate: GateParams = GateParams()
 
-    @field_validator("defenders")
+    @field_validator("defenders", mode="before")
     @classmethod
-    def _validate_defenders(cls, v: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        from privaudit.defenders.registry import validate_defender_spec
-
+    def _validate_defenders(cls, v: Any) -> Any:
+        """Each entry by its kind's spec model (the one validation); names unique."""
+        if not isinstance(v, list):
+            return v  # pydantic reports the type
         names: set[str] = set()
         out = []
         for i, raw in enumerate(v):
-            spec = validate_defender_spec(raw, where=f"defenders[{i}]")
-            if spec["name"] in names:
-                raise ValueError(f"defenders[{i}].name {spec['name']!r} is used twice; names must be unique")
-            names.add(spec["name"])
+            spec = raw if isinstance(raw, DefenderSpecBase) else validate_defender_spec(raw, where=f"defenders[{i}]")
+            if spec.name in names:
+                raise ValueError(f"defenders[{i}].name {spec.name!r} is used twice; names must be unique")
+            names.add(spec.name)
             out.append(spec)
         return out
 
     @model_validator(mode="after")
     def _canary_defenders_exist(self) -> "Params":
         if self.canaries.defenders != "all":
-            known = {d["name"] for d in self.defenders}
+            known = {d.name for d in self.defenders}
             for name in self.canaries.defenders:
                 if name not in known:
                     raise ValueError(
@@ -321,24 +329,22 @@ class Params(_Strict):
                     )
         return self
 
-    def defender(self, name: str) -> dict[str, Any]:
+    def defender(self, name: str) -> DefenderSpecBase:
         """The validated spec of the defender called ``name``."""
         for d in self.defenders:
-            if d["name"] == name:
+            if d.name == name:
                 return d
         raise ParamsError(f"no defender named {name!r} in params.defenders")
 
     def error_budget(self, name: str) -> ErrorBudget:
         """The split of ``gate.beta`` over the bounds of defender ``name`` (from params alone)."""
-        from privaudit.defenders.registry import spec_is_observable
-
         spec = self.defender(name)
-        audited = any(d["name"] == name for d in self.audited_defenders())
-        applicable = applicable_bounds(observable=spec_is_observable(spec), canary_audited=audited,
+        audited = any(d.name == name for d in self.audited_defenders())
+        applicable = applicable_bounds(observable=spec.observable_training(), canary_audited=audited,
                                        theory=self.gate.fail_on_theory_violation)
         return plan_budget(self.gate.beta, self.gate.bounds, applicable)
 
-    def audited_defenders(self) -> list[dict[str, Any]]:
+    def audited_defenders(self) -> list[DefenderSpecBase]:
         """Defenders that get canary audits (``canaries.defenders``)."""
         if self.canaries.defenders == "all":
             return list(self.defenders)

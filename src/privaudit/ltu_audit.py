@@ -19,13 +19,15 @@ from privaudit.artifacts import write_json
 from privaudit.attacks.ltu import LtuData
 from privaudit.attacks.ltu_evaluation import AttackerOptions, DefenderEvaluation, evaluate_defender
 from privaudit.attacks.sample_risk import RiskOptions
-from privaudit.defenders.training import FeatureSet, load_trained_defender, read_defender_outputs
+from privaudit.defenders.specs import DefenderSpecBase
+from privaudit.defenders.trained_files import load_trained_defender, read_defender_outputs
+from privaudit.features.feature_set import FeatureSet
 from privaudit.seeding import rng_for
 
 __all__ = ["LtuAudit", "ltu_audit", "ltu_data"]
 
 
-def ltu_data(defender_dir: Path, spec: Any, fs: FeatureSet) -> LtuData:
+def ltu_data(defender_dir: Path, spec: DefenderSpecBase, fs: FeatureSet) -> LtuData:
     """A defender's outputs aligned with the features (row order of ``fs``); M_D loaded for white-box attackers."""
     outputs, _ = read_defender_outputs(defender_dir)
     frame = outputs.set_index(outputs["id"].astype(str)).loc[fs.ids]
@@ -63,7 +65,7 @@ def _summary(name: str, ev: DefenderEvaluation, entry: dict[str, Any]) -> list[s
 
 
 def ltu_audit(
-    specs: Sequence[Any], *, defenders_dir: Path, features: FeatureSet, rounds: int, attackers: Sequence[str],
+    specs: Sequence[DefenderSpecBase], *, defenders_dir: Path, features: FeatureSet, rounds: int, attackers: Sequence[str],
     options: AttackerOptions, risk: RiskOptions | None, seed: int, log: Callable[[str], None] = print,
 ) -> LtuAudit:
     """Play ``rounds`` LTU rounds per attacker against every defender in ``specs`` (validated defender specs).
@@ -75,7 +77,7 @@ def ltu_audit(
     metrics: dict[str, dict[str, Any]] = {}
     evaluations: dict[str, DefenderEvaluation] = {}
     for spec in specs:
-        name = spec["name"]
+        name = spec.name
         _, info = read_defender_outputs(defenders_dir / name)
         data = ltu_data(defenders_dir / name, spec, features)
         ev = evaluate_defender(data, rounds, list(attackers), rng_for(seed, "ltu", name), options, risk,

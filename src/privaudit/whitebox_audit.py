@@ -28,6 +28,7 @@ from typing import Any, Callable, Protocol
 import numpy as np
 
 from privaudit import hooks
+from privaudit.defenders.specs import DefenderSpecBase, PythonSpec
 from privaudit.seeding import int_seed
 from privaudit.stats.whitebox import WhiteboxResult, estimate_whitebox, with_notes
 
@@ -66,12 +67,11 @@ def defender_trainer(factory: Callable[[], _HasFit]) -> FitFn:
 
 
 def _trainer_name(trainer: Any) -> str:
-    spec = getattr(trainer, "spec", None)
-    target = getattr(spec, "target", None)
-    if isinstance(target, str):  # a kind: python defender
-        return f"{target} (defender {getattr(spec, 'name', '?')!r})"
-    if spec is not None:
-        return f"{type(trainer).__name__}.fit (defender {getattr(spec, 'name', '?')!r})"
+    spec = getattr(trainer, "spec", None)  # a Defender's validated spec; any trainer may come here
+    if isinstance(spec, PythonSpec):  # a kind: python defender
+        return f"{spec.target} (defender {spec.name!r})"
+    if isinstance(spec, DefenderSpecBase):
+        return f"{type(trainer).__name__}.fit (defender {spec.name!r})"
     mod = getattr(trainer, "__module__", None)
     name = getattr(trainer, "__qualname__", None) or repr(trainer)
     return f"{mod}.{name}" if mod else name

@@ -12,7 +12,8 @@ import privaudit.attacks.mia_reference as mia_reference
 from privaudit.attacks.ltu import LtuData, draw_rounds, run_attacker, score_rounds
 from privaudit.attacks.ltu_retrain import RetrainAttacker
 from privaudit.attacks.mia_lira import LiraAttacker
-from privaudit.defenders.registry import make_defender
+from privaudit.defenders.registry import make_defender, validate_defender_spec
+from privaudit.defenders.specs import DefenderSpecBase
 from privaudit.train import TrainData, recipe_from_spec, train_heads
 
 
@@ -24,7 +25,7 @@ def _one_torch_thread():  # type: ignore[no-untyped-def]
     torch.set_num_threads(before)
 
 
-def _digits(spec: dict, n: int = 120, seed: int = 0) -> LtuData:
+def _digits(spec: DefenderSpecBase, n: int = 120, seed: int = 0) -> LtuData:
     from sklearn.datasets import load_digits
 
     Xa, ya = load_digits(return_X_y=True)
@@ -36,9 +37,9 @@ def _digits(spec: dict, n: int = 120, seed: int = 0) -> LtuData:
                    train_rows=np.flatnonzero(is_def), n_classes=10, spec=spec, model=model)
 
 
-def _torch_spec(randomness: str, hidden: list[int] | None = None, epochs: int = 3) -> dict:
-    return {"name": "mlp", "kind": "torch_mlp", "hidden": [8] if hidden is None else hidden, "epochs": epochs,
-            "batch_size": 16, "randomness": randomness}
+def _torch_spec(randomness: str, hidden: list[int] | None = None, epochs: int = 3) -> DefenderSpecBase:
+    return validate_defender_spec({"name": "mlp", "kind": "torch_mlp", "hidden": [8] if hidden is None else hidden,
+                                   "epochs": epochs, "batch_size": 16, "randomness": randomness})
 
 
 def _no_sequential(*args, **kwargs):  # type: ignore[no-untyped-def]

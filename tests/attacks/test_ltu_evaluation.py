@@ -8,12 +8,13 @@ import pytest
 from privaudit.attacks.ltu import LtuData, run_attacker
 from privaudit.attacks.ltu_evaluation import ATTACKERS, AttackerOptions, evaluate_defender, make_attacker
 from privaudit.config import ParamsError, parse_params
-from privaudit.defenders.registry import make_defender
+from privaudit.defenders.registry import make_defender, validate_defender_spec
 
 OPTS = AttackerOptions(n_jobs=1, reference_models=3, learned_mode="exact")
 
 
-def _tiny(spec: dict, n: int = 60, seed: int = 0, d: int = 5, classes: int = 3) -> LtuData:
+def _tiny(raw: dict, n: int = 60, seed: int = 0, d: int = 5, classes: int = 3) -> LtuData:
+    spec = validate_defender_spec(raw)
     rng = np.random.default_rng(seed)
     y = rng.integers(0, classes, 2 * n)
     X = (rng.normal(size=(2 * n, d)) + 1.5 * np.eye(classes, d)[y]).astype(np.float32)
@@ -126,8 +127,8 @@ def test_unknown_attacker_is_a_params_error() -> None:
 
 def test_params_know_exactly_the_registered_attackers() -> None:
     """config lists the names (loading params imports no attack code); they must be the registry's."""
-    from privaudit.config import LTU_ATTACKERS
+    from privaudit.config import ATTACKER_NAMES
 
-    assert sorted(LTU_ATTACKERS) == sorted(ATTACKERS)
+    assert ATTACKER_NAMES == tuple(ATTACKERS)
     with pytest.raises(ValueError, match="learned_mode"):
         make_attacker("learned", AttackerOptions(learned_mode="sometimes"))

@@ -20,7 +20,7 @@ from privaudit.attacks.sample_risk import (
     risk_from_confidences,
     sample_risk,
 )
-from privaudit.defenders.registry import make_defender
+from privaudit.defenders.registry import make_defender, validate_defender_spec
 from privaudit.report.figures import privacy_score_figure
 from privaudit.report.tables import exposed_label, most_exposed, risk_note, risk_summary
 
@@ -39,11 +39,12 @@ def _blobs(n: int, d: int, classes: int, rng: np.random.Generator, sep: float = 
     return X.astype(np.float32), y.astype(np.int64)
 
 
-def _planted(spec: dict, n: int = 100, planted: int = 5, seed: int = 0) -> tuple[LtuData, np.ndarray, np.ndarray]:
+def _planted(raw: dict, n: int = 100, planted: int = 5, seed: int = 0) -> tuple[LtuData, np.ndarray, np.ndarray]:
     """Defender / Reserved halves of 3 Gaussian classes with ``planted`` outlier rows on each side:
     on class c's side, far out on an axis of their own, labelled c + 1 — atypical, hard samples that no
     model agrees with unless it trained on them. The model trains on the Defender half (its
     outliers: the planted leak); the Reserved outliers are just as hard but never seen."""
+    spec = validate_defender_spec(raw)
     rng = np.random.default_rng(seed)
     X, y = _blobs(2 * n, 10, 3, rng, sep=4.0)
     is_def = np.zeros(2 * n, bool)
@@ -119,7 +120,7 @@ def test_evaluate_defender_merges_risk_into_scores_and_metrics() -> None:
 def test_honest_model_flags_nothing_beyond_the_level_over_repetitions() -> None:
     """M does not depend on D_D at all (trained on other data of the same distribution):
     every sample is a null; BH at 0.05 may flag something in at most ~5 % of repetitions."""
-    spec = {"name": "lr", "kind": "logistic_regression", "randomness": "fixed"}
+    spec = validate_defender_spec({"name": "lr", "kind": "logistic_regression", "randomness": "fixed"})
     reps, any_flag, control = 24, 0, 0
     for rep in range(reps):
         rng = np.random.default_rng(100 + rep)
@@ -235,7 +236,7 @@ def test_reference_models_reuse_the_batched_trainer_and_skip_joblib(monkeypatch)
     assert conf.shape == inside.shape == (80, 4) and np.all(inside.sum(0) == 40)
     monkeypatch.undo()
     monkeypatch.setattr(mia_reference, "Parallel", _no)  # a quick sklearn fit: no joblib workers
-    spec = {"name": "lr", "kind": "logistic_regression", "randomness": "fixed"}
+    spec = validate_defender_spec({"name": "lr", "kind": "logistic_regression", "randomness": "fixed"})
     conf2, _ = mia_reference.train_subset_confidences(spec, 3, data.X, data.y, subsets, np.arange(4), n_jobs=2)
     assert conf2.shape == (80, 4) and np.all((conf2 > 0) & (conf2 < 1))
 

@@ -7,7 +7,7 @@ import pytest
 from sklearn.datasets import load_digits
 
 from privaudit.config import parse_params
-from privaudit.defenders.training import FeatureSet
+from privaudit.features.feature_set import FeatureSet
 
 
 def digits_features(n: int | None = None, seed: int = 0) -> FeatureSet:

@@ -10,7 +10,7 @@ from privaudit.attacks.game3 import game3_audit, game3_guesses
 from privaudit.canaries.batched_runs import game3_draw
 from privaudit.canaries.designs import draw_mislabel, wrong_labels
 from privaudit.canaries.runner import check_canary_setup, run_trials
-from privaudit.defenders.training import FeatureSet
+from privaudit.features.feature_set import FeatureSet
 from privaudit.validation import ValidationFailed, validate_canary_stats
 from tests.canaries.conftest import LOGREG, MLP, make_params
 

@@ -27,7 +27,7 @@ def test_release_is_base_plus_recorded_noise(fitted, tiny) -> None:
     m = fitted
     assert m.sigma_.shape == m.theta_.shape == m.noise_.shape == (64 * 10 + 10,)
     np.testing.assert_allclose(get_vector(m.inner), m.theta_ + m.noise_)
-    base = make_defender({**m.base_spec}, 10).fit(tiny.X, tiny.y, seed=0)  # fixed randomness: same theta
+    base = make_defender(m.base_spec, 10).fit(tiny.X, tiny.y, seed=0)  # fixed randomness: same theta
     np.testing.assert_allclose(get_vector(base), m.theta_, rtol=1e-6, atol=1e-8)
 
 

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from privaudit.defenders.registry import make_defender, validate_defender_spec
+from privaudit.defenders.specs import PythonSpec
 from privaudit.one_run_audit import OneRunResult, auto_canaries, canary_guesses, one_run_audit
 from privaudit.stats.fdp_one_run import gdp_epsilon
 
@@ -124,8 +125,9 @@ def test_user_python_defender_is_audited_through_the_registry(digits, repo_root:
     spec = validate_defender_spec({"name": "user-dpsgd", "kind": "python", "target": f"{PLANTED}:train_no_noise",
                                    "loader": f"{PLANTED}:load", "claimed_epsilon": 1.0, "claimed_delta": 1e-5},
                                   where="defenders[0]")
+    assert isinstance(spec, PythonSpec) and spec.claimed_epsilon == 1.0
     r = one_run_audit(lambda X, y, s: make_defender(spec, 10).fit(X, y, s), digits.X, digits.y, 10, seed=0)
-    assert r.eps_lower_bound > spec["claimed_epsilon"]
+    assert r.eps_lower_bound > spec.claimed_epsilon
 
 
 def test_non_private_logistic_regression_is_fully_exposed(digits) -> None:

@@ -15,7 +15,7 @@ from safetensors import safe_open
 from safetensors.torch import load_file, save
 
 from privaudit.artifacts import canonical_safetensors, write_safetensors
-from privaudit.defenders.registry import make_defender
+from privaudit.defenders.registry import make_defender, validate_defender_spec
 from privaudit.validation.model_files import check_model_file
 
 def _header(data: bytes) -> bytes:
@@ -23,9 +23,10 @@ def _header(data: bytes) -> bytes:
 
 
 def _fitted(kind: str):  # type: ignore[no-untyped-def]
-    spec = {"name": "m", "kind": kind, "hidden": [4], "epochs": 1, "batch_size": 8}
+    raw = {"name": "m", "kind": kind, "hidden": [4], "epochs": 1, "batch_size": 8}
     if kind == "dp_sgd":
-        spec.update(epsilon=4.0, accountant="rdp")
+        raw.update(epsilon=4.0, accountant="rdp")
+    spec = validate_defender_spec(raw)
     X = np.random.default_rng(0).random((40, 5)).astype(np.float32)
     model = make_defender(spec, n_classes=3)
     return spec, X, model.fit(X, np.arange(40) % 3, seed=1)

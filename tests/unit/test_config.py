@@ -6,6 +6,7 @@ import pytest
 import yaml
 
 from privaudit.config import ParamsError, load_params, parse_params
+from privaudit.defenders.specs import LogRegSpec
 
 MIN = {"defenders": [{"name": "lr", "kind": "logistic_regression"}]}
 
@@ -23,13 +24,14 @@ def test_repository_params_are_valid(repo_root: Path) -> None:
     p = load_params(repo_root / "params.yaml")
     assert p.dataset.name == "digits"
     assert p.lidp.k_canaries() == round(p.lidp.trials ** 0.5)
-    assert {d["name"] for d in p.defenders} >= {"logreg", "mlp"}
+    assert {d.name for d in p.defenders} >= {"logreg", "mlp"}
 
 
 def test_defaults_fill_in() -> None:
     p = parse_params(MIN)
     assert p.base.seed == 2026 and p.split.defender_fraction == 0.5
-    assert p.defenders[0]["randomness"] == "unseeded"  # kind defaults applied
+    spec = p.defenders[0]
+    assert isinstance(spec, LogRegSpec) and spec.randomness == "unseeded"  # kind defaults applied
 
 
 @pytest.mark.parametrize(
@@ -70,7 +72,7 @@ def test_missing_and_malformed_files(tmp_path: Path) -> None:
         load_params(bad)
     ok = tmp_path / "ok.yaml"
     ok.write_text(yaml.safe_dump(MIN))
-    assert load_params(ok).defenders[0]["name"] == "lr"
+    assert load_params(ok).defenders[0].name == "lr"
 
 
 def test_lidp_auto_sizes() -> None:

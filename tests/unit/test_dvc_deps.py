@@ -2,7 +2,7 @@
 
 An import missing from ``deps`` means an edit there serves stale cached results (issue 16). Imports
 are read from the AST of each module (function-local imports included); a string constant that
-names a project module (the registry's ``BUILTIN_MODULES``, the lazy ``__getattr__`` maps of package
+names a project module (the registry's ``TRAINER_MODULES``, the lazy ``__getattr__`` maps of package
 ``__init__`` files) counts as an import of it.
 """
 

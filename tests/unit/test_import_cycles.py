@@ -2,7 +2,7 @@
 
 A function-local import that closes a cycle (``validation.core`` ↔ ``validation.docs`` was one)
 hides a layering knot: the two modules can only be understood, tested and moved together. The
-registry's self-registration (``BUILTIN_MODULES`` names trainer modules as strings, imported with
+registry's self-registration (``TRAINER_MODULES`` names trainer modules as strings, imported with
 ``importlib``) is deliberately not an import edge here.
 """
 

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import skops.io as sio
 
-from privaudit.defenders.registry import make_defender
+from privaudit.defenders.registry import make_defender, validate_defender_spec
 from privaudit.validation import ModelFileError, check_defender_dirs, check_model_file
 
 
@@ -34,7 +34,7 @@ class Custom:
 def _fitted(kind: str, **spec: object):  # type: ignore[no-untyped-def]
     rng = np.random.default_rng(0)
     X, y = rng.normal(size=(30, 4)).astype(np.float32), np.arange(30) % 3
-    model = make_defender({"name": kind, "kind": kind, **spec}, n_classes=3, device="cpu")
+    model = make_defender(validate_defender_spec({"name": kind, "kind": kind, **spec}), n_classes=3, device="cpu")
     return model.fit(X, y, seed=1) or model
 
 
@@ -64,7 +64,7 @@ def test_pickle_refused_without_running(saved: dict[str, Path], tmp_path: Path, 
         check_model_file(path)
     # the defenders' own loaders: must fail and must not run the payload either
     with pytest.raises(Exception):
-        make_defender({"name": "x", "kind": kind}, n_classes=3, device="cpu").load(path)
+        make_defender(validate_defender_spec({"name": "x", "kind": kind}), n_classes=3, device="cpu").load(path)
     assert not marker.exists()
 
 

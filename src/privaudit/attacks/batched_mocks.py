@@ -23,12 +23,12 @@ the numbers do depend on ``max_models`` (how models are grouped into calls).
 
 from __future__ import annotations
 
-from typing import Any
 
 import numpy as np
 import torch
 
 from privaudit.train import HeadRecipe, StackedHeads, TrainData, predict_proba, train_heads
+from privaudit.defenders.specs import DefenderSpecBase
 
 #: default upper bound on the number of models trained in one batched call (memory chunk)
 MAX_MODELS = 256
@@ -201,7 +201,7 @@ def reference_confidences(recipe: HeadRecipe, n_classes: int, X: np.ndarray, y: 
     return conf
 
 
-def batched_recipe(spec: dict[str, Any] | None, n_train: int, n_classes: int) -> HeadRecipe | None:
+def batched_recipe(spec: DefenderSpecBase | None, n_train: int, n_classes: int) -> HeadRecipe | None:
     """The spec's batched recipe for ``n_train`` training rows, or None (sklearn kinds: joblib path)."""
     if spec is None:
         return None

@@ -26,6 +26,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from privaudit.defenders.base import Defender, cross_entropy
+from privaudit.defenders.specs import DefenderSpecBase
 from privaudit.stats import ltu_privacy
 
 
@@ -53,7 +54,7 @@ class LtuData:
     ids: np.ndarray
     train_rows: np.ndarray
     n_classes: int
-    spec: dict[str, Any] | None = None
+    spec: DefenderSpecBase | None = None
     model: Defender | None = None
     reference_cache: dict[Any, Any] | None = field(default_factory=dict, compare=False, repr=False)
 
@@ -83,7 +84,7 @@ class AttackTable:
     proba: np.ndarray
     loss: np.ndarray
     n_classes: int
-    spec: dict[str, Any] | None
+    spec: DefenderSpecBase | None
     model: Defender | None
     rng: np.random.Generator
 

@@ -48,6 +48,7 @@ from privaudit.attacks.ltu_scores import BestScoreAttacker, BoundedLossAttacker,
 from privaudit.attacks.mia_lira import LiraAttacker
 from privaudit.attacks.mia_rmia import RmiaAttacker
 from privaudit.attacks.sample_risk import RiskOptions, SampleRisk, sample_risk
+from privaudit.config import ATTACKER_NAMES, check_attacker_names
 from privaudit.stats import ltu_theorem1_bound, ltu_theorem2_bound
 from privaudit.seeding import draw_seed
 
@@ -82,17 +83,11 @@ ATTACKERS: dict[str, Callable[[AttackerOptions], LtuAttacker]] = {
                                    o.device),
 }
 
+if tuple(ATTACKERS) != ATTACKER_NAMES:  # the params schema lists the names without importing this module
+    raise RuntimeError(f"privaudit.config.ATTACKER_NAMES {ATTACKER_NAMES} differs from ATTACKERS {tuple(ATTACKERS)}")
+
 #: attackers that need the features / trainer (the ltu stage then loads features and split)
 NEEDS_FEATURES = frozenset({"retrain", "lira", "rmia", "gradient"})
-
-
-def check_attacker_names(names: list[str]) -> None:
-    """Raise ValueError naming ``ltu.attackers`` and the unknown entry."""
-    for n in names:
-        if n not in ATTACKERS:
-            raise ValueError(f"ltu.attackers: unknown attacker {n!r}; allowed: {sorted(ATTACKERS)}")
-    if len(set(names)) != len(names):
-        raise ValueError(f"ltu.attackers lists an attacker twice: {names}")
 
 
 def make_attacker(name: str, options: AttackerOptions | None = None) -> LtuAttacker:

@@ -18,15 +18,16 @@ import numpy as np
 
 from privaudit.attacks.ltu import AttackTable, RoundBatch
 from privaudit.attacks.ltu_scores import pairwise_guess
+from privaudit.defenders.specs import DefenderSpecBase, SklearnSpec
 
 
 class NotApplicable(Exception):
     """The attacker cannot attack this defender (the message says why)."""
 
 
-def _is_logreg(spec: dict | None) -> bool:
-    return bool(spec) and (spec.get("kind") == "logistic_regression"
-                           or (spec.get("kind") == "sklearn" and spec.get("estimator") == "logistic_regression"))
+def _is_logreg(spec: DefenderSpecBase | None) -> bool:
+    """``kind: logistic_regression`` or ``kind: sklearn`` with ``estimator: logistic_regression``."""
+    return isinstance(spec, SklearnSpec) and spec.estimator == "logistic_regression"
 
 
 def gradient_norms(table: AttackTable) -> np.ndarray:
@@ -38,10 +39,11 @@ def gradient_norms(table: AttackTable) -> np.ndarray:
         onehot = np.eye(table.n_classes)[table.y]
         x2 = (table.X.astype(np.float64) ** 2).sum(axis=1)
         return np.linalg.norm(table.proba - onehot, axis=1) * np.sqrt(x2 + 1.0)
-    if spec.get("kind") == "torch_mlp":
+    if spec.kind == "torch_mlp":
         return _torch_grad_norms(model, table.X, table.y)
-    raise NotApplicable(f"defender kind {spec.get('kind')!r} "
-                        f"{'(' + str(spec.get('estimator')) + ') ' if spec.get('estimator') else ''}"
+    estimator = spec.estimator if isinstance(spec, SklearnSpec) else None
+    raise NotApplicable(f"defender kind {spec.kind!r} "
+                        f"{'(' + estimator + ') ' if estimator else ''}"
                         "exposes no gradient (white-box attack defined for torch heads and logistic regression)")
 
 
@@ -80,8 +82,8 @@ class GradientAttacker:
 
     def sample_scores(self, table: AttackTable) -> np.ndarray:
         """(n,) membership scores −‖∇ℓ‖ (raises :class:`NotApplicable`)."""
-        spec = table.spec or {}
-        self.metrics_extra = {"gradient": "analytic (logistic regression)" if _is_logreg(spec) else "torch.func per-sample"}
+        self.metrics_extra = {"gradient": "analytic (logistic regression)" if _is_logreg(table.spec)
+                              else "torch.func per-sample"}
         return -gradient_norms(table)
 
     def guess(self, batch: RoundBatch) -> np.ndarray:

@@ -25,10 +25,11 @@ from joblib import Parallel, delayed
 
 from privaudit.attacks.batched_mocks import MAX_MODELS, batched_recipe, retrain_distances
 from privaudit.attacks.ltu import RoundBatch
+from privaudit.defenders.specs import DefenderSpecBase
 from privaudit.seeding import draw_seeds
 
 
-def _mock_distances(spec: dict[str, Any], n_classes: int, X: np.ndarray, y: np.ndarray, proba: np.ndarray,
+def _mock_distances(spec: DefenderSpecBase, n_classes: int, X: np.ndarray, y: np.ndarray, proba: np.ndarray,
                     jobs: list[tuple[np.ndarray, int, int, int]]) -> list[tuple[float, float]]:
     """For each (train_rows with −1 slot, u1, u2, seed): distances of the two mocks to M_D."""
     from threadpoolctl import threadpool_limits

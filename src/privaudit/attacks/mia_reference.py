@@ -20,12 +20,12 @@ evaluator keeps one defender's Reserved-side models for all its attackers
 from __future__ import annotations
 
 import time
-from typing import Any
 
 import numpy as np
 from joblib import Parallel, delayed
 
 from privaudit.attacks.batched_mocks import MAX_MODELS, batched_recipe, reference_confidences
+from privaudit.defenders.specs import DefenderSpecBase
 from privaudit.seeding import draw_seeds
 
 
@@ -33,7 +33,7 @@ from privaudit.seeding import draw_seeds
 SEQUENTIAL_FIT_S = 0.5
 
 
-def _fit_conf(spec: dict[str, Any], n_classes: int, X: np.ndarray, y: np.ndarray,
+def _fit_conf(spec: DefenderSpecBase, n_classes: int, X: np.ndarray, y: np.ndarray,
               rows: np.ndarray, seed: int) -> np.ndarray:
     from threadpoolctl import threadpool_limits
 
@@ -52,7 +52,7 @@ def _fit_conf(spec: dict[str, Any], n_classes: int, X: np.ndarray, y: np.ndarray
     return p[np.arange(len(y)), y]
 
 
-def train_subset_confidences(spec: dict[str, Any], n_classes: int, X: np.ndarray, y: np.ndarray,
+def train_subset_confidences(spec: DefenderSpecBase, n_classes: int, X: np.ndarray, y: np.ndarray,
                              subsets: list[np.ndarray], seeds: np.ndarray, n_jobs: int = 1, *,
                              batched: bool = True, max_models: int = MAX_MODELS,
                              device: str = "cpu") -> tuple[np.ndarray, np.ndarray]:
@@ -98,7 +98,7 @@ def train_subset_confidences(spec: dict[str, Any], n_classes: int, X: np.ndarray
     return conf, inside
 
 
-def train_reference_confidences(spec: dict[str, Any], n_classes: int, X: np.ndarray, y: np.ndarray,
+def train_reference_confidences(spec: DefenderSpecBase, n_classes: int, X: np.ndarray, y: np.ndarray,
                                 reserved_rows: np.ndarray, count: int, fraction: float,
                                 rng: np.random.Generator, n_jobs: int = 1, *, batched: bool = True,
                                 max_models: int = MAX_MODELS, device: str = "cpu") -> tuple[np.ndarray, np.ndarray]:

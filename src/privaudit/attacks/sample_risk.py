@@ -60,6 +60,7 @@ from scipy import special, stats
 
 from privaudit.attacks.batched_mocks import MAX_MODELS
 from privaudit.attacks.mia_lira import logit_conf
+from privaudit.defenders.specs import DefenderSpecBase
 from privaudit.seeding import draw_seeds
 
 #: columns added to the per-sample scores file (besides id, role, score)
@@ -207,7 +208,7 @@ def population_subsets(y: np.ndarray, n_train: int, count: int, rng: np.random.G
     return out[:count]
 
 
-def train_population_references(spec: dict[str, Any], n_classes: int, X: np.ndarray, y: np.ndarray, n_train: int,
+def train_population_references(spec: DefenderSpecBase, n_classes: int, X: np.ndarray, y: np.ndarray, n_train: int,
                                 options: RiskOptions, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     """K reference models of T_D on population subsets of the Defender set's size.
 

@@ -13,7 +13,7 @@ import numpy as np
 import torch
 
 from privaudit.canaries.designs import CanaryDraw, wrong_labels
-from privaudit.defenders.training import FeatureSet
+from privaudit.features.feature_set import FeatureSet
 from privaudit.train import (
     HeadRecipe,
     StackedHeads,

@@ -31,7 +31,7 @@ from privaudit.canaries.designs import (
 from privaudit.canaries.sequential_runs import game3_sequential, lidp_trial_sequential
 from privaudit.canaries.sizes import check_canary_sizes, game3_canaries
 from privaudit.config import Params
-from privaudit.defenders.training import FeatureSet
+from privaudit.features.feature_set import FeatureSet
 from privaudit.seeding import int_seed, rng_for
 from privaudit.train import HeadRecipe, recipe_from_spec
 from privaudit.train.heads import layer_sizes
@@ -55,10 +55,10 @@ def check_canary_setup(params: Params, fs: FeatureSet) -> None:
     check_canary_sizes(params, n_def, int((~fs.is_defender).sum()), int(fs.X.shape[1]))
     lp = params.lidp
     for spec in params.audited_defenders():
-        if lp.canary_type in BATCHED_ONLY and defender_recipe(params, fs, spec["name"]) is None:
+        if lp.canary_type in BATCHED_ONLY and defender_recipe(params, fs, spec.name) is None:
             raise ValueError(
                 f"lidp.canary_type: {lp.canary_type} needs a batched torch head (kind torch_mlp or dp_sgd); "
-                f"defender {spec['name']!r} has kind {spec['kind']!r} — use lidp.canary_type: mislabel or "
+                f"defender {spec.name!r} has kind {spec.kind!r} — use lidp.canary_type: mislabel or "
                 "restrict canaries.defenders"
             )
 

@@ -9,20 +9,20 @@ intervals are computed, and recomputed, by the game3/lidp stages without retrain
 
 from __future__ import annotations
 
-from typing import Any
 
 import numpy as np
 
 from privaudit.canaries.designs import CanaryDraw, wrong_labels
 from privaudit.defenders.base import cross_entropy
 from privaudit.defenders.registry import make_defender
-from privaudit.defenders.training import FeatureSet
+from privaudit.defenders.specs import DefenderSpecBase
+from privaudit.features.feature_set import FeatureSet
 from privaudit.seeding import draw_seeds
 
 __all__ = ["wrong_labels", "fit_predict", "game3_sequential", "lidp_trial_sequential"]
 
 
-def fit_predict(spec: dict[str, Any], n_classes: int, device: str, X: np.ndarray, y: np.ndarray, seed: int,
+def fit_predict(spec: DefenderSpecBase, n_classes: int, device: str, X: np.ndarray, y: np.ndarray, seed: int,
                 X_query: np.ndarray) -> np.ndarray:
     """Fit ``spec`` on (X, y) with ``seed``; probabilities on ``X_query`` (q, C)."""
     model = make_defender(spec, n_classes=n_classes, device=device)
@@ -30,7 +30,7 @@ def fit_predict(spec: dict[str, Any], n_classes: int, device: str, X: np.ndarray
     return model.predict_proba(X_query)
 
 
-def game3_sequential(spec: dict[str, Any], fs: FeatureSet, draw: dict[str, np.ndarray], seed: int,
+def game3_sequential(spec: DefenderSpecBase, fs: FeatureSet, draw: dict[str, np.ndarray], seed: int,
                      device: str = "cpu") -> np.ndarray:
     """One Game-3 run: the draw's canaries relabelled with ``label_pair[bit]``; proba (N, C)."""
     Xd, yd = fs.defender
@@ -40,7 +40,7 @@ def game3_sequential(spec: dict[str, Any], fs: FeatureSet, draw: dict[str, np.nd
     return fit_predict(spec, fs.n_classes, device, Xd, y_train, seed, Xd[idx])
 
 
-def lidp_trial_sequential(spec: dict[str, Any], fs: FeatureSet, draw: CanaryDraw, k: int, m: int,
+def lidp_trial_sequential(spec: DefenderSpecBase, fs: FeatureSet, draw: CanaryDraw, k: int, m: int,
                           neighbourhood: str, rng: np.random.Generator,
                           device: str = "cpu") -> tuple[np.ndarray, np.ndarray]:
     """One trial: losses (K,) of θ1 on c_1..c_K and (m,) on the fresh nulls (θ0, or θ1 for replace-one)."""

@@ -45,11 +45,12 @@ import numpy as np
 
 from privaudit.artifacts import atomic_file
 from privaudit.config import Params
-from privaudit.defenders.training import FeatureSet
+from privaudit.features.feature_set import FeatureSet
 
 DEFAULT_SHARD_ROOT = Path("data/.shards/canaries")
 
 Experiment = Literal["game3", "lidp"]
+EXPERIMENTS: tuple[Experiment, ...] = ("game3", "lidp")
 
 
 @dataclass(frozen=True)
@@ -87,9 +88,9 @@ def plan_shards(params: Params, shard_size: int | None = None) -> list[Shard]:
     size = -(-size // block) * block
     out = []
     for spec in params.audited_defenders():
-        for exp in ("game3", "lidp"):
-            n = _n_trials(params, exp)  # type: ignore[arg-type]
-            out += [Shard(spec["name"], exp, s, min(n, s + size)) for s in range(0, n, size)]  # type: ignore[arg-type]
+        for exp in EXPERIMENTS:
+            n = _n_trials(params, exp)
+            out += [Shard(spec.name, exp, s, min(n, s + size)) for s in range(0, n, size)]
     return out
 
 
@@ -136,7 +137,7 @@ def shard_dir(root: Path, params: Params) -> Path:
 def shard_path(root: Path, params: Params, shard: Shard) -> Path:
     """Where ``shard`` lives: ``shard_dir/<defender>-<spec hash>/<experiment>-<start>-<stop>.npz``."""
     spec = params.defender(shard.defender)
-    return shard_dir(root, params) / f"{shard.defender}-{_digest(spec)[:10]}" / shard.filename
+    return shard_dir(root, params) / f"{shard.defender}-{_digest(spec.model_dump(mode='json'))[:10]}" / shard.filename
 
 
 def run_shard(params: Params, fs: FeatureSet, shard: Shard, device: str) -> dict[str, np.ndarray]:

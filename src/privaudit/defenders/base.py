@@ -10,28 +10,20 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Generic, TypeVar
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+
+from privaudit.defenders.specs import DefenderSpecBase
+
+#: the spec model a trainer takes (:mod:`privaudit.defenders.specs`)
+SpecT = TypeVar("SpecT", bound=DefenderSpecBase)
 
 
-class DefenderSpecBase(BaseModel):
-    """Keys every ``defenders[i]`` entry has; kinds subclass this with their own keys."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_.-]+$")
-    kind: str
-
-    def observable_training(self) -> bool:
-        """Whether the recipe's optimizer calls :func:`privaudit.hooks.watch` (white-box audit)."""
-        return False
-
-
-class Defender(ABC):
+class Defender(ABC, Generic[SpecT]):
     """A training recipe: ``fit(X, y, seed)`` then ``predict_proba(X)``.
 
+    ``Defender[S]`` trains the validated spec ``S`` (``self.spec``, typed).
     Subclasses set the class attributes and implement the four abstract methods.
     Models are persisted with skops (sklearn) or safetensors (torch), never raw pickle.
     """
@@ -40,7 +32,9 @@ class Defender(ABC):
     #: file suffix of the saved model
     model_suffix: ClassVar[str] = ".bin"
 
-    def __init__(self, spec: DefenderSpecBase, n_classes: int, device: str = "cpu") -> None:
+    spec: SpecT
+
+    def __init__(self, spec: SpecT, n_classes: int, device: str = "cpu") -> None:
         if n_classes < 2:
             raise ValueError(f"n_classes must be >= 2, got {n_classes}")
         self.spec = spec
@@ -63,7 +57,7 @@ class Defender(ABC):
         return True
 
     @abstractmethod
-    def fit(self, X: np.ndarray, y: np.ndarray, seed: int) -> "Defender":
+    def fit(self, X: np.ndarray, y: np.ndarray, seed: int) -> "Defender[SpecT]":
         """Train on ``X`` (n, d) float32 and labels ``y`` (n,) int64 in [0, n_classes)."""
 
     @abstractmethod
@@ -75,7 +69,7 @@ class Defender(ABC):
         """Persist the fitted model (skops or safetensors)."""
 
     @abstractmethod
-    def load(self, path: Path) -> "Defender":
+    def load(self, path: Path) -> "Defender[SpecT]":
         """Load a model written by :meth:`save` without executing code."""
 
     def claimed_epsilon(self) -> float | None:
@@ -103,7 +97,7 @@ class Defender(ABC):
         }
 
 
-class WrappingDefender(Defender):
+class WrappingDefender(Defender[SpecT]):
     """A randomized recipe whose released model is another defender's model.
 
     MIP (Izzo et al. 2023, Algorithm 1) releases its base model with noise added to the
@@ -121,7 +115,7 @@ class WrappingDefender(Defender):
         return False
 
     @abstractmethod
-    def released(self) -> Defender:
+    def released(self) -> Defender[Any]:
         """The defender whose fitted model is released."""
 
     def predict_proba(self, X: np.ndarray) -> np.ndarray:
@@ -130,7 +124,7 @@ class WrappingDefender(Defender):
     def save(self, path: Path) -> None:
         self.released().save(path)
 
-    def load(self, path: Path) -> "WrappingDefender":
+    def load(self, path: Path) -> "WrappingDefender[SpecT]":
         self.released().load(path)
         return self
 

@@ -16,41 +16,24 @@ Randomness: the Poisson masks come from a numpy Generator and the noise from a
 its public settings (the noise is secret), so ``deterministic`` is False.
 
 The spec is a contract the batched canary trainer (:mod:`privaudit.train`) codes against:
-:meth:`DpSgdDefender.noise_multiplier`, :meth:`sample_rate` and :meth:`steps` give the exact recipe.
+:func:`noise_multiplier`, :meth:`DpSgdSpec.sample_rate <privaudit.defenders.specs.DpSgdSpec.sample_rate>` and
+:meth:`~privaudit.defenders.specs.DpSgdSpec.steps` give the exact recipe (the defender's methods of the
+same names call them).
 """
 
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 import torch
-from pydantic import Field
 from torch import nn
 
-from privaudit.defenders.base import DefenderSpecBase
 from privaudit.defenders.registry import register
-from privaudit.defenders.torch_head import TorchMLPDefender, build_mlp
+from privaudit.defenders.specs import DpSgdSpec
+from privaudit.defenders.torch_head import TorchHeadDefender, build_mlp
 from privaudit.seeding import draw_seed
-
-
-class DpSgdSpec(DefenderSpecBase):
-    """``kind: dp_sgd`` keys (a fixed contract: the batched trainer replicates this recipe)."""
-
-    hidden: list[int] = Field(default_factory=list, description="[] = linear head, else MLP widths")
-    epochs: int = Field(20, ge=1)
-    batch_size: int = Field(64, ge=1, description="expected batch size; Poisson rate q = batch_size / n_train")
-    lr: float = Field(0.5, gt=0, description="plain SGD, no momentum")
-    max_grad_norm: float = Field(1.0, gt=0, description="per-example clipping norm C")
-    epsilon: float = Field(gt=0, description="target epsilon")
-    delta: float = Field(1e-5, gt=0, lt=1)
-    accountant: Literal["rdp", "prv", "gdp"] = "prv"
-    randomness: Literal["shuffled", "unseeded"] = "unseeded"
-    random_state: int = 0
-
-    def observable_training(self) -> bool:
-        return True  # fit() hands its DPOptimizer to privaudit.hooks.watch
 
 
 @lru_cache(maxsize=256)
@@ -59,6 +42,12 @@ def _sigma(epsilon: float, delta: float, q: float, steps: int, accountant: str) 
 
     return float(get_noise_multiplier(target_epsilon=epsilon, target_delta=delta, sample_rate=q,
                                       steps=steps, accountant=accountant))
+
+
+def noise_multiplier(spec: DpSgdSpec, n_train: int) -> float:
+    """σ from opacus ``get_noise_multiplier`` for the spec's (ε, δ), q and steps at ``n_train`` rows
+    under its accountant (:meth:`DpSgdSpec.sample_rate`, :meth:`DpSgdSpec.steps`)."""
+    return _sigma(spec.epsilon, spec.delta, spec.sample_rate(n_train), spec.steps(n_train), spec.accountant)
 
 
 def accountant_epsilon(sigma: float, q: float, steps: int, delta: float, accountant: str) -> float:
@@ -70,14 +59,13 @@ def accountant_epsilon(sigma: float, q: float, steps: int, delta: float, account
     return float(acc.get_epsilon(delta=delta))
 
 
-@register("dp_sgd", DpSgdSpec)
-class DpSgdDefender(TorchMLPDefender):
-    """DP-SGD head; saved with safetensors like :class:`TorchMLPDefender` (same layer names)."""
+@register("dp_sgd")
+class DpSgdDefender(TorchHeadDefender[DpSgdSpec]):
+    """DP-SGD head; saved with safetensors like :class:`~privaudit.defenders.torch_head.TorchMLPDefender`
+    (same layer names)."""
 
-    spec: DpSgdSpec  # type: ignore[assignment]
-
-    def __init__(self, spec: DpSgdSpec, n_classes: int, device: str = "cpu") -> None:  # type: ignore[override]
-        super().__init__(spec, n_classes, device)  # type: ignore[arg-type]
+    def __init__(self, spec: DpSgdSpec, n_classes: int, device: str = "cpu") -> None:
+        super().__init__(spec, n_classes, device)
         self.n_train: int | None = None
         self.steps_taken: int | None = None
 
@@ -92,18 +80,15 @@ class DpSgdDefender(TorchMLPDefender):
     # --- the recipe, for the batched trainer -------------------------------------------------
     def sample_rate(self, n_train: int) -> float:
         """Poisson sampling rate q = batch_size / n_train (capped at 1)."""
-        if n_train < 1:
-            raise ValueError(f"n_train must be >= 1, got {n_train}")
-        return min(1.0, self.spec.batch_size / n_train)
+        return self.spec.sample_rate(n_train)
 
     def steps(self, n_train: int) -> int:
         """Number of DP-SGD steps: epochs × round(1/q)."""
-        return self.spec.epochs * max(1, round(1.0 / self.sample_rate(n_train)))
+        return self.spec.steps(n_train)
 
     def noise_multiplier(self, n_train: int) -> float:
-        """σ from opacus ``get_noise_multiplier`` for (ε, δ), q and :meth:`steps` under the accountant."""
-        return _sigma(self.spec.epsilon, self.spec.delta, self.sample_rate(n_train), self.steps(n_train),
-                      self.spec.accountant)
+        """σ from opacus ``get_noise_multiplier`` (:func:`noise_multiplier`)."""
+        return noise_multiplier(self.spec, n_train)
 
     # --- training ---------------------------------------------------------------------------
     def fit(self, X: np.ndarray, y: np.ndarray, seed: int) -> "DpSgdDefender":

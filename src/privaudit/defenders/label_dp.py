@@ -21,33 +21,21 @@ Everything after the noise is post-processing, so the recipe claims ε (label-DP
 from __future__ import annotations
 
 import math
-from typing import Any, Literal
+from typing import Any, TypeVar
 
 import numpy as np
 import torch
-from pydantic import Field
 from scipy.special import softmax
 from torch import nn
 
 from privaudit.defenders.registry import register
 from privaudit.defenders.simplex import project_simplex
-from privaudit.defenders.torch_head import TorchMLPDefender, TorchMLPSpec
+from privaudit.defenders.specs import AgibiSpec, AlibiSpec, TorchMLPSpec
+from privaudit.defenders.torch_head import TorchHeadDefender
+
+AlibiSpecT = TypeVar("AlibiSpecT", bound=AlibiSpec)
 from privaudit.mechanisms.gaussian import gaussian_mechanism_sigma
 from privaudit.seeding import draw_seed
-
-
-class AlibiSpec(TorchMLPSpec):
-    """``kind: alibi``: the torch head keys plus the label-DP mechanism."""
-
-    epsilon: float = Field(gt=0, description="label-DP epsilon")
-    postprocess: Literal["bayes", "simplex"] = "bayes"
-    prior: Literal["uniform", "noisy"] = "uniform"
-
-
-class AgibiSpec(AlibiSpec):
-    """``kind: agibi``: Gaussian soft randomized response at (ε, δ)."""
-
-    delta: float = Field(1e-5, gt=0, lt=1)
 
 
 def alibi_posterior(o: np.ndarray, lam: float, log_prior: np.ndarray) -> np.ndarray:
@@ -65,8 +53,8 @@ def agibi_posterior(o: np.ndarray, sigma: float, log_prior: np.ndarray) -> np.nd
     return softmax(o / sigma**2 + log_prior[None, :], axis=1)
 
 
-def train_soft_head(net: nn.Module, X: np.ndarray, targets: np.ndarray, spec: TorchMLPSpec,
-                    rng: np.random.Generator, device: str) -> nn.Module:
+def train_soft_head(net: nn.Sequential, X: np.ndarray, targets: np.ndarray, spec: TorchMLPSpec,
+                    rng: np.random.Generator, device: str) -> nn.Sequential:
     """Minibatch SGD (momentum, weight decay) of ``net`` on soft labels ``targets`` (n, C).
 
     Same loop as :class:`privaudit.defenders.torch_head.TorchMLPDefender` with probability
@@ -88,11 +76,8 @@ def train_soft_head(net: nn.Module, X: np.ndarray, targets: np.ndarray, spec: To
     return net.eval()
 
 
-@register("alibi", AlibiSpec)
-class AlibiDefender(TorchMLPDefender):
-    """ALIBI: Laplace soft randomized response + Bayesian (or simplex) post-processing + torch head."""
-
-    spec: AlibiSpec  # type: ignore[assignment]
+class _SoftLabelHead(TorchHeadDefender[AlibiSpecT]):
+    """ALIBI and AGIBI: noisy one-hot labels, post-processed into soft labels, then a torch head."""
 
     @property
     def deterministic(self) -> bool:
@@ -121,14 +106,13 @@ class AlibiDefender(TorchMLPDefender):
             log_prior = np.full(self.n_classes, -math.log(self.n_classes))
         return self._posterior(o, log_prior)
 
-    def fit(self, X: np.ndarray, y: np.ndarray, seed: int) -> "AlibiDefender":
+    def fit(self, X: np.ndarray, y: np.ndarray, seed: int) -> "_SoftLabelHead[AlibiSpecT]":
         rng = np.random.default_rng(seed)
         noise_rng = np.random.default_rng(rng.integers(2**63 - 1))
         init_seed = self.spec.random_state if self.spec.randomness != "unseeded" else draw_seed(rng)
         targets = self.soft_labels(np.asarray(y, dtype=np.int64), noise_rng)
         self.d_in = int(X.shape[1])
-        self.net = train_soft_head(self._init_net(self.d_in, init_seed), X, targets, self.spec, rng,  # type: ignore[assignment]
-                                   self.device)
+        self.net = train_soft_head(self._init_net(self.d_in, init_seed), X, targets, self.spec, rng, self.device)
         return self
 
     def claimed_epsilon(self) -> float | None:
@@ -143,11 +127,14 @@ class AlibiDefender(TorchMLPDefender):
                 "noise_scale": self.noise_scale()}
 
 
-@register("agibi", AgibiSpec)
-class AgibiDefender(AlibiDefender):
-    """AGIBI: Gaussian soft randomized response (analytic Gaussian mechanism, L2 sensitivity √2)."""
+@register("alibi")
+class AlibiDefender(_SoftLabelHead[AlibiSpec]):
+    """ALIBI: Laplace soft randomized response + Bayesian (or simplex) post-processing + torch head."""
 
-    spec: AgibiSpec  # type: ignore[assignment]
+
+@register("agibi")
+class AgibiDefender(_SoftLabelHead[AgibiSpec]):
+    """AGIBI: Gaussian soft randomized response (analytic Gaussian mechanism, L2 sensitivity √2)."""
 
     def noise_scale(self) -> float:
         """σ of the analytic Gaussian mechanism at (ε, δ) with L2 sensitivity √2."""

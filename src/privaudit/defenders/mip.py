@@ -26,49 +26,19 @@ from typing import Any
 
 import numpy as np
 import torch
-from pydantic import Field, field_validator
 
-from privaudit.defenders.base import Defender, DefenderSpecBase, WrappingDefender
-from privaudit.defenders.registry import make_defender, register, validate_defender_spec
+from privaudit.defenders.base import Defender, WrappingDefender
+from privaudit.defenders.registry import make_defender, register
 from privaudit.defenders.sklearn_zoo import SklearnDefender
-from privaudit.defenders.torch_head import TorchMLPDefender
+from privaudit.defenders.specs import MipSpec
+from privaudit.defenders.torch_head import TorchHeadDefender
 from privaudit.stats import epsilon_for_mip_eta, mip_noise_scale, mip_norm, sample_mip_noise
 from privaudit.seeding import draw_seed
 
-#: defender kinds whose model is a parameter vector
-VECTOR_KINDS: frozenset[str] = frozenset({"torch_mlp", "dp_sgd", "alibi", "agibi", "logistic_regression", "sklearn"})
-#: sklearn estimators whose fitted state is ``coef_`` + ``intercept_``
-LINEAR_ESTIMATORS: frozenset[str] = frozenset({"logistic_regression", "linear_svc", "sgd_svm", "perceptron"})
 
-
-class MipSpec(DefenderSpecBase):
-    """``kind: mip`` keys."""
-
-    eta: float = Field(gt=0, le=0.5, description="target MIP advantage eta")
-    base: dict[str, Any] = Field(description="the wrapped defender spec (a parameter-vector kind)")
-    half_splits: int = Field(20, ge=2, description="B: half-splits used to estimate sigma")
-    moment: int = Field(2, ge=2, description="M: moment order of Corollary 8")
-    sigma_floor: float = Field(1e-8, gt=0, description="sigma_j for coordinates that never vary")
-
-    @field_validator("base", mode="before")
-    @classmethod
-    def _validate_base(cls, v: Any) -> dict[str, Any]:
-        if not isinstance(v, dict):
-            raise ValueError(f"base must be a defender spec mapping, got {v!r}")
-        raw = {"name": "base", **v}
-        spec = validate_defender_spec(raw, where="base")
-        kind = spec["kind"]
-        if kind not in VECTOR_KINDS:
-            raise ValueError(f"base.kind {kind!r} has no parameter vector; allowed: {sorted(VECTOR_KINDS)}")
-        if kind == "sklearn" and spec["estimator"] not in LINEAR_ESTIMATORS:
-            raise ValueError(f"base.estimator {spec['estimator']!r} has no parameter vector; "
-                             f"allowed: {sorted(LINEAR_ESTIMATORS)}")
-        return spec
-
-
-def get_vector(model: Defender) -> np.ndarray:
+def get_vector(model: Defender[Any]) -> np.ndarray:
     """The fitted parameters of ``model`` as a float64 vector (d,)."""
-    if isinstance(model, TorchMLPDefender):
+    if isinstance(model, TorchHeadDefender):
         if model.net is None:
             raise RuntimeError(f"defender {model.name!r} is not fitted")
         return torch.cat([p.detach().reshape(-1).double().cpu() for p in model.net.parameters()]).numpy()
@@ -78,35 +48,35 @@ def get_vector(model: Defender) -> np.ndarray:
     raise ValueError(f"defender kind {model.kind!r} has no parameter vector")
 
 
-def set_vector(model: Defender, vec: np.ndarray) -> None:
+def set_vector(model: Defender[Any], vec: np.ndarray) -> None:
     """Write the vector (d,) back into ``model`` (inverse of :func:`get_vector`)."""
-    if isinstance(model, TorchMLPDefender):
+    if isinstance(model, TorchHeadDefender):
         if model.net is None:
             raise RuntimeError(f"defender {model.name!r} is not fitted")
         torch.nn.utils.vector_to_parameters(torch.as_tensor(vec, dtype=torch.float32), model.net.parameters())
         return
-    est = model._require_model()  # type: ignore[attr-defined]
+    if not isinstance(model, SklearnDefender):
+        raise ValueError(f"defender kind {model.kind!r} has no parameter vector")
+    est = model._require_model()
     k = est.coef_.size
     est.coef_ = vec[:k].reshape(est.coef_.shape).astype(est.coef_.dtype)
     est.intercept_ = vec[k:].reshape(np.shape(est.intercept_)).astype(np.asarray(est.intercept_).dtype)
 
 
-@register("mip", MipSpec)
-class MipDefender(WrappingDefender):
+@register("mip")
+class MipDefender(WrappingDefender[MipSpec]):
     """Izzo et al. Algorithm 1 around ``base``; saved in the base model's format."""
-
-    spec: MipSpec
 
     def __init__(self, spec: MipSpec, n_classes: int, device: str = "cpu") -> None:
         super().__init__(spec, n_classes, device)
-        self.base_spec = {**spec.base, "name": f"{spec.name}.base"}
+        self.base_spec = spec.base.model_copy(update={"name": f"{spec.name}.base"})
         self.inner = make_defender(self.base_spec, n_classes, device)
         self.model_suffix = self.inner.model_suffix  # type: ignore[misc]
         self.sigma_: np.ndarray | None = None
         self.theta_: np.ndarray | None = None
         self.noise_: np.ndarray | None = None
 
-    def released(self) -> Defender:
+    def released(self) -> Defender[Any]:
         """The base model with the MIP noise added to its parameters."""
         return self.inner
 
@@ -147,7 +117,7 @@ class MipDefender(WrappingDefender):
     def describe(self) -> dict[str, Any]:
         out = super().describe()
         out.update(mip_eta=self.spec.eta, epsilon_equivalent=epsilon_for_mip_eta(self.spec.eta),
-                   noise_scale_b=self.noise_scale(), base_kind=self.base_spec["kind"])
+                   noise_scale_b=self.noise_scale(), base_kind=self.base_spec.kind)
         if self.sigma_ is not None and self.noise_ is not None:
             out.update(n_parameters=int(self.sigma_.size), sigma_median=float(np.median(self.sigma_)),
                        noise_norm=float(mip_norm(self.noise_, self.sigma_, self.spec.moment)))

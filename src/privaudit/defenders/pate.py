@@ -36,15 +36,14 @@ from functools import lru_cache
 from typing import Any
 
 import numpy as np
-from pydantic import Field, field_validator
 from scipy import optimize
 
-from privaudit.defenders.base import Defender, DefenderSpecBase, WrappingDefender
-from privaudit.defenders.registry import make_defender, register, validate_defender_spec
+from privaudit.defenders.base import Defender, WrappingDefender
+from privaudit.defenders.registry import make_defender, register
+from privaudit.defenders.specs import PateSpec
 from privaudit.seeding import draw_seed
 
 _ORDERS = 1.0 + np.geomspace(1e-7, 1e7, 4000)
-_NESTED_FORBIDDEN = {"pate", "mip", "python"}
 
 
 def rdp_linear_to_dp(rho: float, delta: float) -> float:
@@ -87,51 +86,18 @@ def calibrate_sigma2(epsilon: float, delta: float, queries: int, sigma1_over_sig
     return math.exp(optimize.brentq(f, lo, hi, xtol=1e-10)) * (1.0 + 1e-9)
 
 
-def _nested(v: Any, key: str) -> dict[str, Any]:
-    if not isinstance(v, dict):
-        raise ValueError(f"{key} must be a defender spec mapping, got {v!r}")
-    spec = validate_defender_spec({"name": key, **v}, where=key)
-    if spec["kind"] in _NESTED_FORBIDDEN:
-        raise ValueError(f"{key}.kind {spec['kind']!r} cannot be nested; use a plain trainer")
-    return spec
-
-
-class PateSpec(DefenderSpecBase):
-    """``kind: pate`` keys."""
-
-    teacher: dict[str, Any] = Field(default_factory=lambda: {"kind": "logistic_regression"})
-    student: dict[str, Any] = Field(default_factory=lambda: {"kind": "logistic_regression"})
-    teachers: int = Field(25, ge=2)
-    query_fraction: float = Field(0.1, gt=0, lt=1, description="share of training rows used as unlabeled queries")
-    epsilon: float = Field(gt=0)
-    delta: float = Field(1e-5, gt=0, lt=1)
-    threshold_fraction: float = Field(0.5, gt=0, le=1, description="T / teachers (Table 3: 0.5)")
-    sigma1_over_sigma2: float = Field(8.0, gt=0, description="σ1/σ2 (Table 3 CIFAR-10 high row: 160/20)")
-
-    @field_validator("teacher", mode="before")
-    @classmethod
-    def _teacher(cls, v: Any) -> dict[str, Any]:
-        return _nested(v, "teacher")
-
-    @field_validator("student", mode="before")
-    @classmethod
-    def _student(cls, v: Any) -> dict[str, Any]:
-        return _nested(v, "student")
-
-
-@register("pate", PateSpec)
-class PateDefender(WrappingDefender):
+@register("pate")
+class PateDefender(WrappingDefender[PateSpec]):
     """Teachers → confident GNMax → student; the student is saved (in its own format)."""
-
-    spec: PateSpec
 
     def __init__(self, spec: PateSpec, n_classes: int, device: str = "cpu") -> None:
         super().__init__(spec, n_classes, device)
-        self.student = make_defender({**spec.student, "name": f"{spec.name}.student"}, n_classes, device)
+        self.student = make_defender(spec.student.model_copy(update={"name": f"{spec.name}.student"}), n_classes,
+                                     device)
         self.model_suffix = self.student.model_suffix  # type: ignore[misc]
         self.stats_: dict[str, Any] = {}
 
-    def released(self) -> Defender:
+    def released(self) -> Defender[Any]:
         """The student trained on the teachers' noisy answers."""
         return self.student
 
@@ -155,7 +121,8 @@ class PateDefender(WrappingDefender):
         votes = np.zeros((n_query, self.n_classes), dtype=np.int64)
         Xq = X[query_rows]
         for share in np.array_split(private_rows, t):
-            teacher = make_defender({**self.spec.teacher, "name": f"{self.name}.teacher"}, self.n_classes, self.device)
+            teacher = make_defender(self.spec.teacher.model_copy(update={"name": f"{self.name}.teacher"}),
+                                    self.n_classes, self.device)
             teacher.fit(X[share], y[share], seed=draw_seed(rng))
             votes[np.arange(n_query), teacher.predict_proba(Xq).argmax(axis=1)] += 1
         sigma1, sigma2 = self.sigmas(n_query)

@@ -1,9 +1,11 @@
-"""Defender registry: ``defenders[i].kind`` → (params model, trainer class).
+"""Trainer registry: ``kind`` → the :class:`Defender` class that trains a validated spec.
 
-Built-in kinds register themselves when their module is imported; :func:`_load_builtins`
-imports them on first use so that ``privaudit.config`` can validate specs without the
-caller importing every trainer. A user trainer is plugged in with
-``kind: python`` and ``target: package.module:function`` (see :mod:`privaudit.defenders.user`).
+Specs and trainers are registered apart. The spec models (:mod:`privaudit.defenders.specs`) are
+torch-free, so ``privaudit.config`` validates params without importing a trainer; a trainer class
+registers itself against its kind with :func:`register` when its module is imported, and
+:func:`make_defender` imports the module of a built-in kind (:data:`TRAINER_MODULES`) the first
+time that kind is trained. A user trainer is plugged in with ``kind: python`` and
+``target: package.module:function`` (see :mod:`privaudit.defenders.user`).
 """
 
 from __future__ import annotations
@@ -11,93 +13,68 @@ from __future__ import annotations
 import importlib
 from typing import Any, Callable, TypeVar
 
-from pydantic import ValidationError
+from privaudit.defenders.base import Defender
+from privaudit.defenders.specs import SPEC_MODELS, DefenderSpecBase, known_kinds, register_spec, validate_defender_spec
 
-from privaudit.defenders.base import Defender, DefenderSpecBase
+_TRAINERS: dict[str, type[Defender[Any]]] = {}
 
-_KINDS: dict[str, tuple[type[DefenderSpecBase], type[Defender]]] = {}
+#: the module whose import registers the trainer of each built-in kind
+TRAINER_MODULES: dict[str, str] = {
+    "sklearn": "privaudit.defenders.sklearn_zoo",
+    "logistic_regression": "privaudit.defenders.sklearn_zoo",
+    "torch_mlp": "privaudit.defenders.torch_head",
+    "dp_sgd": "privaudit.defenders.dp_sgd",
+    "alibi": "privaudit.defenders.label_dp",
+    "agibi": "privaudit.defenders.label_dp",
+    "pate": "privaudit.defenders.pate",
+    "mip": "privaudit.defenders.mip",
+    "python": "privaudit.defenders.user",
+}
 
-#: modules whose import registers the built-in kinds
-BUILTIN_MODULES: tuple[str, ...] = (
-    "privaudit.defenders.sklearn_zoo",
-    "privaudit.defenders.torch_head",
-    "privaudit.defenders.dp_sgd",
-    "privaudit.defenders.label_dp",
-    "privaudit.defenders.pate",
-    "privaudit.defenders.mip",
-    "privaudit.defenders.user",
-)
+D = TypeVar("D", bound=type[Defender[Any]])
 
-D = TypeVar("D", bound=type[Defender])
+__all__ = ["TRAINER_MODULES", "known_kinds", "make_defender", "register", "spec_is_observable", "trainer_class",
+           "validate_defender_spec"]
 
 
-def register(kind: str, spec_model: type[DefenderSpecBase]) -> Callable[[D], D]:
-    """Class decorator registering a :class:`Defender` subclass under ``kind``."""
+def register(kind: str, spec_model: type[DefenderSpecBase] | None = None) -> Callable[[D], D]:
+    """Class decorator registering a :class:`Defender` subclass as the trainer of ``kind``.
+
+    ``spec_model`` registers a new kind's spec model too (built-in kinds have theirs in
+    :mod:`privaudit.defenders.specs`).
+    """
 
     def deco(cls: D) -> D:
-        if kind in _KINDS and _KINDS[kind][1] is not cls:
+        if spec_model is not None:
+            register_spec(kind, spec_model)
+        if kind not in SPEC_MODELS:
+            raise ValueError(f"defender kind {kind!r} has no spec model; pass spec_model")
+        if _TRAINERS.get(kind, cls) is not cls:
             raise ValueError(f"defender kind {kind!r} is registered twice")
         cls.kind = kind
-        _KINDS[kind] = (spec_model, cls)
+        _TRAINERS[kind] = cls
         return cls
 
     return deco
 
 
-def _load_builtins() -> None:
-    for mod in BUILTIN_MODULES:
-        try:
-            importlib.import_module(mod)
-        except ModuleNotFoundError as err:  # a module of an optional kind not present
-            if err.name != mod:
-                raise
+def trainer_class(kind: str) -> type[Defender[Any]]:
+    """The trainer of ``kind``, importing its module on first use."""
+    if kind not in _TRAINERS and kind in TRAINER_MODULES:
+        importlib.import_module(TRAINER_MODULES[kind])
+    if kind not in _TRAINERS:
+        raise ValueError(f"defender kind {kind!r} is not registered; allowed: {known_kinds()}")
+    return _TRAINERS[kind]
 
 
-def known_kinds() -> list[str]:
-    _load_builtins()
-    return sorted(_KINDS)
-
-
-def validate_defender_spec(raw: Any, where: str = "defenders[?]") -> dict[str, Any]:
-    """Validate one ``defenders`` entry against its kind's schema; return it with defaults.
-
-    Raises:
-        ValueError: naming ``where`` (e.g. ``defenders[1]``) and the bad key.
-    """
-    _load_builtins()
-    if not isinstance(raw, dict):
-        raise ValueError(f"{where} must be a mapping with 'name' and 'kind', got {raw!r}")
-    kind = raw.get("kind")
-    if kind not in _KINDS:
-        raise ValueError(f"{where}.kind {kind!r} is not a known defender kind; allowed: {sorted(_KINDS)}")
-    spec_model, _ = _KINDS[kind]
-    try:
-        spec = spec_model.model_validate(raw)
-    except ValidationError as err:
-        parts = []
-        for e in err.errors():
-            key = ".".join(str(p) for p in e["loc"])
-            msg = "unknown key" if e["type"] == "extra_forbidden" else e["msg"].removeprefix("Value error, ")
-            parts.append(f"{where}.{key}: {msg}")
-        raise ValueError("; ".join(parts)) from None
-    return spec.model_dump(mode="json")
-
-
-def spec_is_observable(spec: dict[str, Any]) -> bool:
+def spec_is_observable(spec: DefenderSpecBase) -> bool:
     """Whether the defender's training can be watched by :func:`privaudit.hooks.watch` (white-box audit):
     ``kind: dp_sgd`` always, a ``kind: python`` trainer when it declares ``observable: true``."""
-    _load_builtins()
-    kind = spec.get("kind")
-    if kind not in _KINDS:
-        raise ValueError(f"defender kind {kind!r} is not registered; allowed: {sorted(_KINDS)}")
-    return bool(_KINDS[kind][0].model_validate(spec).observable_training())
+    return spec.observable_training()
 
 
-def make_defender(spec: dict[str, Any], n_classes: int, device: str = "cpu") -> Defender:
-    """Instantiate the trainer for a validated spec (a dict from :func:`validate_defender_spec`)."""
-    _load_builtins()
-    kind = spec.get("kind")
-    if kind not in _KINDS:
-        raise ValueError(f"defender kind {kind!r} is not registered; allowed: {sorted(_KINDS)}")
-    spec_model, cls = _KINDS[kind]
-    return cls(spec_model.model_validate(spec), n_classes=n_classes, device=device)
+def make_defender(spec: DefenderSpecBase, n_classes: int, device: str = "cpu") -> Defender[Any]:
+    """Instantiate the trainer for a validated spec (from :func:`validate_defender_spec` or ``Params.defenders``)."""
+    if not isinstance(spec, DefenderSpecBase):
+        raise TypeError(f"make_defender takes a validated spec (privaudit.defenders.specs), got {type(spec).__name__}")
+    return trainer_class(spec.kind)(spec, n_classes=n_classes, device=device)

@@ -19,11 +19,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Literal
+from typing import Any, Callable, TypeVar
 
 import numpy as np
 import skops.io as sio
-from pydantic import Field
 from scipy.special import softmax
 from sklearn.base import BaseEstimator
 from sklearn.ensemble import RandomForestClassifier
@@ -34,13 +33,12 @@ from sklearn.neighbors import KNeighborsClassifier
 from sklearn.neural_network import MLPClassifier
 from sklearn.svm import SVC, LinearSVC
 
-from privaudit.defenders.base import Defender, DefenderSpecBase
+from privaudit.defenders.base import Defender
 from privaudit.defenders.registry import register
 from privaudit.defenders.skops_files import dump_skops
+from privaudit.defenders.specs import LogRegSpec, SklearnSpec
+from privaudit.validation.model_files import TRUSTED_TYPES
 from privaudit.seeding import draw_seed
-
-Randomness = Literal["fixed", "shuffled", "unseeded"]
-
 
 @dataclass(frozen=True)
 class _Estimator:
@@ -80,56 +78,15 @@ ESTIMATORS: dict[str, _Estimator] = {
     ),
 }
 
-#: types skops may reconstruct when loading a zoo model (nothing else is executed)
-TRUSTED_TYPES: tuple[str, ...] = (
-    "numpy.dtype",
-    "numpy.ndarray",
-    "sklearn.ensemble._forest.RandomForestClassifier",
-    "sklearn.tree._classes.DecisionTreeClassifier",
-    "sklearn.tree._tree.Tree",
-    "sklearn.neural_network._stochastic_optimizers.AdamOptimizer",
-    "sklearn.neighbors._kd_tree.KDTree",
-    "sklearn.neighbors._ball_tree.BallTree",
-    "sklearn.multioutput.MultiOutputRegressor",
-    "sklearn.linear_model._bayes.BayesianRidge",
-    "sklearn._loss.loss.HalfMultinomialLoss",
-    "sklearn._loss.link.MultinomialLogit",
-    "sklearn._loss.link.Interval",
-    "sklearn.linear_model._stochastic_gradient.SGDClassifier",
-    "sklearn.linear_model._sgd_fast.Hinge",
-    "sklearn.linear_model._perceptron.Perceptron",
-    "sklearn.neural_network._multilayer_perceptron.MLPClassifier",
-    "sklearn.svm._classes.SVC",
-    "sklearn.svm._classes.LinearSVC",
-    "sklearn.naive_bayes.GaussianNB",
-    "sklearn.neighbors._classification.KNeighborsClassifier",
-    "sklearn.linear_model._logistic.LogisticRegression",
-)
+SklearnSpecT = TypeVar("SklearnSpecT", bound=SklearnSpec)
 
 
-class SklearnSpec(DefenderSpecBase):
-    estimator: Literal[
-        "logistic_regression", "bayesian_ridge", "gaussian_nb", "svc", "knn",
-        "linear_svc", "sgd_svm", "mlp", "perceptron", "random_forest",
-    ] = "logistic_regression"
-    randomness: Randomness = "unseeded"
-    random_state: int = Field(0, ge=0, description="the fixed, public seed of 'fixed'/'shuffled'")
-    options: dict[str, Any] = Field(default_factory=dict, description="extra estimator keyword arguments")
-
-
-class LogRegSpec(SklearnSpec):
-    """``kind: logistic_regression`` — a shorthand for ``kind: sklearn, estimator: logistic_regression``."""
-
-    estimator: Literal["logistic_regression"] = "logistic_regression"
-
-
-class SklearnDefender(Defender):
+class SklearnDefender(Defender[SklearnSpecT]):
     """One estimator of the zoo under one randomness level (LTU Table 1)."""
 
     model_suffix = ".skops"
-    spec: SklearnSpec
 
-    def __init__(self, spec: SklearnSpec, n_classes: int, device: str = "cpu") -> None:
+    def __init__(self, spec: SklearnSpecT, n_classes: int, device: str = "cpu") -> None:
         super().__init__(spec, n_classes, device)
         self._est_info = ESTIMATORS[spec.estimator]
         self.model: BaseEstimator | None = None
@@ -144,7 +101,7 @@ class SklearnDefender(Defender):
     def order_invariant(self) -> bool:
         return self._est_info.order_invariant
 
-    def fit(self, X: np.ndarray, y: np.ndarray, seed: int) -> "SklearnDefender":
+    def fit(self, X: np.ndarray, y: np.ndarray, seed: int) -> "SklearnDefender[SklearnSpecT]":
         rng = np.random.default_rng(seed)
         order = np.arange(len(y))
         random_state = self.spec.random_state
@@ -187,7 +144,7 @@ class SklearnDefender(Defender):
     def save(self, path: Path) -> None:
         dump_skops(self._require_model(), path)
 
-    def load(self, path: Path) -> "SklearnDefender":
+    def load(self, path: Path) -> "SklearnDefender[SklearnSpecT]":
         untrusted = sio.get_untrusted_types(file=path)
         unknown = sorted(set(untrusted) - set(TRUSTED_TYPES))
         if unknown:
@@ -196,9 +153,9 @@ class SklearnDefender(Defender):
         return self
 
 
-register("sklearn", SklearnSpec)(SklearnDefender)
+register("sklearn")(SklearnDefender)
 
 
-@register("logistic_regression", LogRegSpec)
-class LogisticRegressionDefender(SklearnDefender):
+@register("logistic_regression")
+class LogisticRegressionDefender(SklearnDefender[LogRegSpec]):
     """``kind: logistic_regression``: scikit-learn LogisticRegression (lbfgs)."""

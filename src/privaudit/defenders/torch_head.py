@@ -11,29 +11,21 @@ Saved with safetensors, byte-reproducibly (:func:`privaudit.artifacts.write_safe
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import TypeVar
 
 import numpy as np
 import torch
-from pydantic import Field
 from safetensors.torch import load_file, save
 from torch import nn
 
 from privaudit.artifacts import write_safetensors
-from privaudit.defenders.base import Defender, DefenderSpecBase
+from privaudit.defenders.base import Defender
 from privaudit.defenders.registry import register
+from privaudit.defenders.specs import DpSgdSpec, TorchMLPSpec
 from privaudit.seeding import draw_seed
 
-
-class TorchMLPSpec(DefenderSpecBase):
-    hidden: list[int] = Field(default_factory=lambda: [64], description="hidden widths; [] = linear head")
-    epochs: int = Field(30, ge=1)
-    batch_size: int = Field(64, ge=1)
-    lr: float = Field(0.05, gt=0)
-    momentum: float = Field(0.9, ge=0, lt=1)
-    weight_decay: float = Field(0.0, ge=0)
-    randomness: Literal["fixed", "shuffled", "unseeded"] = "unseeded"
-    random_state: int = Field(0, ge=0)
+#: the spec of a torch-head trainer (alibi/agibi specs subclass TorchMLPSpec; all have ``hidden``, ``randomness``, ``random_state``)
+HeadSpecT = TypeVar("HeadSpecT", bound=TorchMLPSpec | DpSgdSpec)
 
 
 def build_mlp(d_in: int, hidden: list[int], n_classes: int, generator: torch.Generator | None = None) -> nn.Sequential:
@@ -60,14 +52,12 @@ def build_mlp(d_in: int, hidden: list[int], n_classes: int, generator: torch.Gen
     return net
 
 
-@register("torch_mlp", TorchMLPSpec)
-class TorchMLPDefender(Defender):
-    """Minibatch-SGD MLP (or linear, with ``hidden: []``) on features; not order invariant."""
+class TorchHeadDefender(Defender[HeadSpecT]):
+    """A linear/MLP head (:func:`build_mlp`) saved with safetensors; subclasses implement ``fit``."""
 
     model_suffix = ".safetensors"
-    spec: TorchMLPSpec
 
-    def __init__(self, spec: TorchMLPSpec, n_classes: int, device: str = "cpu") -> None:
+    def __init__(self, spec: HeadSpecT, n_classes: int, device: str = "cpu") -> None:
         super().__init__(spec, n_classes, device)
         self.net: nn.Sequential | None = None
         self.d_in: int | None = None
@@ -83,6 +73,34 @@ class TorchMLPDefender(Defender):
     def _init_net(self, d_in: int, init_seed: int) -> nn.Sequential:
         gen = torch.Generator().manual_seed(init_seed)
         return build_mlp(d_in, list(self.spec.hidden), self.n_classes, generator=gen).to(self.device)
+
+    def predict_proba(self, X: np.ndarray) -> np.ndarray:
+        if self.net is None:
+            raise RuntimeError(f"defender {self.name!r} is not fitted")
+        with torch.inference_mode():
+            logits = self.net(torch.as_tensor(np.ascontiguousarray(X), dtype=torch.float32, device=self.device))
+            return torch.softmax(logits.double(), dim=1).cpu().numpy()
+
+    def save(self, path: Path) -> None:
+        if self.net is None:
+            raise RuntimeError(f"defender {self.name!r} is not fitted")
+        tensors = {k: v.detach().cpu().contiguous() for k, v in self.net.state_dict().items()}
+        # sorted metadata keys: the same model gives the same bytes (dvc.lock stays unchanged)
+        write_safetensors(path, save(tensors, metadata={"d_in": str(self.d_in), "n_classes": str(self.n_classes)}))
+
+    def load(self, path: Path) -> "TorchHeadDefender[HeadSpecT]":
+        state = load_file(str(path))
+        d_in = int(state["0.weight"].shape[1])
+        self.d_in = d_in
+        net = build_mlp(d_in, list(self.spec.hidden), self.n_classes)
+        net.load_state_dict(state)
+        self.net = net.to(self.device).eval()
+        return self
+
+
+@register("torch_mlp")
+class TorchMLPDefender(TorchHeadDefender[TorchMLPSpec]):
+    """Minibatch-SGD MLP (or linear, with ``hidden: []``) on features; not order invariant."""
 
     def fit(self, X: np.ndarray, y: np.ndarray, seed: int) -> "TorchMLPDefender":
         rng = np.random.default_rng(seed)
@@ -104,27 +122,4 @@ class TorchMLPDefender(Defender):
                 loss_fn(net(Xt[idx]), yt[idx]).backward()
                 opt.step()
         self.net = net.eval()
-        return self
-
-    def predict_proba(self, X: np.ndarray) -> np.ndarray:
-        if self.net is None:
-            raise RuntimeError(f"defender {self.name!r} is not fitted")
-        with torch.inference_mode():
-            logits = self.net(torch.as_tensor(np.ascontiguousarray(X), dtype=torch.float32, device=self.device))
-            return torch.softmax(logits.double(), dim=1).cpu().numpy()
-
-    def save(self, path: Path) -> None:
-        if self.net is None:
-            raise RuntimeError(f"defender {self.name!r} is not fitted")
-        tensors = {k: v.detach().cpu().contiguous() for k, v in self.net.state_dict().items()}
-        # sorted metadata keys: the same model gives the same bytes (dvc.lock stays unchanged)
-        write_safetensors(path, save(tensors, metadata={"d_in": str(self.d_in), "n_classes": str(self.n_classes)}))
-
-    def load(self, path: Path) -> "TorchMLPDefender":
-        state = load_file(str(path))
-        d_in = int(state["0.weight"].shape[1])
-        self.d_in = d_in
-        net = build_mlp(d_in, list(self.spec.hidden), self.n_classes)
-        net.load_state_dict(state)
-        self.net = net.to(self.device).eval()
         return self

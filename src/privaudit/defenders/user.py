@@ -13,7 +13,7 @@ working directory, which for the stages is the repository root)::
 Persistence (never pickle):
 
 * a scikit-learn estimator is saved with skops; loading trusts only the sklearn types of
-  :data:`privaudit.defenders.sklearn_zoo.TRUSTED_TYPES` plus the spec's ``trusted_types`` and
+  :data:`privaudit.validation.model_files.TRUSTED_TYPES` plus the spec's ``trusted_types`` and
   refuses anything else;
 * any other model must provide ``state_dict() -> Mapping[str, ndarray | Tensor]``, saved with
   safetensors, and the spec names a ``loader: package.module:function`` with
@@ -21,7 +21,8 @@ Persistence (never pickle):
 
 The spec also declares what the recipe guarantees, since privaudit cannot know:
 ``deterministic``, ``order_invariant`` (for LTU Theorem 3) and an optional ``claimed_epsilon``/
-``claimed_delta``. The target module is imported when the params are validated, so a typo fails
+``claimed_delta``. The target module is imported when the spec is validated
+(:class:`privaudit.defenders.specs.PythonSpec`, :mod:`privaudit.defenders.user_target`), so a typo fails
 before any work (``defenders[i].target``). Add the module to the defenders stage's ``deps`` in
 ``dvc.yaml`` so DVC retrains when it changes. Stages run from the repository root
 (``python -m stages.defenders``), so repository modules are importable; prefer the file form
@@ -31,102 +32,30 @@ before any work (``defenders[i].target``). Add the module to the defenders stage
 
 from __future__ import annotations
 
-import hashlib
-import importlib
-import importlib.util
-import sys
 import zipfile
 from pathlib import Path
-from types import ModuleType
-from typing import Any, Callable, Literal
+from typing import Any
 
 import numpy as np
 import skops.io as sio
-from pydantic import Field, field_validator
 from safetensors.numpy import load_file, save
 from sklearn.base import BaseEstimator
 
 from privaudit.artifacts import write_safetensors
-from privaudit.defenders.base import Defender, DefenderSpecBase
+from privaudit.defenders.base import Defender
 from privaudit.defenders.registry import register
 from privaudit.defenders.skops_files import dump_skops
-from privaudit.defenders.sklearn_zoo import TRUSTED_TYPES
+from privaudit.defenders.specs import PythonSpec
+from privaudit.defenders.user_target import resolve_target
+from privaudit.validation.model_files import TRUSTED_TYPES
 
 _SKOPS, _STATE = "skops", "safetensors"
 
 
-def _import(mod_name: str) -> ModuleType:
-    if mod_name.endswith(".py"):  # a file path, relative to the working directory (the repo root)
-        path = Path(mod_name).resolve()
-        if not path.is_file():
-            raise ImportError(f"no file {path}")
-        name = f"privaudit_user_{path.stem}_{hashlib.sha1(str(path).encode()).hexdigest()[:10]}"
-        if name not in sys.modules:
-            spec = importlib.util.spec_from_file_location(name, path)
-            if spec is None or spec.loader is None:
-                raise ImportError(f"cannot load {path}")
-            module = importlib.util.module_from_spec(spec)
-            sys.modules[name] = module
-            try:
-                spec.loader.exec_module(module)
-            except BaseException:
-                del sys.modules[name]
-                raise
-        return sys.modules[name]
-    return importlib.import_module(mod_name)
-
-
-def resolve_target(path: str, key: str = "target") -> Callable[..., Any]:
-    """Import ``package.module:function`` or ``path/to/file.py:function``.
-
-    Raises:
-        ValueError: naming ``key`` if it cannot be resolved.
-    """
-    if not isinstance(path, str) or path.count(":") != 1:
-        raise ValueError(f"{key} must look like 'package.module:function' or 'path/file.py:function', got {path!r}")
-    mod_name, func_name = path.split(":")
-    try:
-        mod = _import(mod_name)
-    except ImportError as err:
-        raise ValueError(f"{key} {path!r}: cannot import {mod_name!r} ({err})") from None
-    func = getattr(mod, func_name, None)
-    if not callable(func):
-        raise ValueError(f"{key} {path!r}: {mod_name!r} has no callable {func_name!r}")
-    return func  # type: ignore[no-any-return]
-
-
-class PythonSpec(DefenderSpecBase):
-    """``kind: python`` keys."""
-
-    target: str = Field(description="package.module:function training the model")
-    loader: str | None = Field(None, description="package.module:function rebuilding a model from its state")
-    options: dict[str, Any] = Field(default_factory=dict)
-    deterministic: bool = False
-    order_invariant: bool = False
-    claimed_epsilon: float | None = Field(None, gt=0)
-    claimed_delta: float | None = Field(None, gt=0, lt=1)
-    claimed_neighbourhood: Literal["add_remove", "replace_one", "replace_label"] = Field(
-        "add_remove", description="what the claim protects: add/remove a record (DP-SGD), replace one, or one label")
-    observable: bool = Field(False, description="the trainer calls privaudit.hooks.watch(optimizer, ...) on its "
-                                                "opacus DPOptimizer, so the white-box audit applies")
-    trusted_types: list[str] = Field(default_factory=list, description="extra skops types to trust on load")
-
-    def observable_training(self) -> bool:
-        return self.observable
-
-    @field_validator("target", "loader")
-    @classmethod
-    def _importable(cls, v: str | None, info: Any) -> str | None:
-        if v is not None:
-            resolve_target(v, info.field_name)
-        return v
-
-
-@register("python", PythonSpec)
-class PythonDefender(Defender):
+@register("python")
+class PythonDefender(Defender[PythonSpec]):
     """Runs the user's ``target``; persistence by skops (sklearn) or safetensors + ``loader``."""
 
-    spec: PythonSpec
     model_suffix = ".bin"
 
     def __init__(self, spec: PythonSpec, n_classes: int, device: str = "cpu") -> None:

@@ -1,10 +1,13 @@
 """Map a defender spec to the batched trainer's :class:`HeadRecipe` (or None: train sequentially).
 
 ``kind: torch_mlp`` → minibatch SGD with momentum and weight decay
-(:class:`privaudit.defenders.torch_head.TorchMLPDefender`); ``kind: dp_sgd`` → DP-SGD with σ, q
-and steps from :class:`privaudit.defenders.dp_sgd.DpSgdDefender` (opacus's accountant and
-``get_noise_multiplier``; nothing is re-derived here). Any other kind returns None and the
-canary experiments fall back to fitting ``make_defender`` models one by one.
+(:class:`privaudit.defenders.torch_head.TorchMLPDefender`); ``kind: dp_sgd`` → DP-SGD with q and
+steps from the spec (:meth:`~privaudit.defenders.specs.DpSgdSpec.sample_rate`,
+:meth:`~privaudit.defenders.specs.DpSgdSpec.steps`) and σ from
+:func:`privaudit.defenders.dp_sgd.noise_multiplier` (opacus's accountant and ``get_noise_multiplier``),
+the functions :class:`~privaudit.defenders.dp_sgd.DpSgdDefender` trains with; nothing is re-derived
+here. Any other kind returns None and the canary experiments fall back to fitting ``make_defender``
+models one by one.
 
 σ, q and the steps are calibrated for the defender's **own** training-set size ``n_train`` (the
 Defender set); canary experiments add a few rows (K canaries), and keep that calibration — the
@@ -14,42 +17,38 @@ not depend on the few extra rows. The expected batch size stays ``batch_size`` a
 
 from __future__ import annotations
 
-from typing import Any
-
-from privaudit.defenders.registry import make_defender
+from privaudit.defenders.dp_sgd import noise_multiplier
+from privaudit.defenders.specs import DefenderSpecBase, DpSgdSpec, TorchMLPSpec
 from privaudit.train.batched import DPSettings, HeadRecipe
 
 BATCHED_KINDS = ("torch_mlp", "dp_sgd")
 
 
-def recipe_from_spec(spec: dict[str, Any], n_train: int, n_classes: int = 2) -> HeadRecipe | None:
+def recipe_from_spec(spec: DefenderSpecBase, n_train: int, n_classes: int = 2) -> HeadRecipe | None:
     """The batched-trainer recipe of a validated defender spec, or None for other kinds.
 
     Args:
-        spec: a validated ``defenders[i]`` mapping.
+        spec: a validated ``defenders[i]`` spec.
         n_train: the defender's own training-set size (σ, q, steps are calibrated for it).
-        n_classes: only used to build the defender object that knows its recipe.
+        n_classes: unused (the recipe does not depend on it); kept for callers.
     """
-    kind = spec.get("kind")
-    if kind not in BATCHED_KINDS:
+    if spec.kind not in BATCHED_KINDS or not isinstance(spec, (TorchMLPSpec, DpSgdSpec)):
         return None
     if n_train < 1:
         raise ValueError(f"n_train must be >= 1, got {n_train}")
-    model = make_defender(spec, n_classes=max(2, n_classes), device="cpu")
-    s = model.spec
-    shared = int(s.random_state) if s.randomness in ("fixed", "shuffled") else None
-    if kind == "torch_mlp":
+    shared = int(spec.random_state) if spec.randomness in ("fixed", "shuffled") else None
+    if isinstance(spec, TorchMLPSpec):
         return HeadRecipe(
-            hidden=tuple(s.hidden), epochs=int(s.epochs), batch_size=int(s.batch_size), lr=float(s.lr),
-            momentum=float(s.momentum), weight_decay=float(s.weight_decay),
-            shuffle=s.randomness != "fixed", shared_init_seed=shared,
+            hidden=tuple(spec.hidden), epochs=int(spec.epochs), batch_size=int(spec.batch_size), lr=float(spec.lr),
+            momentum=float(spec.momentum), weight_decay=float(spec.weight_decay),
+            shuffle=spec.randomness != "fixed", shared_init_seed=shared,
         )
     dp = DPSettings(
-        noise_multiplier=float(model.noise_multiplier(n_train)),  # type: ignore[attr-defined]
-        max_grad_norm=float(s.max_grad_norm),
-        sample_rate=float(model.sample_rate(n_train)),  # type: ignore[attr-defined]
-        steps=int(model.steps(n_train)),  # type: ignore[attr-defined]
-        expected_batch_size=float(s.batch_size),
+        noise_multiplier=float(noise_multiplier(spec, n_train)),
+        max_grad_norm=float(spec.max_grad_norm),
+        sample_rate=float(spec.sample_rate(n_train)),
+        steps=int(spec.steps(n_train)),
+        expected_batch_size=float(spec.batch_size),
     )
-    return HeadRecipe(hidden=tuple(s.hidden), epochs=int(s.epochs), batch_size=int(s.batch_size),
-                      lr=float(s.lr), shared_init_seed=shared, dp=dp)
+    return HeadRecipe(hidden=tuple(spec.hidden), epochs=int(spec.epochs), batch_size=int(spec.batch_size),
+                      lr=float(spec.lr), shared_init_seed=shared, dp=dp)

@@ -8,7 +8,7 @@ loaded with an explicit list of trusted types) or safetensors (``.safetensors``:
   file: skops when it is a zip, else safetensors);
 - a file starting with a pickle opcode (``\\x80``) is refused outright, whatever its name;
 - ``.skops``: must be a zip holding ``schema.json``, and every type it would construct must be
-  in :data:`privaudit.defenders.sklearn_zoo.TRUSTED_TYPES` or the defender spec's own
+  in :data:`TRUSTED_TYPES` or the defender spec's own
   ``trusted_types`` (``skops.io.get_untrusted_types`` reads the schema only);
 - ``.safetensors``: the header must parse (``safe_open`` reads the header, never executes).
 
@@ -25,6 +25,33 @@ from typing import Iterable
 
 SUFFIXES = (".skops", ".safetensors", ".bin")  # .bin: the `python` defender's skops-or-safetensors file
 PICKLE_PROTOCOL_OPCODE = b"\x80"
+
+#: types skops may reconstruct when loading a defender model (the sklearn zoo and ``kind: python``
+#: estimators; nothing else is executed)
+TRUSTED_TYPES: tuple[str, ...] = (
+    "numpy.dtype",
+    "numpy.ndarray",
+    "sklearn.ensemble._forest.RandomForestClassifier",
+    "sklearn.tree._classes.DecisionTreeClassifier",
+    "sklearn.tree._tree.Tree",
+    "sklearn.neural_network._stochastic_optimizers.AdamOptimizer",
+    "sklearn.neighbors._kd_tree.KDTree",
+    "sklearn.neighbors._ball_tree.BallTree",
+    "sklearn.multioutput.MultiOutputRegressor",
+    "sklearn.linear_model._bayes.BayesianRidge",
+    "sklearn._loss.loss.HalfMultinomialLoss",
+    "sklearn._loss.link.MultinomialLogit",
+    "sklearn._loss.link.Interval",
+    "sklearn.linear_model._stochastic_gradient.SGDClassifier",
+    "sklearn.linear_model._sgd_fast.Hinge",
+    "sklearn.linear_model._perceptron.Perceptron",
+    "sklearn.neural_network._multilayer_perceptron.MLPClassifier",
+    "sklearn.svm._classes.SVC",
+    "sklearn.svm._classes.LinearSVC",
+    "sklearn.naive_bayes.GaussianNB",
+    "sklearn.neighbors._classification.KNeighborsClassifier",
+    "sklearn.linear_model._logistic.LogisticRegression",
+)
 
 
 class ModelFileError(ValueError):
@@ -58,8 +85,6 @@ def check_model_file(path: Path, extra_trusted: Iterable[str] = ()) -> str:
 
 def _check_skops(path: Path, extra_trusted: tuple[str, ...]) -> str:
     import skops.io as sio
-
-    from privaudit.defenders.sklearn_zoo import TRUSTED_TYPES
 
     if not zipfile.is_zipfile(path):
         raise ModelFileError(f"model file {path} is not a skops archive (not a zip: truncated, corrupt or replaced)")

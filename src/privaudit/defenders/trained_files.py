@@ -1,15 +1,18 @@
-"""Train every defender of ``params.defenders`` and record what the audits need.
+"""What the defenders stage records per defender, and reading it back.
 
 For each defender, ``data/defenders/<name>/`` holds the model file (skops/safetensors), the
-per-sample outputs on Defender and Reserved data (loss and probability vector) and
-``info.json`` (kind, claimed ε, determinism, utility by Eq. 2 of Pedersen et al. 2022).
+per-sample outputs on Defender and Reserved data (``outputs.parquet``: loss and probability
+vector) and ``info.json`` (kind, claimed ε, determinism, utility by Eq. 2 of Pedersen et al. 2022).
+:func:`train_one` trains one defender and returns the three; :func:`write_defender` writes them;
+:func:`read_defender_outputs` and :func:`load_trained_defender` read them back (the model file
+checked first: :func:`privaudit.validation.model_files.check_model_file`).
 """
 
 from __future__ import annotations
 
 import decimal
+import json
 import math
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -19,66 +22,17 @@ import pandas as pd
 from privaudit.artifacts import dumps_json
 from privaudit.defenders.base import Defender, cross_entropy
 from privaudit.defenders.registry import make_defender
+from privaudit.defenders.specs import DefenderSpecBase, PythonSpec
+from privaudit.features.feature_set import FeatureSet
 from privaudit.seeding import int_seed
 from privaudit.stats import ltu_utility
+from privaudit.validation.model_files import check_model_file
 
 OUTPUTS_FILE = "outputs.parquet"
 INFO_FILE = "info.json"
 
 
-@dataclass(frozen=True)
-class FeatureSet:
-    """Features aligned with the membership table.
-
-    Attributes:
-        X: (n, d) float32 embeddings.
-        y: (n,) int64 labels.
-        ids: (n,) str sample ids.
-        is_defender: (n,) bool, True for Defender (training) samples.
-        n_classes: number of classes C.
-    """
-
-    X: np.ndarray
-    y: np.ndarray
-    ids: np.ndarray
-    is_defender: np.ndarray
-    n_classes: int
-
-    @property
-    def defender(self) -> tuple[np.ndarray, np.ndarray]:
-        return self.X[self.is_defender], self.y[self.is_defender]
-
-    @property
-    def reserved(self) -> tuple[np.ndarray, np.ndarray]:
-        return self.X[~self.is_defender], self.y[~self.is_defender]
-
-
-def align_features(
-    X: np.ndarray, feature_ids: np.ndarray, membership: pd.DataFrame, n_classes: int
-) -> FeatureSet:
-    """Join features (by id) with the membership table (id, label, role); ids must match exactly."""
-    ids = np.asarray(feature_ids).astype(str)
-    if len(ids) != len(X):
-        raise ValueError(f"features have {len(X)} rows but {len(ids)} ids")
-    m = membership.set_index("id")
-    missing = np.setdiff1d(ids, m.index.to_numpy().astype(str))
-    extra = np.setdiff1d(m.index.to_numpy().astype(str), ids)
-    if len(missing) or len(extra):
-        raise ValueError(
-            f"features and membership table disagree on ids: {len(missing)} feature ids not in the split "
-            f"(e.g. {missing[:3].tolist()}), {len(extra)} split ids without features (e.g. {extra[:3].tolist()})"
-        )
-    rows = m.loc[ids]
-    return FeatureSet(
-        X=np.ascontiguousarray(X, dtype=np.float32),
-        y=rows["label"].to_numpy(dtype=np.int64),
-        ids=ids,
-        is_defender=(rows["role"].to_numpy() == "defender"),
-        n_classes=n_classes,
-    )
-
-
-def per_sample_outputs(model: Defender, fs: FeatureSet) -> pd.DataFrame:
+def per_sample_outputs(model: Defender[Any], fs: FeatureSet) -> pd.DataFrame:
     """Per-sample outputs on all samples: id, role, label, loss, correct, p_0..p_{C−1}."""
     proba = model.predict_proba(fs.X)
     if proba.shape != (len(fs.y), fs.n_classes):
@@ -117,11 +71,12 @@ def round_claim(eps: float | None, digits: int = CLAIM_DIGITS) -> float | None:
     return float(d.quantize(step, rounding=decimal.ROUND_CEILING))
 
 
-def train_one(spec: dict[str, Any], fs: FeatureSet, seed: int, device: str) -> tuple[Defender, pd.DataFrame, dict[str, Any]]:
+def train_one(spec: DefenderSpecBase, fs: FeatureSet, seed: int,
+              device: str) -> tuple[Defender[Any], pd.DataFrame, dict[str, Any]]:
     """Train the defender ``spec`` on the Defender set; return model, outputs, info."""
     model = make_defender(spec, n_classes=fs.n_classes, device=device)
     Xd, yd = fs.defender
-    model.fit(Xd, yd, seed=int_seed(seed, "defenders", spec["name"]))
+    model.fit(Xd, yd, seed=int_seed(seed, "defenders", spec.name))
     outputs = per_sample_outputs(model, fs)
     res = outputs[outputs["role"] == "reserved"]
     acc = float(res["correct"].mean())
@@ -142,7 +97,7 @@ def train_one(spec: dict[str, Any], fs: FeatureSet, seed: int, device: str) -> t
     return model, outputs, info
 
 
-def write_defender(out_dir: Path, model: Defender, outputs: pd.DataFrame, info: dict[str, Any]) -> None:
+def write_defender(out_dir: Path, model: Defender[Any], outputs: pd.DataFrame, info: dict[str, Any]) -> None:
     """Write model, outputs and info into ``out_dir`` (a temporary dir of the stage)."""
     out_dir.mkdir(parents=True, exist_ok=True)
     model.save(out_dir / info["model_file"])
@@ -152,8 +107,6 @@ def write_defender(out_dir: Path, model: Defender, outputs: pd.DataFrame, info: 
 
 def read_defender_outputs(defender_dir: Path) -> tuple[pd.DataFrame, dict[str, Any]]:
     """Read ``outputs.parquet`` and ``info.json`` of one trained defender."""
-    import json
-
     info_path = defender_dir / INFO_FILE
     out_path = defender_dir / OUTPUTS_FILE
     if not info_path.is_file() or not out_path.is_file():
@@ -161,43 +114,8 @@ def read_defender_outputs(defender_dir: Path) -> tuple[pd.DataFrame, dict[str, A
     return pd.read_parquet(out_path), json.loads(info_path.read_text())
 
 
-def read_feature_files(features_dir: Path, split_dir: Path) -> tuple[np.ndarray, np.ndarray, dict[str, Any], pd.DataFrame]:
-    """Read ``features.npz`` (X (n, d), ids (n,)), ``meta.json`` and ``membership.parquet``.
-
-    Raises:
-        FileNotFoundError: a file is missing (names it and the stage that writes it).
-        ValueError: a file is truncated or corrupt (names it); nothing is unpickled.
-    """
-    import json
-    import zipfile
-
-    fpath, mpath, spath = features_dir / "features.npz", features_dir / "meta.json", split_dir / "membership.parquet"
-    for p in (fpath, mpath, spath):
-        if not p.is_file():
-            raise FileNotFoundError(f"{p} not found (run the featurize and split stages: dvc repro)")
-    try:
-        with np.load(fpath, allow_pickle=False) as z:
-            X, ids = z["X"], z["ids"]
-    except (ValueError, OSError, EOFError, KeyError, zipfile.BadZipFile) as err:
-        raise ValueError(f"{fpath} is truncated or corrupt: {err}") from None
-    try:
-        membership = pd.read_parquet(spath)
-    except Exception as err:  # pyarrow raises several types for a truncated/corrupt file
-        raise ValueError(f"{spath} is truncated or corrupt: {err}") from None
-    try:
-        meta = json.loads(mpath.read_text())
-    except json.JSONDecodeError as err:
-        raise ValueError(f"{mpath} is not valid JSON ({err.msg}); the file is corrupt") from None
-    return X, ids, meta, membership
-
-
-def load_feature_set(features_dir: Path, split_dir: Path) -> FeatureSet:
-    """Read the featurize and split outputs into a :class:`FeatureSet` (see :func:`read_feature_files`)."""
-    X, ids, meta, membership = read_feature_files(features_dir, split_dir)
-    return align_features(X, ids, membership, int(meta["n_classes"]))
-
-
-def load_trained_defender(defender_dir: Path, spec: dict[str, Any], n_classes: int, device: str = "cpu") -> Defender:
+def load_trained_defender(defender_dir: Path, spec: DefenderSpecBase, n_classes: int,
+                          device: str = "cpu") -> Defender[Any]:
     """Load the model the defenders stage wrote for ``spec``, refusing anything that could run code.
 
     The file named by ``info.json`` is checked first (a pickle is refused by its first byte, a
@@ -206,11 +124,7 @@ def load_trained_defender(defender_dir: Path, spec: dict[str, Any], n_classes: i
     Raises:
         privaudit.validation.ModelFileError: the file is not a safe model file (names it).
     """
-    import json
-
-    from privaudit.validation.model_files import check_model_file
-
     info = json.loads((defender_dir / INFO_FILE).read_text())
     path = defender_dir / info["model_file"]
-    check_model_file(path, spec.get("trusted_types") or ())
+    check_model_file(path, spec.trusted_types if isinstance(spec, PythonSpec) else ())
     return make_defender(spec, n_classes=n_classes, device=device).load(path)

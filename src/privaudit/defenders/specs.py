@@ -1,0 +1,254 @@
+"""Defender specs: the typed ``defenders[i]`` entries of ``params.yaml``, one pydantic model per kind.
+
+This module imports pydantic and the standard library only, so :mod:`privaudit.config` validates
+every defender without importing a trainer (torch, scikit-learn, skops, opacus). A spec is
+validated once, by :func:`validate_defender_spec`, and travels as that object from the params
+to the trainer (:func:`privaudit.defenders.registry.make_defender`).
+
+:data:`SPEC_MODELS` maps ``kind`` → spec model. A new kind registers its model with
+:func:`register_spec` (or :func:`privaudit.defenders.registry.register`, which also registers the
+trainer); ``kind: python`` plugs in a user trainer without a new kind (:class:`PythonSpec`).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, SerializeAsAny, ValidationError, field_validator
+
+from privaudit.defenders.user_target import resolve_target
+
+
+class DefenderSpecBase(BaseModel):
+    """Keys every ``defenders[i]`` entry has; kinds subclass this with their own keys."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_.-]+$")
+    kind: str
+
+    def observable_training(self) -> bool:
+        """Whether the recipe's optimizer calls :func:`privaudit.hooks.watch` (white-box audit)."""
+        return False
+
+
+#: ``defenders[i].kind`` → its spec model (built-in kinds below; others via :func:`register_spec`)
+SPEC_MODELS: dict[str, type[DefenderSpecBase]] = {}
+
+
+def register_spec(kind: str, model: type[DefenderSpecBase]) -> None:
+    """Register the spec model of ``kind`` (a kind has one model)."""
+    if SPEC_MODELS.get(kind, model) is not model:
+        raise ValueError(f"defender kind {kind!r} is registered twice")
+    SPEC_MODELS[kind] = model
+
+
+def known_kinds() -> list[str]:
+    """Every registered defender kind, sorted."""
+    return sorted(SPEC_MODELS)
+
+
+def validate_defender_spec(raw: Any, where: str = "defenders[?]") -> DefenderSpecBase:
+    """Validate one ``defenders`` entry against its kind's model; return the spec (defaults filled in).
+
+    Raises:
+        ValueError: naming ``where`` (e.g. ``defenders[1]``) and the bad key.
+    """
+    if not isinstance(raw, dict):
+        raise ValueError(f"{where} must be a mapping with 'name' and 'kind', got {raw!r}")
+    kind = raw.get("kind")
+    model = SPEC_MODELS.get(kind) if isinstance(kind, str) else None
+    if model is None:
+        raise ValueError(f"{where}.kind {kind!r} is not a known defender kind; allowed: {known_kinds()}")
+    try:
+        return model.model_validate(raw)
+    except ValidationError as err:
+        parts = []
+        for e in err.errors():
+            key = ".".join(str(p) for p in e["loc"])
+            msg = "unknown key" if e["type"] == "extra_forbidden" else e["msg"].removeprefix("Value error, ")
+            parts.append(f"{where}.{key}: {msg}")
+        raise ValueError("; ".join(parts)) from None
+
+
+Randomness = Literal["fixed", "shuffled", "unseeded"]
+
+
+class SklearnSpec(DefenderSpecBase):
+    """``kind: sklearn``: one estimator of the LTU Table 1 zoo (:mod:`privaudit.defenders.sklearn_zoo`)."""
+
+    estimator: Literal[
+        "logistic_regression", "bayesian_ridge", "gaussian_nb", "svc", "knn",
+        "linear_svc", "sgd_svm", "mlp", "perceptron", "random_forest",
+    ] = "logistic_regression"
+    randomness: Randomness = "unseeded"
+    random_state: int = Field(0, ge=0, description="the fixed, public seed of 'fixed'/'shuffled'")
+    options: dict[str, Any] = Field(default_factory=dict, description="extra estimator keyword arguments")
+
+
+class LogRegSpec(SklearnSpec):
+    """``kind: logistic_regression`` — a shorthand for ``kind: sklearn, estimator: logistic_regression``."""
+
+    estimator: Literal["logistic_regression"] = "logistic_regression"
+
+
+class TorchMLPSpec(DefenderSpecBase):
+    """``kind: torch_mlp`` (:mod:`privaudit.defenders.torch_head`)."""
+
+    hidden: list[int] = Field(default_factory=lambda: [64], description="hidden widths; [] = linear head")
+    epochs: int = Field(30, ge=1)
+    batch_size: int = Field(64, ge=1)
+    lr: float = Field(0.05, gt=0)
+    momentum: float = Field(0.9, ge=0, lt=1)
+    weight_decay: float = Field(0.0, ge=0)
+    randomness: Randomness = "unseeded"
+    random_state: int = Field(0, ge=0)
+
+
+class DpSgdSpec(DefenderSpecBase):
+    """``kind: dp_sgd`` keys (a fixed contract: the batched trainer replicates this recipe)."""
+
+    hidden: list[int] = Field(default_factory=list, description="[] = linear head, else MLP widths")
+    epochs: int = Field(20, ge=1)
+    batch_size: int = Field(64, ge=1, description="expected batch size; Poisson rate q = batch_size / n_train")
+    lr: float = Field(0.5, gt=0, description="plain SGD, no momentum")
+    max_grad_norm: float = Field(1.0, gt=0, description="per-example clipping norm C")
+    epsilon: float = Field(gt=0, description="target epsilon")
+    delta: float = Field(1e-5, gt=0, lt=1)
+    accountant: Literal["rdp", "prv", "gdp"] = "prv"
+    randomness: Literal["shuffled", "unseeded"] = "unseeded"
+    random_state: int = 0
+
+    def observable_training(self) -> bool:
+        return True  # fit() hands its DPOptimizer to privaudit.hooks.watch
+
+    def sample_rate(self, n_train: int) -> float:
+        """Poisson sampling rate q = batch_size / n_train (capped at 1)."""
+        if n_train < 1:
+            raise ValueError(f"n_train must be >= 1, got {n_train}")
+        return min(1.0, self.batch_size / n_train)
+
+    def steps(self, n_train: int) -> int:
+        """Number of DP-SGD steps: epochs × round(1/q)."""
+        return self.epochs * max(1, round(1.0 / self.sample_rate(n_train)))
+
+
+class AlibiSpec(TorchMLPSpec):
+    """``kind: alibi``: the torch head keys plus the label-DP mechanism (:mod:`privaudit.defenders.label_dp`)."""
+
+    epsilon: float = Field(gt=0, description="label-DP epsilon")
+    postprocess: Literal["bayes", "simplex"] = "bayes"
+    prior: Literal["uniform", "noisy"] = "uniform"
+
+
+class AgibiSpec(AlibiSpec):
+    """``kind: agibi``: Gaussian soft randomized response at (ε, δ)."""
+
+    delta: float = Field(1e-5, gt=0, lt=1)
+
+
+#: kinds that cannot be a PATE teacher/student (randomized wrappers, user code)
+NESTED_FORBIDDEN: frozenset[str] = frozenset({"pate", "mip", "python"})
+
+
+def _nested(v: Any, key: str) -> DefenderSpecBase:
+    if isinstance(v, DefenderSpecBase):
+        return v
+    if not isinstance(v, dict):
+        raise ValueError(f"{key} must be a defender spec mapping, got {v!r}")
+    spec = validate_defender_spec({"name": key, **v}, where=key)
+    if spec.kind in NESTED_FORBIDDEN:
+        raise ValueError(f"{key}.kind {spec.kind!r} cannot be nested; use a plain trainer")
+    return spec
+
+
+class PateSpec(DefenderSpecBase):
+    """``kind: pate`` keys (:mod:`privaudit.defenders.pate`)."""
+
+    teacher: SerializeAsAny[DefenderSpecBase] = Field(
+        default_factory=lambda: LogRegSpec(name="teacher", kind="logistic_regression"))
+    student: SerializeAsAny[DefenderSpecBase] = Field(
+        default_factory=lambda: LogRegSpec(name="student", kind="logistic_regression"))
+    teachers: int = Field(25, ge=2)
+    query_fraction: float = Field(0.1, gt=0, lt=1, description="share of training rows used as unlabeled queries")
+    epsilon: float = Field(gt=0)
+    delta: float = Field(1e-5, gt=0, lt=1)
+    threshold_fraction: float = Field(0.5, gt=0, le=1, description="T / teachers (Table 3: 0.5)")
+    sigma1_over_sigma2: float = Field(8.0, gt=0, description="σ1/σ2 (Table 3 CIFAR-10 high row: 160/20)")
+
+    @field_validator("teacher", mode="before")
+    @classmethod
+    def _teacher(cls, v: Any) -> DefenderSpecBase:
+        return _nested(v, "teacher")
+
+    @field_validator("student", mode="before")
+    @classmethod
+    def _student(cls, v: Any) -> DefenderSpecBase:
+        return _nested(v, "student")
+
+
+#: defender kinds whose model is a parameter vector
+VECTOR_KINDS: frozenset[str] = frozenset({"torch_mlp", "dp_sgd", "alibi", "agibi", "logistic_regression", "sklearn"})
+#: sklearn estimators whose fitted state is ``coef_`` + ``intercept_``
+LINEAR_ESTIMATORS: frozenset[str] = frozenset({"logistic_regression", "linear_svc", "sgd_svm", "perceptron"})
+
+
+class MipSpec(DefenderSpecBase):
+    """``kind: mip`` keys (:mod:`privaudit.defenders.mip`)."""
+
+    eta: float = Field(gt=0, le=0.5, description="target MIP advantage eta")
+    base: SerializeAsAny[DefenderSpecBase] = Field(description="the wrapped defender spec (a parameter-vector kind)")
+    half_splits: int = Field(20, ge=2, description="B: half-splits used to estimate sigma")
+    moment: int = Field(2, ge=2, description="M: moment order of Corollary 8")
+    sigma_floor: float = Field(1e-8, gt=0, description="sigma_j for coordinates that never vary")
+
+    @field_validator("base", mode="before")
+    @classmethod
+    def _validate_base(cls, v: Any) -> DefenderSpecBase:
+        if isinstance(v, DefenderSpecBase):
+            return v
+        if not isinstance(v, dict):
+            raise ValueError(f"base must be a defender spec mapping, got {v!r}")
+        spec = validate_defender_spec({"name": "base", **v}, where="base")
+        if spec.kind not in VECTOR_KINDS:
+            raise ValueError(f"base.kind {spec.kind!r} has no parameter vector; allowed: {sorted(VECTOR_KINDS)}")
+        if isinstance(spec, SklearnSpec) and spec.estimator not in LINEAR_ESTIMATORS:
+            raise ValueError(f"base.estimator {spec.estimator!r} has no parameter vector; "
+                             f"allowed: {sorted(LINEAR_ESTIMATORS)}")
+        return spec
+
+
+class PythonSpec(DefenderSpecBase):
+    """``kind: python`` keys (:mod:`privaudit.defenders.user`); ``target``/``loader`` are imported when
+    the spec is validated, so a typo fails before any work."""
+
+    target: str = Field(description="package.module:function training the model")
+    loader: str | None = Field(None, description="package.module:function rebuilding a model from its state")
+    options: dict[str, Any] = Field(default_factory=dict)
+    deterministic: bool = False
+    order_invariant: bool = False
+    claimed_epsilon: float | None = Field(None, gt=0)
+    claimed_delta: float | None = Field(None, gt=0, lt=1)
+    claimed_neighbourhood: Literal["add_remove", "replace_one", "replace_label"] = Field(
+        "add_remove", description="what the claim protects: add/remove a record (DP-SGD), replace one, or one label")
+    observable: bool = Field(False, description="the trainer calls privaudit.hooks.watch(optimizer, ...) on its "
+                                                "opacus DPOptimizer, so the white-box audit applies")
+    trusted_types: list[str] = Field(default_factory=list, description="extra skops types to trust on load")
+
+    def observable_training(self) -> bool:
+        return self.observable
+
+    @field_validator("target", "loader")
+    @classmethod
+    def _importable(cls, v: str | None, info: Any) -> str | None:
+        if v is not None:
+            resolve_target(v, info.field_name)
+        return v
+
+
+for _kind, _model in (
+    ("sklearn", SklearnSpec), ("logistic_regression", LogRegSpec), ("torch_mlp", TorchMLPSpec),
+    ("dp_sgd", DpSgdSpec), ("alibi", AlibiSpec), ("agibi", AgibiSpec), ("pate", PateSpec), ("mip", MipSpec),
+    ("python", PythonSpec),
+):
+    register_spec(_kind, _model)
