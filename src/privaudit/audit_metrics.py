@@ -18,6 +18,7 @@ from privaudit.claim_check import audited_bounds, check_bounds, claim_of
 from privaudit.artifacts import read_json
 from privaudit.claims import PrivacyClaim
 from privaudit.error_budget import ErrorBudget
+from privaudit.metrics_files import AuditEntry, parse_entry
 
 __all__ = ["assemble_entry", "audit_delta", "read_claim"]
 
@@ -74,7 +75,7 @@ def assemble_entry(
         entry[key] = None if block is None else dict(block)
     violations: list[str] = []
     if claim is not None:
-        bounds = audited_bounds(entry, f"audit.{name}")
+        bounds = audited_bounds(parse_entry(AuditEntry, entry, f"audit.{name}"))
         for finding in check_bounds(claim, bounds):
             block = entry[finding.bound.source.split(".")[0]]
             if finding.compared_with is not None:
