@@ -15,7 +15,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,7 +22,7 @@ from typing import Any
 
 import pandas as pd
 
-from privaudit.artifacts import ensure_writable, write_json
+from privaudit.artifacts import ensure_writable, read_json, write_json
 from privaudit.config import Params
 from privaudit.metrics_files import GateResult, read_metrics
 from privaudit.provenance import build_manifest, provenance_stamp
@@ -60,7 +59,7 @@ def read_ltu_tables(folder: Path, defenders: Iterable[str]) -> tuple[dict[str, p
     for name in defenders:
         if (path := folder / f"{name}.scores.parquet").is_file():
             scores[name] = pd.read_parquet(path)
-        if (path := folder / f"{name}.roc.json").is_file() and (curves := json.loads(path.read_text())):
+        if (path := folder / f"{name}.roc.json").is_file() and (curves := read_json(path)):
             roc[name] = curves
     return scores, roc
 
