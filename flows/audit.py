@@ -27,7 +27,6 @@ Run once from the repository root: ``python -m flows.audit`` (or ``python -m flo
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import sys
 from contextlib import nullcontext
@@ -47,9 +46,10 @@ from flows._dvc import (
     run_dvc,
     set_overrides_args,
 )
-from privaudit.cli import load_gate
 from privaudit.config import Params
-from privaudit.report.checks import audited_epsilons
+from privaudit.metrics_files import AuditMetrics, GateResult
+from privaudit.metrics_files import read_gate as read_gate_file
+from privaudit.metrics_files import read_metrics as read_metrics_files
 
 
 class GateFailed(RuntimeError):
@@ -126,44 +126,46 @@ def run_pipeline(repo: Path, overrides: dict[str, Any], force: bool, timeout_s: 
 
 
 @task(name="read-gate", retries=2, retry_delay_seconds=2)
-def read_gate(repo: Path) -> dict[str, Any]:
-    """``metrics/gate.json``, validated (I/O: retried)."""
-    return load_gate(repo / "metrics" / "gate.json")
-
-
-def _read_json(path: Path) -> dict[str, Any]:
-    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+def read_gate(repo: Path) -> GateResult:
+    """``metrics/gate.json``, typed (I/O: retried)."""
+    return read_gate_file(repo / "metrics" / "gate.json")
 
 
 @task(name="read-metrics", retries=2, retry_delay_seconds=2)
-def read_metrics(repo: Path) -> dict[str, dict[str, Any]]:
-    """``metrics/ltu.json`` and ``metrics/audit.json`` (I/O: retried)."""
-    return {"ltu": _read_json(repo / "metrics" / "ltu.json"), "audit": _read_json(repo / "metrics" / "audit.json")}
+def read_metrics(repo: Path) -> AuditMetrics:
+    """``metrics/ltu.json``, ``audit.json`` and ``bounds.json``, typed; a missing one is empty (I/O: retried)."""
+    folder = repo / "metrics"
+    return read_metrics_files(folder / "ltu.json", folder / "audit.json", folder / "bounds.json", missing_ok=True)
 
 
-def _num(value: Any) -> float | None:
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) else None
+def _num(value: float | None) -> float | None:
+    return float(value) if value is not None and math.isfinite(value) else None
 
 
-def defender_rows(gate: dict[str, Any], metrics: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+#: the ε̂ lower bounds a row shows (Game 3, LiDP K = √n and K = 1), by source name
+ROW_EPSILONS: tuple[str, ...] = ("game3.eps_low", "lidp.eps_lower_bound", "lidp.eps_lower_bound_k1")
+
+
+def defender_rows(gate: GateResult, metrics: AuditMetrics) -> list[dict[str, Any]]:
     """One row per defender: gate, LTU privacy ± stderr, utility, claimed ε, ε̂ and its parts."""
     rows = []
-    for name, entry in gate["defenders"].items():
-        ltu = metrics["ltu"].get(name, {})
-        audit = metrics["audit"].get(name)
-        eps = audited_epsilons(name, audit)
+    for name, verdict in gate.defenders.items():
+        ltu = metrics.ltu.get(name)
+        audit = metrics.audit.get(name)
+        found = audit.epsilon_lower_bounds() if audit is not None else []
+        eps = {source: value for _, source, _, value in found if source in ROW_EPSILONS}
         rows.append({
             "defender": name,
-            "gate": "PASS" if entry["passed"] else "FAIL",
-            "privacy": _num(ltu.get("privacy")),
-            "privacy_stderr": _num(ltu.get("privacy_stderr")),
-            "utility": _num(ltu.get("utility")),
-            "claimed_epsilon": _num((audit or {}).get("claimed_epsilon")),
+            "gate": "PASS" if verdict.passed else "FAIL",
+            "privacy": _num(ltu.privacy) if ltu else None,
+            "privacy_stderr": _num(ltu.privacy_stderr) if ltu else None,
+            "utility": _num(ltu.utility) if ltu else None,
+            "claimed_epsilon": _num(audit.claimed_epsilon) if audit else None,
             "epsilon_hat": max(eps.values()) if eps else None,
             "game3_eps_low": eps.get("game3.eps_low"),
             "lidp_eps_lower_bound": eps.get("lidp.eps_lower_bound"),
             "lidp_eps_lower_bound_k1": eps.get("lidp.eps_lower_bound_k1"),
-            "reasons": "; ".join(entry["reasons"]),
+            "reasons": "; ".join(verdict.reasons),
         })
     return rows
 
@@ -172,9 +174,9 @@ def _fmt(value: Any, digits: int = 3) -> str:
     return "—" if value is None else (f"{value:.{digits}f}" if isinstance(value, float) else str(value))
 
 
-def summary_markdown(gate: dict[str, Any], rows: list[dict[str, Any]], report: Path) -> str:
+def summary_markdown(gate: GateResult, rows: list[dict[str, Any]], report: Path) -> str:
     """The verdict as Markdown: headline, per-defender table, the gate's reasons."""
-    lines = [f"# privaudit verdict: **{'PASS' if gate['passed'] else 'FAIL'}**", "",
+    lines = [f"# privaudit verdict: **{'PASS' if gate.passed else 'FAIL'}**", "",
              "| defender | gate | LTU privacy (Eq. 1) | utility (Eq. 2) | claimed ε | audited ε̂ |",
              "| --- | --- | --- | --- | --- | --- |"]
     for r in rows:
@@ -182,14 +184,14 @@ def summary_markdown(gate: dict[str, Any], rows: list[dict[str, Any]], report: P
         lines.append(f"| {r['defender']} | {r['gate']} | {priv} | {_fmt(r['utility'])} | "
                      f"{_fmt(r['claimed_epsilon'])} | {_fmt(r['epsilon_hat'])} |")
     lines += ["", "ε̂ = the largest audited lower bound (Game 3 `eps_low`, LiDP `eps_lower_bound`, K=1 bound)."]
-    if gate["reasons"]:
-        lines += ["", "## Reasons", ""] + [f"- {reason}" for reason in gate["reasons"]]
+    if gate.reasons:
+        lines += ["", "## Reasons", ""] + [f"- {reason}" for reason in gate.reasons]
     lines += ["", f"Report: `{report}`"]
     return "\n".join(lines) + "\n"
 
 
 @task(name="publish-artifacts", retries=2, retry_delay_seconds=2)
-def publish_artifacts(gate: dict[str, Any], rows: list[dict[str, Any]], report: Path) -> None:
+def publish_artifacts(gate: GateResult, rows: list[dict[str, Any]], report: Path) -> None:
     """Markdown summary, table and report link artifacts (API calls: retried)."""
     create_markdown_artifact(summary_markdown(gate, rows, report), key="privaudit-verdict",
                              description="privaudit release-gate verdict")
@@ -198,9 +200,9 @@ def publish_artifacts(gate: dict[str, Any], rows: list[dict[str, Any]], report: 
                          key="privaudit-report", description=str(report.resolve()))
 
 
-def gate_failure_message(gate: dict[str, Any]) -> str:
+def gate_failure_message(gate: GateResult) -> str:
     """``release gate failed: <reason>; <reason>`` (falls back to the failing defenders' names)."""
-    reasons = list(gate["reasons"]) or [f"{n}: failed" for n, e in gate["defenders"].items() if not e["passed"]]
+    reasons = list(gate.reasons) or [f"{n}: failed" for n, v in gate.defenders.items() if not v.passed]
     return "release gate failed: " + "; ".join(reasons)
 
 
@@ -232,8 +234,8 @@ def audit_flow(
     rows = defender_rows(gate, metrics)
     report = root / "reports" / "audit.html"
     publish_artifacts(gate, rows, report)
-    result = {"passed": gate["passed"], "reasons": gate["reasons"], "defenders": rows, "report": str(report)}
-    if not gate["passed"]:
+    result = {"passed": gate.passed, "reasons": list(gate.reasons), "defenders": rows, "report": str(report)}
+    if not gate.passed:
         message = gate_failure_message(gate)
         return Failed(message=message, data=GateFailed(message, result))
     return Completed(message="release gate passed", data=result)

@@ -131,8 +131,8 @@ def canary_trials_flow(
         metrics = read_metrics(root)
     rows = defender_rows(gate, metrics)
     publish_artifacts(gate, rows, root / "reports" / "audit.html")
-    result: dict[str, Any] = {"shards": saved, "passed": gate["passed"], "reasons": gate["reasons"]}
-    if not gate["passed"]:
+    result: dict[str, Any] = {"shards": saved, "passed": gate.passed, "reasons": list(gate.reasons)}
+    if not gate.passed:
         message = gate_failure_message(gate)
         return Failed(message=message, data=GateFailed(message, result))
     return Completed(message=f"computed {len(saved)} shard(s); release gate passed", data=result)

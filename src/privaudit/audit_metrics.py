@@ -23,6 +23,7 @@ from privaudit.claim_check import audited_bounds, check_bounds, claim_of
 from privaudit.claims import PrivacyClaim
 from privaudit.error_budget import ErrorBudget
 from privaudit.lidp_audit import LidpSettings
+from privaudit.metrics_files import AuditEntry, parse_entry
 from privaudit.seeding import rng_for
 from privaudit.validation import validate_canary_stats
 
@@ -81,7 +82,7 @@ def assemble_entry(
         entry[key] = None if block is None else dict(block)
     violations: list[str] = []
     if claim is not None:
-        bounds = audited_bounds(entry, f"audit.{name}")
+        bounds = audited_bounds(parse_entry(AuditEntry, entry, f"audit.{name}"))
         for finding in check_bounds(claim, bounds):
             block = entry[finding.bound.source.split(".")[0]]
             if finding.compared_with is not None:

@@ -15,9 +15,8 @@ from __future__ import annotations
 from typing import Any
 
 from privaudit.claims import PrivacyClaim, check_neighbourhood
+from privaudit.metrics_files import MI_ACCURACY_BOUNDS as KINDS
 from privaudit.stats import mi_accuracy_bound, mip_eta
-
-KINDS = ("thudi", "yeom", "erlingsson", "sablayrolles")
 
 
 def defender_bounds(

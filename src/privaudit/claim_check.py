@@ -9,9 +9,9 @@ privacy), and a bound for a neighbourhood the claim says nothing about is *not c
 comparable either: ε lower bounds at a smaller δ are larger, so comparing them would accuse
 honest recipes.
 
-``metrics/audit.json`` entries are read by :func:`audited_bounds`; entries written before
-bounds recorded their neighbourhood/δ (older files, hand-made tests) are read as bounds for the
-claim's own neighbourhood and δ, and every bound present counts as gated.
+``metrics/audit.json`` entries are typed by :mod:`privaudit.metrics_files`; :func:`audited_bounds`
+lists the ε lower bounds of one. A bound that records no neighbourhood/δ (older files, hand-made
+tests) is read as a bound for the claim's own neighbourhood and δ.
 """
 
 from __future__ import annotations
@@ -21,18 +21,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from privaudit.claims import NEIGHBOURHOODS, PrivacyClaim
+from privaudit.claims import PrivacyClaim
+from privaudit.metrics_files import AuditEntry, RecordedClaim, parse_entry
 
-__all__ = ["AuditedBound", "BoundFinding", "audited_bounds", "check_bounds", "claim_of", "BOUND_SOURCES"]
-
-#: (bound kind, block in the audit entry, key of the ε lower bound, display name)
-BOUND_SOURCES: tuple[tuple[str, str, str, str], ...] = (
-    ("whitebox", "whitebox", "eps_lower_bound", "whitebox.eps_lower_bound"),
-    ("one_run", "one_run", "eps_lower_bound", "one_run.eps_lower_bound"),
-    ("lidp", "lidp", "eps_lower_bound", "lidp.eps_lower_bound"),
-    ("lidp_k1", "lidp", "eps_lower_bound_k1", "lidp.eps_lower_bound_k1"),
-    ("game3", "game3", "eps_low", "game3.eps_low"),
-)
+__all__ = ["AuditedBound", "BoundFinding", "audited_bounds", "check_bounds", "claim_of"]
 
 #: relative tolerance when matching a bound's δ with the claim's (JSON round trips)
 _DELTA_RTOL = 1e-6
@@ -65,52 +57,22 @@ class BoundFinding:
         return self.compared_with is not None
 
 
-def _num(block: Mapping[str, Any], key: str, where: str) -> float | None:
-    value = block.get(key)
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ValueError(f"{where}.{key} must be a number or null, got {value!r}")
-    return float(value)
+def claim_of(info: Mapping[str, Any] | None, where: str) -> PrivacyClaim | None:
+    """The claim recorded in a defender's ``info.json`` (``claimed_epsilon/delta/neighbourhood``), if any.
+
+    Raises:
+        ValueError: a ``claimed_*`` value has the wrong type (the message names ``<where>.<key>``).
+    """
+    return None if info is None else parse_entry(RecordedClaim, info, where).claim
 
 
-def claim_of(entry: Mapping[str, Any] | None, where: str) -> PrivacyClaim | None:
-    """The claim recorded in an audit entry (``claimed_epsilon/delta/neighbourhood``), if any."""
-    if entry is None:
-        return None
-    eps = _num(entry, "claimed_epsilon", where)
-    if eps is None or not math.isfinite(eps):
-        return None
-    delta = _num(entry, "claimed_delta", where) or 0.0
-    nb = entry.get("claimed_neighbourhood") or "add_remove"
-    if nb not in NEIGHBOURHOODS:
-        raise ValueError(f"{where}.claimed_neighbourhood must be one of {list(NEIGHBOURHOODS)}, got {nb!r}")
-    return PrivacyClaim(eps, delta, nb)
-
-
-def audited_bounds(entry: Mapping[str, Any] | None, where: str) -> list[AuditedBound]:
+def audited_bounds(entry: AuditEntry | None) -> list[AuditedBound]:
     """Every ε lower bound present in one ``metrics/audit.json`` entry (absent/null ones left out)."""
-    out: list[AuditedBound] = []
     if entry is None:
-        return out
-    for kind, block_name, key, source in BOUND_SOURCES:
-        block = entry.get(block_name)
-        if block is None:
-            continue
-        if not isinstance(block, Mapping):
-            raise ValueError(f"{where}.{block_name} must be an object, got {type(block).__name__}: {block!r}")
-        eps = _num(block, key, f"{where}.{block_name}")
-        if eps is None:
-            continue
-        nb = block.get("neighbourhood")
-        checks = block.get("failed_checks") or []
-        if not isinstance(checks, list) or not all(isinstance(c, str) for c in checks):
-            raise ValueError(f"{where}.{block_name}.failed_checks must be a list of strings, got {checks!r}")
-        level = _num(block, "level", f"{where}.{block_name}")
-        out.append(AuditedBound(kind=kind, source=source, epsilon=eps, delta=_num(block, "delta", f"{where}.{block_name}"),
-                                neighbourhood=str(nb) if nb is not None else None, level=level,
-                                failed_checks=tuple(checks)))
-    return out
+        return []
+    return [AuditedBound(kind=kind, source=source, epsilon=eps, delta=block.delta, neighbourhood=block.neighbourhood,
+                         level=block.level, failed_checks=block.failed_checks or ())
+            for kind, source, block, eps in entry.epsilon_lower_bounds()]
 
 
 def _fmt(x: float) -> str:

@@ -18,14 +18,13 @@ run``), or a user trainer file changed. The verdict then names what changed and 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TextIO
 
-from privaudit.report.gate import validate_gate_result
+from privaudit.metrics_files import GateResult, read_gate
 
 __all__ = ["EXIT_FAIL", "EXIT_PASS", "EXIT_USAGE", "check_fresh", "find_repo", "main", "print_verdict"]
 
@@ -74,27 +73,6 @@ def _verdict_arguments(parser: argparse.ArgumentParser) -> None:
     color.add_argument("--plain", dest="rich", action="store_false", help="force plain text output")
 
 
-def load_gate(path: Path) -> dict[str, Any]:
-    """Read and validate a ``metrics/gate.json`` file.
-
-    Raises:
-        ValueError: the file is missing, unreadable, not JSON, or not the gate shape.
-    """
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ValueError(
-            f"gate file {path} does not exist; run the report stage first (dvc repro report)"
-        ) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ValueError(f"gate file {path} cannot be read: {exc}") from exc
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"gate file {path} is not valid JSON: {exc}") from exc
-    return validate_gate_result(data, where=str(path))
-
-
 def find_repo(gate: Path) -> Path:
     """The nearest folder at or above ``gate``'s folder holding ``dvc.yaml``; else the working directory."""
     start = gate.resolve().parent
@@ -107,12 +85,12 @@ def find_repo(gate: Path) -> Path:
 STALE_HINT = "run `dvc repro` to recompute it (or pass --no-check to print it anyway)"
 
 
-def check_fresh(gate: dict[str, Any], gate_path: Path, repo: Path) -> str | None:
+def check_fresh(gate: GateResult, gate_path: Path, repo: Path) -> str | None:
     """``None`` when ``gate`` matches the workspace in ``repo``; else the refusal message."""
     from privaudit.provenance import provenance_drift
 
     try:
-        problems = provenance_drift(gate.get("provenance"), repo)
+        problems = provenance_drift(gate.provenance, repo)
     except ValueError as exc:
         return (f"gate file {gate_path} cannot be checked against the workspace: {exc}; rerun the report "
                 f"stage with this privaudit (`dvc repro`, or `dvc repro -f -s report` when nothing else "
@@ -125,54 +103,49 @@ def check_fresh(gate: dict[str, Any], gate_path: Path, repo: Path) -> str | None
     return f"gate file {gate_path} is stale: " + "; ".join(shown) + f"; {STALE_HINT}"
 
 
-def _plain_verdict(gate: dict[str, Any], out: TextIO) -> None:
+def _plain_verdict(gate: GateResult, out: TextIO) -> None:
     """Plain-text verdict: PASS/FAIL line, per-defender lines, reasons indented."""
-    out.write(f"privaudit verdict: {'PASS' if gate['passed'] else 'FAIL'}\n")
-    for name, entry in gate["defenders"].items():
-        out.write(f"  {'PASS' if entry['passed'] else 'FAIL'}  {name}\n")
-        for reason in entry["reasons"]:
+    out.write(f"privaudit verdict: {'PASS' if gate.passed else 'FAIL'}\n")
+    for name, verdict in gate.defenders.items():
+        out.write(f"  {'PASS' if verdict.passed else 'FAIL'}  {name}\n")
+        for reason in verdict.reasons:
             out.write(f"        - {reason}\n")
-    listed = {r for e in gate["defenders"].values() for r in e["reasons"]}
-    extra = [r for r in gate["reasons"] if r not in listed]
-    for reason in extra:
+    for reason in gate.unlisted_reasons():
         out.write(f"  - {reason}\n")
 
 
-def _rich_verdict(gate: dict[str, Any], out: TextIO) -> None:
+def _rich_verdict(gate: GateResult, out: TextIO) -> None:
     """Verdict with rich (colours, a table); user strings are escaped from rich markup."""
     from rich.console import Console
     from rich.markup import escape
     from rich.table import Table
 
     console = Console(file=out, force_terminal=True, highlight=False)
-    style = "bold white on green" if gate["passed"] else "bold white on red"
-    console.print(f"[{style}] {'PASS' if gate['passed'] else 'FAIL'} [/] privaudit release gate")
+    style = "bold white on green" if gate.passed else "bold white on red"
+    console.print(f"[{style}] {'PASS' if gate.passed else 'FAIL'} [/] privaudit release gate")
     table = Table(show_header=True, header_style="bold")
     table.add_column("Defender")
     table.add_column("Gate")
     table.add_column("Reasons")
-    for name, entry in gate["defenders"].items():
-        verdict = "[green]PASS[/]" if entry["passed"] else "[red]FAIL[/]"
-        reasons = (
-            "\n".join(f"• {escape(r)}" for r in entry["reasons"]) or "[dim]all checks passed[/]"
-        )
-        table.add_row(escape(str(name)), verdict, reasons)
-    if gate["defenders"]:
+    for name, verdict in gate.defenders.items():
+        word = "[green]PASS[/]" if verdict.passed else "[red]FAIL[/]"
+        reasons = "\n".join(f"• {escape(r)}" for r in verdict.reasons) or "[dim]all checks passed[/]"
+        table.add_row(escape(name), word, reasons)
+    if gate.defenders:
         console.print(table)
-    listed = {r for e in gate["defenders"].values() for r in e["reasons"]}
-    for reason in (r for r in gate["reasons"] if r not in listed):
+    for reason in gate.unlisted_reasons():
         console.print(f"[red]•[/] {escape(reason)}")
 
 
-def print_verdict(gate: dict[str, Any], out: TextIO, use_rich: bool) -> None:
-    """Print a validated gate result to ``out`` (rich or plain)."""
+def print_verdict(gate: GateResult, out: TextIO, use_rich: bool) -> None:
+    """Print a gate result to ``out`` (rich or plain)."""
     (_rich_verdict if use_rich else _plain_verdict)(gate, out)
 
 
 def _verdict(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """Handler of ``privaudit verdict``."""
     try:
-        gate = load_gate(args.gate)
+        gate = read_gate(args.gate)
     except ValueError as exc:
         err.write(f"privaudit verdict: error: {exc}\n")
         return EXIT_USAGE
@@ -183,7 +156,7 @@ def _verdict(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             return EXIT_USAGE
     use_rich = args.rich if args.rich is not None else bool(getattr(out, "isatty", lambda: False)())
     print_verdict(gate, out, use_rich)
-    return EXIT_PASS if gate["passed"] else EXIT_FAIL
+    return EXIT_PASS if gate.passed else EXIT_FAIL
 
 
 # --------------------------------------------------------------------------- entry point

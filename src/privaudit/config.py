@@ -248,7 +248,7 @@ class BoundsParams(_Strict):
 
 class ReportParams(_Strict):
     title: str = "privaudit release audit"
-    most_exposed: int = Field(10, ge=0)
+    most_exposed: int = Field(10, ge=0, description="Sample ids listed per defender as most exposed; 0 lists none.")
     #: CSVs of the LTU Table 1 reproduction (benchmarks/ltu_table1.py) shown in the report, one per
     #: data set (a single path is accepted), or null / [] for none
     table1: list[str] | None = None

@@ -126,15 +126,17 @@ def simulate_gate(scenario: GateScenario, reps: int, rng: np.random.Generator, b
     params = GateParams(beta=beta, bounds=gated, fail_on_theory_violation=False)
     info = {"claimed_epsilon": claim.epsilon, "claimed_delta": claim.delta,
             "claimed_neighbourhood": claim.neighbourhood}
-    ltu = {"d": {"privacy": 1.0, "privacy_stderr": 0.0, "utility": 1.0, "utility_stderr": 0.0, "accuracy": 0.5,
-                 "rounds": 100, "attacker": "none"}}
+    from privaudit.metrics_files import AuditMetrics, parse_entries
     from privaudit.report.gate import evaluate_gate
+
+    ltu = parse_entries("ltu", {"d": {"privacy": 1.0, "privacy_stderr": 0.0, "utility": 1.0, "utility_stderr": 0.0,
+                                      "accuracy": 0.5, "rounds": 100, "attacker": "none"}})
 
     flagged = 0
     level = budget.level(gated[0])
     for _ in range(reps):
         blocks = run(scenario, claim, level, rng)
         entry = assemble_entry(info, budget, name="d", audited=True, blocks=blocks)
-        gate = evaluate_gate(ltu, {"d": entry}, {}, params)
-        flagged += int(not gate["passed"])
+        gate = evaluate_gate(AuditMetrics(ltu=ltu, audit=parse_entries("audit", {"d": entry})), params)
+        flagged += int(not gate.passed)
     return GateSimulation(scenario, reps, flagged, beta, tuple(budget.gated))

@@ -13,7 +13,7 @@ from prefect.client.orchestration import get_client
 import flows.audit as audit
 from flows._dvc import DVC_CONCURRENCY_LIMIT, LOCK_FILE, PipelineError, file_lock, set_overrides_args, yaml_scalar
 from flows.audit import AuditOverrides, GateFailed, audit_flow
-from privaudit.report.checks import audited_epsilons
+from privaudit.metrics_files import AuditMetrics, GateResult, parse_entries
 from tests.flows.helpers import artifacts_of, task_runs_named
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
@@ -70,8 +70,9 @@ def test_audit_flow_runs_pipeline_and_publishes_artifacts(micro_workspace: Path,
     table = json.loads(arts["privaudit-defenders"].data)
     assert [row["defender"] for row in table] == list(gate["defenders"]) == ["logreg"]
     row = table[0]
-    eps = audited_epsilons("logreg", audit_json["logreg"])
-    assert row["epsilon_hat"] == pytest.approx(max(eps.values()))
+    entry = parse_entries("audit", audit_json)["logreg"]
+    eps = [e for _, source, _, e in entry.epsilon_lower_bounds() if source in audit.ROW_EPSILONS]
+    assert row["epsilon_hat"] == pytest.approx(max(eps))
     assert row["privacy"] == pytest.approx(ltu["logreg"]["privacy"])
     assert f"{row['privacy']:.3f}" in md and f"{row['epsilon_hat']:.3f}" in md
     report = ws / "reports" / "audit.html"
@@ -188,7 +189,7 @@ def test_bad_override_stops_before_the_pipeline(micro_workspace: Path, monkeypat
 def test_force_and_overrides_reach_dvc(micro_workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[list[str]] = []
     monkeypatch.setattr(audit, "run_dvc", lambda repo, args, timeout_s=None: calls.append(args) or "")
-    monkeypatch.setattr(audit, "read_gate", lambda repo: {"passed": True, "reasons": [], "defenders": {}})
+    monkeypatch.setattr(audit, "read_gate", lambda repo: GateResult(passed=True, reasons=(), defenders={}))
     assert audit_flow(repo=str(micro_workspace), force=True, return_state=True).is_completed()
     audit_flow(repo=str(micro_workspace), overrides={"lidp_trials": 8}, return_state=True)
     assert calls == [["repro", "--force"], ["exp", "run", "-S", "lidp.trials=8"]]
@@ -211,8 +212,8 @@ def test_override_run_restores_params_yaml(micro_workspace: Path, monkeypatch: p
         return ""
 
     monkeypatch.setattr(audit, "run_dvc", exp_run)
-    monkeypatch.setattr(audit, "read_gate", lambda repo: {"passed": True, "reasons": [], "defenders": {}})
-    monkeypatch.setattr(audit, "read_metrics", lambda repo: {"ltu": {}, "audit": {}})
+    monkeypatch.setattr(audit, "read_gate", lambda repo: GateResult(passed=True, reasons=(), defenders={}))
+    monkeypatch.setattr(audit, "read_metrics", lambda repo: AuditMetrics())
     try:
         state = audit_flow(repo=str(micro_workspace), overrides=AuditOverrides(lidp_trials=8), return_state=True)
         assert seen == [8] and state.is_failed() == fails
@@ -235,7 +236,7 @@ def test_pipeline_holds_the_global_limit_and_the_file_lock(micro_workspace: Path
         return ""
 
     monkeypatch.setattr(audit, "run_dvc", probe)
-    monkeypatch.setattr(audit, "read_gate", lambda repo: {"passed": True, "reasons": [], "defenders": {}})
+    monkeypatch.setattr(audit, "read_gate", lambda repo: GateResult(passed=True, reasons=(), defenders={}))
     with get_client(sync_client=True) as client:
         client.upsert_global_concurrency_limit_by_name(DVC_CONCURRENCY_LIMIT, 1)
     try:

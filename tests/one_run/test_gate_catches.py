@@ -14,6 +14,7 @@ from privaudit.claims import PrivacyClaim
 from privaudit.config import GateParams
 from privaudit.defenders.registry import validate_defender_spec
 from privaudit.error_budget import applicable_bounds, plan_budget
+from privaudit.metrics_files import AuditMetrics
 from privaudit.report.gate import evaluate_gate
 
 LTU = {"privacy": 1.0, "privacy_stderr": 0.0, "utility": 1.0, "utility_stderr": 0.0, "accuracy": 0.5,
@@ -33,8 +34,8 @@ def test_one_run_gate_on_plain_user_trainers(target: str, fails: bool) -> None:
     block = one_run_block(spec, X, y, 10, claim=claim, level=budget.level("one_run"), seed=3, default_delta=1e-5)
     entry = assemble_entry({"claimed_epsilon": 1.0, "claimed_delta": 1e-5}, budget, name="user", audited=False,
                            blocks={"one_run": block})
-    gate = evaluate_gate({"user": LTU}, {"user": entry}, {}, GateParams(bounds=["one_run"],
-                                                                        fail_on_theory_violation=False))
-    assert gate["passed"] is not fails, (block["eps_lower_bound"], gate["reasons"])
+    gate = evaluate_gate(AuditMetrics.parse({"user": LTU}, {"user": entry}, {}),
+                         GateParams(bounds=["one_run"], fail_on_theory_violation=False))
+    assert gate.passed is not fails, (block["eps_lower_bound"], gate.reasons)
     if fails:
-        assert any("one_run.eps_lower_bound" in r for r in gate["reasons"])
+        assert any("one_run.eps_lower_bound" in r for r in gate.reasons)

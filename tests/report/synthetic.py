@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from privaudit.metrics_files import AuditMetrics, GateResult
 from privaudit.report import GateParams, ReportInputs, evaluate_gate
 
 ROUNDS = 200
@@ -116,6 +117,16 @@ def metrics() -> dict[str, dict[str, Any]]:
     return copy.deepcopy({"ltu": ltu, "audit": audit, "bounds": bounds})
 
 
+def typed(m: dict[str, dict[str, Any]]) -> AuditMetrics:
+    """The typed metrics of :func:`metrics` (or of a mutated copy)."""
+    return AuditMetrics.parse(m["ltu"], m["audit"], m["bounds"])
+
+
+def gate_of(m: dict[str, dict[str, Any]], **params: Any) -> GateResult:
+    """The release gate over (possibly mutated) synthetic metrics, at the given ``gate.*`` params."""
+    return evaluate_gate(typed(m), GateParams(**params))
+
+
 def _roc(member: np.ndarray, nonmember: np.ndarray) -> dict[str, Any]:
     """ROC curve (higher score = member) with AUC and TPR at 0.1 % / 1 % FPR."""
     scores = np.concatenate([member, nonmember])
@@ -137,8 +148,8 @@ def _roc(member: np.ndarray, nonmember: np.ndarray) -> dict[str, Any]:
 def report_inputs(seed: int = 7, **overrides: Any) -> ReportInputs:
     """Complete :class:`ReportInputs` with all optional parts, gate at default params."""
     rng = np.random.default_rng(seed)
-    m = metrics()
-    gate = evaluate_gate(m["ltu"], m["audit"], m["bounds"], GateParams())
+    m = typed(metrics())
+    gate = evaluate_gate(m, GateParams())
     n = 400
     ids = [f"s{i:04d}" for i in range(n)]
     roles = ["defender"] * (n // 2) + ["reserved"] * (n // 2)
@@ -198,9 +209,7 @@ def report_inputs(seed: int = 7, **overrides: Any) -> ReportInputs:
         "versions": {"python": "3.11", "privaudit": "0.1.0"},
     }
     values: dict[str, Any] = dict(
-        ltu=m["ltu"],
-        audit=m["audit"],
-        bounds=m["bounds"],
+        metrics=m,
         gate=gate,
         manifest=manifest,
         privacy_scores=privacy_scores,

@@ -14,7 +14,7 @@ import pytest
 
 from privaudit.cli import main, print_verdict
 from privaudit.provenance import provenance_stamp
-from privaudit.report import GateParams, evaluate_gate
+from tests.report import synthetic
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 
@@ -54,7 +54,7 @@ def write_gate(tmp_path: Path, metrics: dict[str, Any], stamp: bool = True, **pa
     With ``stamp``, ``tmp_path`` is made a finished pipeline (:func:`make_repo`) and the gate
     carries its provenance block, as the report stage writes it.
     """
-    gate = evaluate_gate(metrics["ltu"], metrics["audit"], metrics["bounds"], GateParams(**params))
+    gate = synthetic.gate_of(metrics, **params).to_json()
     if stamp:
         make_repo(tmp_path)
         gate["provenance"] = provenance_stamp(tmp_path, "report")
@@ -104,10 +104,10 @@ def test_missing_file_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     [
         ("{not json", "is not valid JSON"),
         ("[]", "must be an object"),
-        ('{"passed": "no", "reasons": [], "defenders": {}}', ".passed must be true or false"),
+        ('{"passed": "no", "reasons": [], "defenders": {}}', ".passed: Input should be a valid boolean"),
         (
             '{"passed": true, "reasons": [], "defenders": {"a": {"passed": true}}}',
-            ".defenders.a.reasons",
+            ".defenders.a.reasons: Field required",
         ),
         (b"\xff\xfe\x00garbage", "cannot be read"),
     ],
@@ -138,7 +138,7 @@ def test_help_exits_0(capsys: pytest.CaptureFixture[str]) -> None:
 def test_rich_output_escapes_markup(metrics: dict[str, Any]) -> None:
     """Rich output shows the verdict and does not interpret markup in defender names."""
     metrics["ltu"]["[bold]evil[/bold]"] = metrics["ltu"].pop("logreg")
-    gate = evaluate_gate(metrics["ltu"], metrics["audit"], metrics["bounds"], GateParams())
+    gate = synthetic.gate_of(metrics)
     out = io.StringIO()
     print_verdict(gate, out, use_rich=True)
     text = out.getvalue()

@@ -10,13 +10,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from privaudit.report.gate import GateParams, evaluate_gate, validate_gate_result
+from privaudit.metrics_files import AuditMetrics, parse_gate
+from privaudit.report.gate import GateParams, evaluate_gate
 from tests.report import synthetic
 
 
 def run(m: dict[str, Any], **params: Any) -> dict[str, Any]:
-    """Evaluate the gate on synthetic metrics with the given params."""
-    return evaluate_gate(m["ltu"], m["audit"], m["bounds"], GateParams(**params))
+    """Evaluate the gate on synthetic metrics with the given params; the ``metrics/gate.json`` object."""
+    return synthetic.gate_of(m, **params).to_json()
 
 
 def reasons_of(gate: dict[str, Any], defender: str) -> list[str]:
@@ -38,7 +39,7 @@ def test_exact_design_shape(metrics: dict[str, Any]) -> None:
         assert isinstance(entry["passed"], bool)
         assert entry["passed"] == (entry["reasons"] == [])
     assert json.loads(json.dumps(gate)) == gate
-    assert validate_gate_result(gate) == gate
+    assert parse_gate(gate).to_json() == gate
 
 
 def test_default_audit_fails_non_dp_logreg_only(metrics: dict[str, Any]) -> None:
@@ -142,7 +143,7 @@ def test_larger_stderr_never_turns_fail_into_pass(
             }
         }
         audit = {"d": {"claimed_epsilon": None}}
-        return evaluate_gate(ltu, audit, {}, GateParams(min_privacy=threshold))["passed"]
+        return evaluate_gate(AuditMetrics.parse(ltu, audit, {}), GateParams(min_privacy=threshold)).passed
 
     if not passes(small):
         assert not passes(small + extra)
@@ -298,7 +299,7 @@ def test_theory_violation_by_one_stderr_is_not_a_bug(metrics: dict[str, Any]) ->
 
 def test_theory_z_grows_with_attackers_and_budget_share(metrics: dict[str, Any]) -> None:
     """More attackers looked at, or a smaller share of gate.beta, need a larger margin."""
-    from privaudit.report.checks import theory_z
+    from privaudit.report.theory_check import theory_z
 
     assert theory_z(0.01, 5) > theory_z(0.01, 1) > theory_z(0.05, 1) >= 2.0
     metrics["audit"]["dp_sgd"]["budget"] = {"beta": 0.05, "gated": ["lidp", "theory"], "diagnostic": [],
@@ -351,7 +352,7 @@ def test_defender_without_ltu_result_fails_without_keyerror(metrics: dict[str, A
 
 
 def test_no_defenders_at_all_fails() -> None:
-    gate = evaluate_gate({}, {}, {}, GateParams())
+    gate = evaluate_gate(AuditMetrics(), GateParams()).to_json()
     assert gate == {
         "passed": False,
         "reasons": [
@@ -388,7 +389,7 @@ def test_wrong_types_raise_value_error_naming_the_key(
 
 def test_top_level_not_an_object() -> None:
     with pytest.raises(ValueError, match="ltu metrics must be an object"):
-        evaluate_gate([], {}, {}, GateParams())  # type: ignore[arg-type]
+        AuditMetrics.parse([], {}, {})
 
 
 @pytest.mark.parametrize(
@@ -403,6 +404,6 @@ def test_top_level_not_an_object() -> None:
         ),
     ],
 )
-def test_validate_gate_result_rejects_bad_shapes(gate: dict[str, Any], message: str) -> None:
+def test_parse_gate_rejects_bad_shapes(gate: dict[str, Any], message: str) -> None:
     with pytest.raises(ValueError, match=message.replace(".", r"\.")):
-        validate_gate_result(gate)
+        parse_gate(gate)

@@ -13,7 +13,7 @@ from privaudit.audit_metrics import assemble_entry, audit_delta
 from privaudit.claims import PrivacyClaim
 from privaudit.config import GateParams
 from privaudit.error_budget import DEFAULT_GATED, applicable_bounds, plan_budget
-from privaudit.report.gate import NOT_AUDITED, evaluate_gate
+from privaudit.report.gate import NOT_AUDITED
 from tests.report import synthetic
 
 BUDGET = plan_budget(0.05, DEFAULT_GATED, applicable_bounds(observable=True, canary_audited=True, theory=True))
@@ -29,7 +29,7 @@ def _entry(claim: tuple[float, float, str] | None, **blocks: dict[str, Any] | No
 def _gate(entry: dict[str, Any]) -> dict[str, Any]:
     m = synthetic.metrics()
     m["audit"]["dp_sgd"] = entry
-    return evaluate_gate(m["ltu"], m["audit"], m["bounds"], GateParams())["defenders"]["dp_sgd"]
+    return synthetic.gate_of(m).to_json()["defenders"]["dp_sgd"]
 
 
 def _all_bounds(eps: float, delta: float, nb: str = "add_remove") -> dict[str, dict[str, Any]]:
@@ -148,8 +148,8 @@ def test_budget_levels_sum_to_beta() -> None:
 def test_theory_check_is_diagnostic_when_left_out_of_gate_bounds() -> None:
     m = synthetic.metrics()
     m["bounds"]["dp_sgd"]["empirical_accuracy"] = 0.95  # far beyond every bound of the claim
-    gated = evaluate_gate(m["ltu"], m["audit"], m["bounds"], GateParams())
-    assert not gated["defenders"]["dp_sgd"]["passed"]
+    gated = synthetic.gate_of(m)
+    assert not gated.defenders["dp_sgd"].passed
     bounds = [b for b in GateParams().bounds if b != "theory"]
-    shown = evaluate_gate(m["ltu"], m["audit"], m["bounds"], GateParams(bounds=bounds))
-    assert shown["defenders"]["dp_sgd"]["passed"], shown["defenders"]["dp_sgd"]["reasons"]
+    shown = synthetic.gate_of(m, bounds=bounds)
+    assert shown.defenders["dp_sgd"].passed, shown.defenders["dp_sgd"].reasons

@@ -8,6 +8,7 @@ from typing import Any
 import pandas as pd
 import pytest
 
+from privaudit.metrics_files import AuditMetrics, parse_entries
 from privaudit.report import ReportInputs
 from tests.report import synthetic
 from privaudit.report.plots import (
@@ -79,14 +80,15 @@ def test_most_exposed_lowest_scores_ids_only(inputs: ReportInputs) -> None:
     assert list(top.columns) == ["rank", "id", "role", "score"]
     expected = frame.sort_values("score").head(5)
     assert list(top["id"]) == list(expected["id"]) and list(top["rank"]) == [1, 2, 3, 4, 5]
-    with pytest.raises(ValueError, match="k must be >= 1"):
-        most_exposed({"logreg": frame}, 0)
+    assert most_exposed({"logreg": frame}, 0)["logreg"].empty  # report.most_exposed = 0: none listed
+    with pytest.raises(ValueError, match="most_exposed must be an integer >= 0"):
+        most_exposed({"logreg": frame}, -1)
 
 
 def test_pngs_are_deterministic(inputs: ReportInputs) -> None:
-    first = privacy_utility_figure(inputs.ltu)
+    first = privacy_utility_figure(inputs.metrics.ltu)
     assert first is not None and first.startswith(PNG_MAGIC)
-    assert privacy_utility_figure(inputs.ltu) == first
+    assert privacy_utility_figure(inputs.metrics.ltu) == first
 
 
 def test_user_strings_do_not_break_matplotlib(inputs: ReportInputs) -> None:
@@ -120,7 +122,7 @@ def test_safe_name(name: str, expected: str) -> None:
 def test_colliding_file_names_stay_distinct(tmp_path: Path, inputs: ReportInputs) -> None:
     assert inputs.privacy_scores is not None
     frame = inputs.privacy_scores["logreg"]
-    sub = ReportInputs({}, {}, {}, {}, {}, privacy_scores={"a b": frame, "a/b": frame})
+    sub = ReportInputs(AuditMetrics(), privacy_scores={"a b": frame, "a/b": frame})
     written = write_plot_files(sub, tmp_path)
     hist = sorted(p.name for p in written if p.parent.name == "privacy_scores")
     assert hist == ["a_b-2.csv", "a_b.csv"]
@@ -130,7 +132,7 @@ def test_privacy_utility_table_attackers_only() -> None:
     ltu: dict[str, Any] = {
         "d": {"utility": 0.8, "attackers": {"x": {"privacy": 0.3}, "y": {"privacy": 0.1}}}
     }
-    table = privacy_utility_table(ltu)
+    table = privacy_utility_table(parse_entries("ltu", ltu))
     assert list(table["attacker"]) == ["x", "y"]
     assert list(table["strongest"]) == [False, True]  # lowest privacy when no top-level attacker
     assert (table["utility"] == 0.8).all()
@@ -139,7 +141,7 @@ def test_privacy_utility_table_attackers_only() -> None:
 def test_many_defenders_get_a_legend_beside_the_axes_not_over_them() -> None:
     """20 defenders × 2 attackers: one legend entry per defender and per attacker, outside the plot."""
     ltu = {f"defender_{i:02d}": synthetic.defender_ltu(0.55 + i / 100, 0.6 + i / 100, 0.9) for i in range(20)}
-    fig = privacy_utility_plot(ltu)
+    fig = privacy_utility_plot(parse_entries("ltu", ltu))
     assert fig is not None
     (legend,) = fig.legends
     labels = [t.get_text() for t in legend.get_texts()]

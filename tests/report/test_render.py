@@ -12,7 +12,9 @@ import pandas as pd
 import pytest
 from PIL import Image
 
-from privaudit.report import MISSING, GateParams, ReportInputs, build_report, evaluate_gate
+from privaudit.config import ReportParams
+from privaudit.metrics_files import AuditMetrics
+from privaudit.report import MISSING, ReportInputs, build_report
 from privaudit.report.plots import PLOT_NAMES, most_exposed, render_plots
 from privaudit.report.render import build_document, render_html, render_markdown
 from tests.report import synthetic
@@ -135,10 +137,7 @@ def test_markdown_mirrors_html_and_links_pngs(built: dict[str, Any]) -> None:
 def test_theory_violation_is_flagged() -> None:
     m = synthetic.metrics()
     m["bounds"]["dp_sgd"]["empirical_accuracy"] = 0.80
-    gate = evaluate_gate(m["ltu"], m["audit"], m["bounds"], GateParams())
-    inputs = ReportInputs(
-        ltu=m["ltu"], audit=m["audit"], bounds=m["bounds"], gate=gate, manifest={}
-    )
+    inputs = ReportInputs(metrics=synthetic.typed(m), gate=synthetic.gate_of(m), manifest={})
     document = build_document(inputs, {})  # no figures: the table is the point
     html = render_html(document)
     assert html.count('class="flag num"') == 3  # thudi, sablayrolles, izzo — not erlingsson/yeom
@@ -151,10 +150,7 @@ def test_theory_violation_is_flagged() -> None:
 def test_within_error_flag_is_distinguished() -> None:
     m = synthetic.metrics()
     m["bounds"]["dp_sgd"]["empirical_accuracy"] = 0.745
-    gate = evaluate_gate(m["ltu"], m["audit"], m["bounds"], GateParams())
-    html = render_html(
-        build_document(ReportInputs(m["ltu"], m["audit"], m["bounds"], gate, {}), {})
-    )
+    html = render_html(build_document(ReportInputs(synthetic.typed(m), synthetic.gate_of(m), {}), {}))
     assert "⚠ exceeded (within 1 s.e.)" in html and "⚠ EXCEEDED" not in html
 
 
@@ -166,13 +162,10 @@ def test_every_input_string_is_escaped(tmp_path: Path) -> None:
     for key in ("ltu", "audit", "bounds"):
         m[key][EVIL] = m[key].pop("logreg")
     m["ltu"][EVIL]["attackers"][EVIL] = m["ltu"][EVIL]["attackers"].pop("gap")
-    gate = evaluate_gate(m["ltu"], m["audit"], m["bounds"], GateParams())
     scores = pd.DataFrame({"id": [EVIL, "s1"], "role": [EVIL, "reserved"], "score": [0.01, 0.9]})
     inputs = ReportInputs(
-        ltu=m["ltu"],
-        audit=m["audit"],
-        bounds=m["bounds"],
-        gate=gate,
+        metrics=synthetic.typed(m),
+        gate=synthetic.gate_of(m),
         manifest={EVIL: {"nested": EVIL}, "list": [EVIL]},
         privacy_scores={EVIL: scores},
         table1=pd.DataFrame({"model": [EVIL], "privacy": [0.1]}),
@@ -202,7 +195,7 @@ def test_every_input_string_is_escaped(tmp_path: Path) -> None:
 
 def test_absent_sections_render_not_computed(tmp_path: Path) -> None:
     m = synthetic.metrics()
-    inputs = ReportInputs(ltu=m["ltu"], audit={}, bounds={}, gate={}, manifest={})
+    inputs = ReportInputs(metrics=AuditMetrics.parse(m["ltu"], {}, {}), gate=None, manifest={})
     paths = build_report(inputs, tmp_path)
     html = paths["html"].read_text(encoding="utf-8")
     assert "NO VERDICT" in html and 'class="verdict verdict-unknown"' in html
@@ -217,14 +210,14 @@ def test_absent_sections_render_not_computed(tmp_path: Path) -> None:
 
 
 def test_completely_empty_inputs(tmp_path: Path) -> None:
-    paths = build_report(ReportInputs({}, {}, {}, {}, {}), tmp_path)
+    paths = build_report(ReportInputs(AuditMetrics()), tmp_path)
     html = paths["html"].read_text(encoding="utf-8")
     assert "NO VERDICT" in html and "<img" not in html
 
 
 def test_audit_only_point_is_plotted_without_trial_series() -> None:
     m = synthetic.metrics()
-    pngs = render_plots(ReportInputs(m["ltu"], m["audit"], m["bounds"], {}, {}))
+    pngs = render_plots(ReportInputs(synthetic.typed(m)))
     assert pngs["epsilon_vs_trials"] is not None and pngs["roc"] is None
 
 
@@ -234,11 +227,7 @@ def test_audit_only_point_is_plotted_without_trial_series() -> None:
 def test_bad_privacy_score_columns_name_the_column(metrics: dict[str, Any]) -> None:
     with pytest.raises(ValueError, match=r"privacy_scores\['logreg'\].*'role'"):
         ReportInputs(
-            metrics["ltu"],
-            {},
-            {},
-            {},
-            {},
+            AuditMetrics.parse(metrics["ltu"], {}, {}),
             privacy_scores={"logreg": pd.DataFrame({"id": [1], "score": [0.2]})},
         )
 
@@ -246,13 +235,13 @@ def test_bad_privacy_score_columns_name_the_column(metrics: dict[str, Any]) -> N
 def test_bad_roc_names_the_curve(metrics: dict[str, Any]) -> None:
     with pytest.raises(ValueError, match=r"roc\['logreg'\]\['gap'\].*differ in length"):
         ReportInputs(
-            metrics["ltu"], {}, {}, {}, {}, roc={"logreg": {"gap": {"fpr": [0, 1], "tpr": [1]}}}
+            AuditMetrics.parse(metrics["ltu"], {}, {}), roc={"logreg": {"gap": {"fpr": [0, 1], "tpr": [1]}}}
         )
 
 
 def test_bad_plots_subdir(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="plots_subdir"):
-        build_report(ReportInputs({}, {}, {}, {}, {}), tmp_path, plots_subdir="../elsewhere")
+        build_report(ReportInputs(AuditMetrics()), tmp_path, plots_subdir="../elsewhere")
 
 
 def test_title_and_most_exposed_options(tmp_path: Path) -> None:
@@ -274,11 +263,25 @@ def test_title_and_most_exposed_options(tmp_path: Path) -> None:
     assert table.count("(defender, ") + table.count("(reserved, ") == 6
 
 
-@pytest.mark.parametrize("bad", [0, -1, 2.5, True])
-def test_most_exposed_must_be_positive_int(tmp_path: Path, bad: Any) -> None:
-    with pytest.raises(ValueError, match="most_exposed must be an integer >= 1"):
-        build_report(ReportInputs({}, {}, {}, {}, {}), tmp_path, most_exposed=bad)
+@pytest.mark.parametrize("bad", [-1, 2.5, True])
+def test_most_exposed_must_be_a_non_negative_int(tmp_path: Path, bad: Any) -> None:
+    with pytest.raises(ValueError, match="most_exposed must be an integer >= 0"):
+        build_report(ReportInputs(AuditMetrics()), tmp_path, most_exposed=bad)
     assert not (tmp_path / "audit.html").exists()
+
+
+def test_most_exposed_zero_lists_no_sample_ids(tmp_path: Path) -> None:
+    """``report.most_exposed: 0`` (allowed by the config) renders the report without the id list."""
+    assert ReportParams(most_exposed=0).most_exposed == 0
+    paths = build_report(synthetic.report_inputs(), tmp_path, most_exposed=0)
+    html = paths["html"].read_text(encoding="utf-8")
+    assert "Most exposed sample ids: not listed (report.most_exposed = 0)." in html
+    assert "Most exposed sample ids</th>" not in html
+    assert "report.most\\_exposed = 0" in paths["md"].read_text(encoding="utf-8")
+    exposed = pd.read_csv(paths["plots_dir"] / "most_exposed.csv")
+    assert list(exposed.columns) == ["defender", "rank", "id", "role", "score"] and exposed.empty
+    with pytest.raises(ValueError, match="most_exposed"):
+        ReportParams(most_exposed=-1)
 
 
 def test_table1_per_data_set_in_the_paper_layout(tmp_path: Path) -> None:

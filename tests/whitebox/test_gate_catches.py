@@ -13,6 +13,7 @@ from privaudit.audit_blocks import whitebox_metrics
 from privaudit.audit_metrics import assemble_entry
 from privaudit.config import GateParams
 from privaudit.error_budget import applicable_bounds, plan_budget
+from privaudit.metrics_files import AuditMetrics
 from privaudit.report.gate import evaluate_gate
 from privaudit.whitebox_audit import python_trainer, whitebox_audit
 from tests.whitebox.planted_bugs import CATALOGUE, tiny_data
@@ -32,10 +33,10 @@ def test_gate_fails_every_planted_bug_and_passes_the_correct_recipe(name: str) -
     info = {"claimed_epsilon": claimed, "claimed_delta": 1e-5, "claimed_neighbourhood": "add_remove"}
     entry = assemble_entry(info, budget, name=name, audited=False,
                            blocks={"whitebox": whitebox_metrics(res, delta=1e-5, level=budget.level("whitebox"))})
-    gate = evaluate_gate({name: LTU}, {name: entry}, {}, GateParams(bounds=["whitebox"],
-                                                                    fail_on_theory_violation=False))
+    gate = evaluate_gate(AuditMetrics.parse({name: LTU}, {name: entry}, {}),
+                         GateParams(bounds=["whitebox"], fail_on_theory_violation=False))
     if name == "correct":
-        assert gate["passed"], gate["reasons"]
+        assert gate.passed, gate.reasons
     else:
-        assert not gate["passed"]
-        assert any("whitebox" in r for r in gate["reasons"]), gate["reasons"]
+        assert not gate.passed
+        assert any("whitebox" in r for r in gate.reasons), gate.reasons

@@ -1,17 +1,19 @@
-"""Audit report and release gate.
+"""Audit report and release gate, over the typed metrics files (:mod:`privaudit.metrics_files`).
 
-- :mod:`privaudit.report.gate`: :class:`GateParams` and :func:`evaluate_gate`
-  (``metrics/gate.json``).
+- :mod:`privaudit.report.gate`: :func:`evaluate_gate` (``metrics/gate.json``); the theory check
+  it shares with the report is in :mod:`privaudit.report.theory_check`.
 - :mod:`privaudit.report.plots`: matplotlib figures as PNG bytes and
   :func:`write_plot_files` (PNGs + tidy CSVs for ``dvc plots``).
 - :mod:`privaudit.report.render`: :func:`build_report` writes the self-contained
   ``audit.html`` and ``audit.md``.
-- :mod:`privaudit.report.inputs`: :class:`ReportInputs` and :func:`read_metrics_json`.
+- :mod:`privaudit.report.inputs`: :class:`ReportInputs`.
+- :mod:`privaudit.report.stage`: :func:`run_report`, everything the report stage does.
 
-Typical use in the report stage::
+Typical use::
 
-    gate = evaluate_gate(ltu, audit, bounds, GateParams.model_validate(params["gate"]))
-    build_report(ReportInputs(ltu, audit, bounds, gate, manifest, ...), Path("reports"))
+    metrics = read_metrics("metrics/ltu.json", "metrics/audit.json", "metrics/bounds.json")
+    gate = evaluate_gate(metrics, params.gate)
+    build_report(ReportInputs(metrics, gate, manifest, ...), Path("reports"))
 """
 
 from __future__ import annotations
@@ -26,9 +28,8 @@ _EXPORTS: dict[str, str] = {
     "ReportInputs": "privaudit.report.inputs",
     "build_report": "privaudit.report.render",
     "evaluate_gate": "privaudit.report.gate",
-    "read_metrics_json": "privaudit.report.inputs",
     "render_plots": "privaudit.report.plots",
-    "validate_gate_result": "privaudit.report.gate",
+    "run_report": "privaudit.report.stage",
     "write_plot_files": "privaudit.report.plots",
 }
 

@@ -8,7 +8,6 @@ happens in the emitters.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,7 +21,6 @@ __all__ = [
     "Table",
     "Verdict",
     "cell",
-    "get_path",
     "num",
     "pm",
     "real",
@@ -108,15 +106,6 @@ def pm(value: Any, stderr: Any) -> str:
     if value is None:
         return "—"
     return num(value) if stderr is None else f"{num(value)} ± {num(stderr)}"
-
-
-def get_path(mapping: Any, *keys: str) -> Any:
-    """Nested ``mapping[k1][k2]...`` or ``None`` when any level is missing or not a dict."""
-    for key in keys:
-        if not isinstance(mapping, Mapping):
-            return None
-        mapping = mapping.get(key)
-    return mapping
 
 
 def real(value: Any) -> float | None:

@@ -33,6 +33,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
+from privaudit.metrics_files import AuditEntry, LtuEntry
 from privaudit.report.inputs import ReportInputs
 from privaudit.report.tables import (
     curve_stat,
@@ -109,13 +110,13 @@ def placeholder_figure(title: str, message: str = "not computed in this audit") 
     return _png(fig)
 
 
-def privacy_utility_figure(ltu: Mapping[str, Any]) -> bytes | None:
+def privacy_utility_figure(ltu: Mapping[str, LtuEntry]) -> bytes | None:
     """Privacy vs utility scatter with error bars as PNG; ``None`` if there is no LTU result."""
     fig = privacy_utility_plot(ltu)
     return None if fig is None else _png(fig)
 
 
-def privacy_utility_plot(ltu: Mapping[str, Any]) -> Figure | None:
+def privacy_utility_plot(ltu: Mapping[str, LtuEntry]) -> Figure | None:
     """The matplotlib figure of :func:`privacy_utility_figure` (colour = defender, marker = attacker)."""
     table = privacy_utility_table(ltu).dropna(subset=["privacy", "utility"])
     if table.empty:
@@ -153,7 +154,7 @@ def privacy_utility_plot(ltu: Mapping[str, Any]) -> Figure | None:
 
 
 def epsilon_trials_figure(
-    epsilon_vs_trials: Mapping[str, pd.DataFrame] | None, audit: Mapping[str, Any]
+    epsilon_vs_trials: Mapping[str, pd.DataFrame] | None, audit: Mapping[str, AuditEntry]
 ) -> bytes | None:
     """ε̂ (K = 1 and K = √n) vs trials per defender with the claimed ε; ``None`` if no data."""
     names = list(dict.fromkeys([*(epsilon_vs_trials or {}), *audit]))
@@ -166,7 +167,7 @@ def epsilon_trials_figure(
         ax.plot(frame["trials"], frame["eps_k1"], style, color=_COLORS[0], label="K = 1")
         ax.plot(frame["trials"], frame["eps_ksqrt"], style, color=_COLORS[1], label="K = √n")
         entry = audit.get(defender)
-        claimed = finite(entry.get("claimed_epsilon")) if isinstance(entry, Mapping) else None
+        claimed = finite(entry.claimed_epsilon) if entry is not None else None
         if claimed is not None:
             ax.axhline(claimed, linestyle="--", color="black", label=f"claimed ε = {claimed:g}")
         trials = frame["trials"].dropna()
@@ -325,8 +326,8 @@ def render_plots(inputs: ReportInputs) -> dict[str, bytes | None]:
     """All report figures as PNG bytes (``None`` where the data is absent), keyed by
     :data:`PLOT_NAMES`."""
     return {
-        "privacy_utility": privacy_utility_figure(inputs.ltu),
-        "epsilon_vs_trials": epsilon_trials_figure(inputs.epsilon_vs_trials, inputs.audit),
+        "privacy_utility": privacy_utility_figure(inputs.metrics.ltu),
+        "epsilon_vs_trials": epsilon_trials_figure(inputs.epsilon_vs_trials, inputs.metrics.audit),
         "privacy_scores": privacy_score_figure(inputs.privacy_scores),
         "roc": roc_figure(inputs.roc),
     }

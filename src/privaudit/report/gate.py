@@ -26,7 +26,7 @@ Checks, per defender (every defender named in any of the three files):
    membership-inference accuracy upper bound implied by the claim for the LTU swap game
    (Thudi, Yeom, Erlingsson, Sablayrolles, and Izzo's 1/2 + η) by more than z standard errors,
    z = max(2, Φ⁻¹(1 − level/A)) with ``level`` the theory check's budget share
-   (:func:`privaudit.report.checks.theory_z`). Exceeding a bound that holds for every attacker
+   (:func:`privaudit.report.theory_check.theory_z`). Exceeding a bound that holds for every attacker
    means the implementation or the privacy accounting is wrong.
 
 Error bars (``gate.use_error_bars``). A release gate must not be easier to pass with a
@@ -39,75 +39,58 @@ violation (``accuracy - z stderr > bound``). The audited ε values are already o
 lower confidence bounds, so they are compared as they are. With ``use_error_bars: false``
 all comparisons use point estimates.
 
-Missing data never raises ``KeyError``: a defender without an LTU result, without a utility,
-without an ε audit while claiming DP, or without theoretical bounds while claiming DP (when
-theory violations are gated) fails with a reason saying what is missing. A value of the
-wrong type (a string where a number belongs, a list where an object belongs) is a corrupt
-metrics file and raises ``ValueError`` naming the key.
+The inputs are the typed metrics files (:class:`privaudit.metrics_files.AuditMetrics`, read by
+:func:`privaudit.metrics_files.read_metrics`: a value of the wrong type is rejected there, naming
+the file and key). Missing data fails the defender with a reason saying what is missing: a defender
+without an LTU result, without a utility, without an ε audit while claiming DP, or without
+theoretical bounds while claiming DP (when theory violations are gated).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
-from typing import Any
 
-from privaudit.claim_check import audited_bounds, check_bounds, claim_of
+from privaudit.claim_check import audited_bounds, check_bounds
 from privaudit.claims import PrivacyClaim
 from privaudit.config import GateParams
 from privaudit.error_budget import EPSILON_BOUNDS
-from privaudit.report.checks import (
-    BOUND_KINDS,
-    accuracy_bounds,
-    as_mapping,
-    audited_epsilons,
-    defender_names,
-    empirical_stderr,
-    fmt_value,
-    privacy_stderr,
-    read_number,
-    theory_violations,
-    theory_z,
-    validate_gate_result,
+from privaudit.metrics_files import (
+    AttackerResult,
+    AuditEntry,
+    AuditMetrics,
+    DefenderVerdict,
+    GateResult,
+    LtuEntry,
 )
+from privaudit.report.theory_check import theory_violations, theory_z
 
 #: marks a reason saying that a DP claim could not be audited (the report shows it in red)
 NOT_AUDITED = "[NOT AUDITED]"
 
-__all__ = [
-    "NOT_AUDITED",
-    "BOUND_KINDS",
-    "GateParams",
-    "accuracy_bounds",
-    "audited_epsilons",
-    "evaluate_gate",
-    "theory_violations",
-    "validate_gate_result",
-]
+__all__ = ["NOT_AUDITED", "GateParams", "evaluate_gate", "fmt_value"]
 
 
-def _attacker_entries(
-    defender: str, entry: Mapping[str, Any]
-) -> list[tuple[str, Mapping[str, Any]]]:
+def fmt_value(value: float) -> str:
+    """Format a number for a reason string (4 significant digits)."""
+    if math.isinf(value):
+        return "inf" if value > 0 else "-inf"
+    return f"{value:.4g}"
+
+
+def _attacker_results(entry: LtuEntry) -> list[tuple[str, AttackerResult]]:
     """The LTU results to check for one defender: the top level and every attacker.
 
     The top level is the strongest attacker per docs/architecture.md ("Metrics contracts");
     checking every attacker as well makes the gate hold even if the producer's notion of
     "strongest" differs from ours. Duplicates of the top-level attacker are dropped.
     """
-    where = f"ltu.{defender}"
-    results: list[tuple[str, Mapping[str, Any]]] = []
-    top_name = entry.get("attacker")
-    attackers = as_mapping(entry.get("attackers"), f"{where}.attackers") or {}
-    if "privacy" in entry or not attackers:
-        results.append((str(top_name) if top_name is not None else "strongest", entry))
-    for name, sub in attackers.items():
-        sub_map = as_mapping(sub, f"{where}.attackers.{name}")
-        if sub_map is None:
+    results: list[tuple[str, AttackerResult]] = []
+    if entry.has_top_level_result or not entry.attackers:
+        results.append((entry.attacker if entry.attacker is not None else "strongest", entry))
+    for name, result in entry.attackers.items():
+        if entry.attacker is not None and name == entry.attacker and results:
             continue
-        if top_name is not None and str(name) == str(top_name) and results:
-            continue
-        results.append((str(name), sub_map))
+        results.append((name, result))
     return results
 
 
@@ -144,38 +127,16 @@ def _check_score(
     return None
 
 
-def _budget_levels(audit_entry: Mapping[str, Any] | None) -> dict[str, float]:
-    """``budget.levels`` of an audit entry ({} for entries written before the budget existed)."""
-    budget = as_mapping(audit_entry.get("budget"), "audit.budget") if audit_entry else None
-    levels = as_mapping(budget.get("levels"), "audit.budget.levels") if budget else None
-    return {str(k): float(v) for k, v in (levels or {}).items()}
-
-
-def _gated_kinds(audit_entry: Mapping[str, Any], present: list[str]) -> list[str]:
+def _gated_kinds(entry: AuditEntry, present: list[str]) -> list[str]:
     """The bound kinds the gate compares: ``budget.gated``, or every bound present (older files)."""
-    budget = as_mapping(audit_entry.get("budget"), "audit.budget")
-    if budget is None:
+    if entry.budget is None:
         return present
-    gated = budget.get("gated")
-    if not isinstance(gated, list) or not all(isinstance(k, str) for k in gated):
-        raise ValueError(f"audit.budget.gated must be a list of bound names, got {gated!r}")
-    return [k for k in gated if k in EPSILON_BOUNDS]
+    return [k for k in entry.budget.gated if k in EPSILON_BOUNDS]
 
 
-def _theory_not_comparable(bounds_entry: Mapping[str, Any] | None) -> bool:
-    """bounds.json marks a claim whose neighbourhood says nothing about the LTU (swap) game."""
-    return bool(bounds_entry is not None and bounds_entry.get("comparable") is False)
-
-
-def _attacker_count(ltu_entry: Mapping[str, Any] | None) -> int:
-    attackers = as_mapping(ltu_entry.get("attackers"), "ltu.attackers") if ltu_entry else None
-    return max(1, len(attackers or {}))
-
-
-def _claim_reasons(defender: str, claim: PrivacyClaim, entry: Mapping[str, Any], params: GateParams) -> list[str]:
+def _claim_reasons(defender: str, claim: PrivacyClaim, entry: AuditEntry, params: GateParams) -> list[str]:
     """Reasons from the gated ε lower bounds of one defender (violations and NOT AUDITED)."""
-    where = f"audit.{defender}"
-    bounds = audited_bounds(entry, where)
+    bounds = audited_bounds(entry)
     gated = _gated_kinds(entry, [b.kind for b in bounds])
     findings = [f for f in check_bounds(claim, bounds, params.max_epsilon_excess) if f.bound.kind in gated]
     reasons = [f"{defender}: {f.reason}" for f in findings if f.violation]
@@ -187,7 +148,7 @@ def _claim_reasons(defender: str, claim: PrivacyClaim, entry: Mapping[str, Any],
             "(whitebox, one_run, game3, lidp) is available to check it against gate.max_epsilon_excess = "
             f"{fmt_value(params.max_epsilon_excess)} {NOT_AUDITED}"
         )
-    elif "budget" in entry and missing:
+    elif entry.budget is not None and missing:
         reasons.append(
             f"{defender}: gated bound(s) {missing} missing from metrics/audit.json "
             f"(a failed or skipped audit stage); rerun `dvc repro` or remove them from gate.bounds {NOT_AUDITED}"
@@ -201,54 +162,74 @@ def _claim_reasons(defender: str, claim: PrivacyClaim, entry: Mapping[str, Any],
     return reasons
 
 
-def _evaluate_defender(
-    defender: str,
-    ltu_entry: Mapping[str, Any] | None,
-    audit_entry: Mapping[str, Any] | None,
-    bounds_entry: Mapping[str, Any] | None,
-    params: GateParams,
-) -> list[str]:
-    """All failure reasons for one defender (empty list = pass)."""
-    reasons: list[str] = []
-    eb = params.use_error_bars
-
-    # 1-2. LTU privacy and utility.
-    if ltu_entry is None:
-        reasons.append(
+def _ltu_reasons(defender: str, entry: LtuEntry | None, params: GateParams) -> list[str]:
+    """1-2. LTU privacy of every attacker and utility."""
+    if entry is None:
+        return [
             f"{defender}: no LTU result in metrics/ltu.json, so privacy >= gate.min_privacy = "
             f"{fmt_value(params.min_privacy)} and utility >= gate.min_utility = "
             f"{fmt_value(params.min_utility)} cannot be shown"
+        ]
+    eb = params.use_error_bars
+    checks = [
+        (f"LTU privacy (attacker {attacker})", result.privacy, result.privacy_error(), params.min_privacy,
+         "gate.min_privacy")
+        for attacker, result in _attacker_results(entry)
+    ]
+    checks.append(("LTU utility", entry.utility, entry.utility_stderr, params.min_utility, "gate.min_utility"))
+    reasons = [_check_score(defender, label, value, stderr, threshold, param, eb)
+               for label, value, stderr, threshold, param in checks]
+    return [r for r in reasons if r]
+
+
+def _theory_reasons(
+    defender: str, claim: PrivacyClaim, metrics: AuditMetrics, params: GateParams
+) -> list[str]:
+    """4. Empirical accuracy against the theoretical bounds implied by the claim."""
+    ltu_entry, bounds_entry = metrics.ltu.get(defender), metrics.bounds.get(defender)
+    if bounds_entry is not None and bounds_entry.comparable is False:
+        return []  # bounds.json marks a claim whose neighbourhood says nothing about the LTU (swap) game
+    bounds = bounds_entry.accuracy_bounds() if bounds_entry is not None else {}
+    accuracy = bounds_entry.empirical_accuracy if bounds_entry is not None else None
+    if bounds_entry is None or not bounds or accuracy is None:
+        missing = (
+            "no entry in metrics/bounds.json"
+            if bounds_entry is None
+            else "no finite theoretical bound"
+            if not bounds
+            else "no empirical_accuracy in metrics/bounds.json"
         )
-    else:
-        where = f"ltu.{defender}"
-        for attacker, result in _attacker_entries(defender, ltu_entry):
-            sub_where = where if result is ltu_entry else f"{where}.attackers.{attacker}"
-            reason = _check_score(
-                defender,
-                f"LTU privacy (attacker {attacker})",
-                read_number(result, "privacy", sub_where),
-                privacy_stderr(result, sub_where),
-                params.min_privacy,
-                "gate.min_privacy",
-                eb,
-            )
-            if reason:
-                reasons.append(reason)
-        reason = _check_score(
-            defender,
-            "LTU utility",
-            read_number(ltu_entry, "utility", where),
-            read_number(ltu_entry, "utility_stderr", where),
-            params.min_utility,
-            "gate.min_utility",
-            eb,
+        return [
+            f"{defender}: claimed ε = {fmt_value(claim.epsilon)} but {missing}, so the theory check "
+            "(gate.fail_on_theory_violation = true) cannot be done"
+        ]
+    stderr = bounds_entry.accuracy_error(ltu_entry) if params.use_error_bars else None
+    audit_entry = metrics.audit.get(defender)
+    levels = audit_entry.budget.levels if audit_entry is not None and audit_entry.budget is not None else {}
+    z = theory_z(levels.get("theory", params.beta), max(1, len(ltu_entry.attackers) if ltu_entry else 0))
+    reasons = []
+    for kind, bound in theory_violations(bounds, accuracy, stderr, z).items():
+        shown = (
+            f"empirical_accuracy - {z:.3g} stderr = {fmt_value(accuracy)} - {z:.3g} x {fmt_value(stderr)} = "
+            f"{fmt_value(accuracy - z * stderr)}"
+            if stderr
+            else f"empirical_accuracy = {fmt_value(accuracy)}"
         )
-        if reason:
-            reasons.append(reason)
+        reasons.append(
+            f"{defender}: {shown} > theoretical MI accuracy bound {kind} = "
+            f"{fmt_value(bound)} at claimed ε = {fmt_value(claim.epsilon)} "
+            "(gate.fail_on_theory_violation = true; implementation or accounting bug)"
+        )
+    return reasons
+
+
+def _evaluate_defender(defender: str, metrics: AuditMetrics, params: GateParams) -> list[str]:
+    """All failure reasons for one defender (empty list = pass)."""
+    reasons = _ltu_reasons(defender, metrics.ltu.get(defender), params)
 
     # 3. Audited ε against the claim, like with like, within one error budget.
-    claim = claim_of(audit_entry, f"audit.{defender}")
-    claimed = claim.epsilon if claim is not None else None
+    audit_entry = metrics.audit.get(defender)
+    claim = audit_entry.claim if audit_entry is not None else None
     if audit_entry is None:
         reasons.append(
             f"{defender}: no entry in metrics/audit.json, so claimed_epsilon and the audited "
@@ -258,90 +239,37 @@ def _evaluate_defender(
     elif claim is not None:
         reasons.extend(_claim_reasons(defender, claim, audit_entry, params))
 
-    # 4. Empirical accuracy against theoretical bounds.
-    theory_gated = params.fail_on_theory_violation and "theory" in params.bounds
-    if theory_gated and claim is not None and not _theory_not_comparable(bounds_entry):
-        bounds = accuracy_bounds(defender, bounds_entry)
-        accuracy = read_number(bounds_entry, "empirical_accuracy", f"bounds.{defender}")
-        if bounds_entry is None or not bounds or accuracy is None:
-            missing = (
-                "no entry in metrics/bounds.json"
-                if bounds_entry is None
-                else "no finite theoretical bound"
-                if not bounds
-                else "no empirical_accuracy in metrics/bounds.json"
-            )
-            reasons.append(
-                f"{defender}: claimed ε = {fmt_value(claimed)} but {missing}, so the theory check "
-                "(gate.fail_on_theory_violation = true) cannot be done"
-            )
-        else:
-            stderr = empirical_stderr(bounds_entry, ltu_entry, defender) if eb else None
-            level = _budget_levels(audit_entry).get("theory", params.beta)
-            z = theory_z(level, _attacker_count(ltu_entry))
-            for kind, bound in theory_violations(bounds, accuracy, stderr, z).items():
-                shown = (
-                    f"empirical_accuracy - {z:.3g} stderr = {fmt_value(accuracy)} - {z:.3g} x {fmt_value(stderr)} = "
-                    f"{fmt_value(accuracy - z * stderr)}"
-                    if stderr
-                    else f"empirical_accuracy = {fmt_value(accuracy)}"
-                )
-                reasons.append(
-                    f"{defender}: {shown} > theoretical MI accuracy bound {kind} = "
-                    f"{fmt_value(bound)} at claimed ε = {fmt_value(claimed)} "
-                    "(gate.fail_on_theory_violation = true; implementation or accounting bug)"
-                )
+    if claim is not None and params.fail_on_theory_violation and "theory" in params.bounds:
+        reasons.extend(_theory_reasons(defender, claim, metrics, params))
     return reasons
 
 
-def evaluate_gate(
-    ltu: Mapping[str, Any],
-    audit: Mapping[str, Any],
-    bounds: Mapping[str, Any],
-    params: GateParams,
-) -> dict[str, Any]:
+def evaluate_gate(metrics: AuditMetrics, params: GateParams) -> GateResult:
     """Evaluate the release gate.
 
     Args:
-        ltu: contents of ``metrics/ltu.json``.
-        audit: contents of ``metrics/audit.json``.
-        bounds: contents of ``metrics/bounds.json``.
+        metrics: ``metrics/ltu.json``, ``metrics/audit.json`` and ``metrics/bounds.json``
+            (:func:`privaudit.metrics_files.read_metrics`).
         params: the ``gate.*`` thresholds.
 
     Returns:
-        ``{"passed": bool, "reasons": [str], "defenders": {name: {"passed": bool,
-        "reasons": [str]}}}`` (the ``metrics/gate.json`` contract). A defender passes iff it
-        has no reason; the gate passes iff there is at least one defender and all pass. The
-        top-level reasons are all defender reasons, each prefixed with the defender name.
-
-    Raises:
-        ValueError: a metrics object or value has the wrong type (the message names it).
+        The ``metrics/gate.json`` verdict, without provenance. A defender (every defender named in
+        any of the three files) passes iff it has no reason; the gate passes iff there is at least
+        one defender and all pass. The top-level reasons are all defender reasons, each prefixed
+        with the defender name.
     """
-    if not isinstance(params, GateParams):
-        raise ValueError(f"params must be a GateParams, got {type(params).__name__}")
-    sources = {"ltu": ltu, "audit": audit, "bounds": bounds}
-    for name, source in sources.items():
-        if not isinstance(source, Mapping):
-            raise ValueError(f"{name} metrics must be an object, got {type(source).__name__}")
-
-    defenders: dict[str, dict[str, Any]] = {}
+    defenders: dict[str, DefenderVerdict] = {}
     all_reasons: list[str] = []
-    for defender in defender_names(ltu, audit, bounds):
-        reasons = _evaluate_defender(
-            defender,
-            as_mapping(ltu.get(defender), f"ltu.{defender}"),
-            as_mapping(audit.get(defender), f"audit.{defender}"),
-            as_mapping(bounds.get(defender), f"bounds.{defender}"),
-            params,
-        )
-        defenders[defender] = {"passed": not reasons, "reasons": reasons}
+    for defender in metrics.defenders():
+        reasons = _evaluate_defender(defender, metrics, params)
+        defenders[defender] = DefenderVerdict(passed=not reasons, reasons=tuple(reasons))
         all_reasons.extend(reasons)
     if not defenders:
         all_reasons.append(
             "no defender found in metrics/ltu.json, metrics/audit.json or metrics/bounds.json"
         )
-    return {
-        "passed": bool(defenders) and all(d["passed"] for d in defenders.values()),
-        "reasons": all_reasons,
-        "defenders": defenders,
-    }
+    return GateResult(
+        passed=bool(defenders) and all(d.passed for d in defenders.values()),
+        reasons=tuple(all_reasons),
+        defenders=defenders,
+    )

@@ -1,17 +1,16 @@
-"""What the report is built from: :class:`ReportInputs` and helpers to load it from files."""
+"""What the report is built from: :class:`ReportInputs`."""
 
 from __future__ import annotations
 
-import json
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-__all__ = ["ReportInputs", "read_metrics_json", "strongest_attacker"]
+from privaudit.metrics_files import AuditMetrics, GateResult
+
+__all__ = ["ReportInputs"]
 
 PRIVACY_SCORE_COLUMNS: tuple[str, ...] = ("id", "role", "score")
 EPSILON_TRIALS_COLUMNS: tuple[str, ...] = ("trials", "eps_k1", "eps_ksqrt")
@@ -20,14 +19,14 @@ ROC_KEYS: tuple[str, ...] = ("fpr", "tpr")
 
 @dataclass
 class ReportInputs:
-    """Everything the report shows. Only the metrics dicts are required; absent optional
-    parts render as "not computed in this audit".
+    """Everything the report shows. Only the metrics are required; absent optional parts render as
+    "not computed in this audit".
 
     Attributes:
-        ltu: ``metrics/ltu.json``.
-        audit: ``metrics/audit.json``.
-        bounds: ``metrics/bounds.json``.
-        gate: ``metrics/gate.json`` (the output of :func:`evaluate_gate`).
+        metrics: ``metrics/ltu.json``, ``metrics/audit.json``, ``metrics/bounds.json``, typed
+            (:func:`privaudit.metrics_files.read_metrics`).
+        gate: the release gate's verdict (:func:`privaudit.report.gate.evaluate_gate`); ``None``
+            renders as "no verdict".
         manifest: provenance (code revision, upstream dvc.lock hash, params, data hashes, versions, ...).
         privacy_scores: per defender, a DataFrame with columns ``id, role, score``
             (individual LTU privacy scores; ids only, never raw data).
@@ -38,10 +37,8 @@ class ReportInputs:
             data set keyed by its name.
     """
 
-    ltu: dict[str, Any]
-    audit: dict[str, Any]
-    bounds: dict[str, Any]
-    gate: dict[str, Any]
+    metrics: AuditMetrics
+    gate: GateResult | None = None
     manifest: dict[str, Any] = field(default_factory=dict)
     privacy_scores: dict[str, pd.DataFrame] | None = None
     roc: dict[str, dict[str, dict[str, Any]]] | None = None
@@ -50,12 +47,8 @@ class ReportInputs:
 
     def __post_init__(self) -> None:
         """Validate types and the columns of the optional tables (``ValueError`` naming them)."""
-        for name in ("ltu", "audit", "bounds", "gate", "manifest"):
-            value = getattr(self, name)
-            if value is None:
-                setattr(self, name, {})
-            elif not isinstance(value, Mapping):
-                raise ValueError(f"ReportInputs.{name} must be a dict, got {type(value).__name__}")
+        if not isinstance(self.manifest, Mapping):
+            raise ValueError(f"ReportInputs.manifest must be a dict, got {type(self.manifest).__name__}")
         _check_frames("privacy_scores", self.privacy_scores, PRIVACY_SCORE_COLUMNS)
         _check_frames("epsilon_vs_trials", self.epsilon_vs_trials, EPSILON_TRIALS_COLUMNS)
         if self.roc is not None:
@@ -98,20 +91,10 @@ class ReportInputs:
 
     def defenders(self) -> list[str]:
         """Defender names over all metrics and optional tables, in first-seen order."""
-        names: dict[str, None] = {}
-        sources: list[Mapping[str, Any]] = [
-            self.ltu,
-            self.audit,
-            self.bounds,
-            self.gate.get("defenders") or {},
-        ]
+        names = self.metrics.defenders() + list(self.gate.defenders if self.gate else {})
         for extra in (self.privacy_scores, self.roc, self.epsilon_vs_trials):
-            if extra:
-                sources.append(extra)
-        for source in sources:
-            for name in source:
-                names.setdefault(str(name), None)
-        return list(names)
+            names += [str(name) for name in extra or {}]
+        return list(dict.fromkeys(names))
 
 
 def _check_frames(
@@ -133,49 +116,3 @@ def _check_frames(
             raise ValueError(
                 f"ReportInputs.{name}[{key!r}] lacks column(s) {missing}; expected {list(columns)}"
             )
-
-
-def read_metrics_json(path: str | Path, *, required: bool = True) -> dict[str, Any]:
-    """Read one metrics JSON object.
-
-    Args:
-        path: the file.
-        required: if false, a missing file gives ``{}`` (the section renders as not computed).
-
-    Raises:
-        ValueError: the file is missing (when required), not JSON, or not a JSON object;
-            the message names the file.
-    """
-    path = Path(path)
-    if not path.exists():
-        if required:
-            raise ValueError(f"metrics file {path} does not exist")
-        return {}
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise ValueError(f"metrics file {path} is not valid JSON: {exc}") from exc
-    if not isinstance(data, dict):
-        raise ValueError(f"metrics file {path} must hold a JSON object, got {type(data).__name__}")
-    return data
-
-
-def strongest_attacker(entry: Mapping[str, Any] | None) -> str | None:
-    """Name of the strongest attacker of one ``metrics/ltu.json`` entry.
-
-    The top-level ``attacker`` if given, else the attacker with the lowest privacy.
-    """
-    if not entry:
-        return None
-    if entry.get("attacker") is not None:
-        return str(entry["attacker"])
-    attackers = entry.get("attackers")
-    if not isinstance(attackers, Mapping):
-        return None
-    best: tuple[float, str] | None = None
-    for name, sub in attackers.items():
-        privacy = sub.get("privacy") if isinstance(sub, Mapping) else None
-        if isinstance(privacy, (int, float)) and not isinstance(privacy, bool):
-            if math.isfinite(privacy) and (best is None or privacy < best[0]):
-                best = (float(privacy), str(name))
-    return best[1] if best else None

@@ -8,18 +8,20 @@ them under one folder (``reports/plots`` in the pipeline):
   (image plots: ``dvc plots show/diff`` render them offline);
 - ``privacy_utility.csv``, ``most_exposed.csv``, ``epsilon_vs_trials/<defender>.csv``,
   ``roc/<defender>__<attacker>.csv``, ``privacy_scores/<defender>.csv`` (data-series plots).
+
+The folder is replaced as a whole (:func:`privaudit.artifacts.atomic_dir`): a failure leaves the
+previous plots as they were.
 """
 
 from __future__ import annotations
 
-import os
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from privaudit.artifacts import atomic_dir
 from privaudit.report.figures import (
     PLOT_NAMES,
     epsilon_trials_figure,
@@ -45,7 +47,6 @@ from privaudit.report.tables import (
 
 __all__ = [
     "PLOT_NAMES",
-    "atomic_write",
     "curve_stat",
     "epsilon_trials_figure",
     "most_exposed",
@@ -63,24 +64,16 @@ __all__ = [
 ]
 
 
-def atomic_write(path: Path, data: bytes) -> Path:
-    """Write ``data`` to ``path`` via a temporary file and rename."""
+def _write_bytes(path: Path, data: bytes) -> Path:
+    """Write ``data`` to ``path`` (inside the temporary plots folder), creating its parent."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        os.chmod(tmp, 0o644)  # mkstemp creates 0600; reports are meant to be shared
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    path.write_bytes(data)
     return path
 
 
 def _write_csv(path: Path, frame: pd.DataFrame) -> Path:
-    """Write a DataFrame as CSV (no index, LF line ends), atomically."""
-    return atomic_write(path, frame.to_csv(index=False, lineterminator="\n").encode("utf-8"))
+    """Write a DataFrame as CSV (no index, LF line ends)."""
+    return _write_bytes(path, frame.to_csv(index=False, lineterminator="\n").encode("utf-8"))
 
 
 def write_plot_files(
@@ -89,7 +82,7 @@ def write_plot_files(
     pngs: Mapping[str, bytes | None] | None = None,
     most_exposed_k: int = 10,
 ) -> list[Path]:
-    """Write the PNG figures and tidy CSVs for ``dvc plots`` under ``plots_dir``.
+    """Replace ``plots_dir`` with the PNG figures and tidy CSVs for ``dvc plots``.
 
     Files:
         ``<name>.png`` for each of :data:`PLOT_NAMES` (a "not computed" placeholder when the
@@ -103,21 +96,30 @@ def write_plot_files(
 
     Args:
         inputs: the report inputs.
-        plots_dir: the folder (created if needed).
+        plots_dir: the folder (replaced as a whole; its parent is created if needed).
         pngs: already rendered figures from :func:`render_plots` (rendered here if omitted).
         most_exposed_k: rows per defender in ``most_exposed.csv``.
 
     Returns:
-        The written paths, PNGs first.
+        The written paths (under ``plots_dir``), PNGs first.
     """
     plots_dir = Path(plots_dir)
     figures = dict(pngs) if pngs is not None else render_plots(inputs)
+    with atomic_dir(plots_dir) as tmp:
+        tmp.chmod(0o755)  # mkdtemp makes it private; reports are meant to be shared
+        written = _write_plot_files(inputs, tmp, figures, most_exposed_k)
+    return [plots_dir / path.relative_to(tmp) for path in written]
+
+
+def _write_plot_files(
+    inputs: ReportInputs, plots_dir: Path, figures: Mapping[str, bytes | None], most_exposed_k: int
+) -> list[Path]:
     written: list[Path] = []
     for name, title in PLOT_NAMES.items():
         data = figures.get(name) or placeholder_figure(title)
-        written.append(atomic_write(plots_dir / f"{name}.png", data))
+        written.append(_write_bytes(plots_dir / f"{name}.png", data))
 
-    written.append(_write_csv(plots_dir / "privacy_utility.csv", privacy_utility_table(inputs.ltu)))
+    written.append(_write_csv(plots_dir / "privacy_utility.csv", privacy_utility_table(inputs.metrics.ltu)))
 
     exposed = most_exposed(inputs.privacy_scores, most_exposed_k)
     risk_cols = ["risk", "risk_low", "risk_high", "p_value", "q_value"]
@@ -134,14 +136,15 @@ def write_plot_files(
     )
     written.append(_write_csv(plots_dir / "most_exposed.csv", exposed_table))
 
-    names = list(dict.fromkeys([*(inputs.epsilon_vs_trials or {}), *inputs.audit]))
+    audit = inputs.metrics.audit
+    names = list(dict.fromkeys([*(inputs.epsilon_vs_trials or {}), *audit]))
     files = unique_names(names)
     for defender in names:
-        series = epsilon_series(defender, inputs.epsilon_vs_trials, inputs.audit)
+        series = epsilon_series(defender, inputs.epsilon_vs_trials, audit)
         if series is None:
             continue
-        entry = inputs.audit.get(defender)
-        claimed = finite(entry.get("claimed_epsilon")) if isinstance(entry, Mapping) else None
+        entry = audit.get(defender)
+        claimed = finite(entry.claimed_epsilon) if entry is not None else None
         series = series.assign(claimed_epsilon=claimed)
         written.append(
             _write_csv(plots_dir / "epsilon_vs_trials" / f"{files[defender]}.csv", series)

@@ -11,13 +11,16 @@ from __future__ import annotations
 
 import base64
 import html
+import os
 import re
 from pathlib import Path
 
+from privaudit.artifacts import atomic_file
 from privaudit.report.document import MISSING, Block, Figure, Note, Section, Verdict
 from privaudit.report.inputs import ReportInputs
-from privaudit.report.plots import atomic_write, render_plots, write_plot_files
+from privaudit.report.plots import render_plots, write_plot_files
 from privaudit.report.sections import build_document
+from privaudit.report.tables import check_most_exposed
 from privaudit.report.templates import CSS, PAGE
 
 __all__ = [
@@ -154,6 +157,14 @@ def render_markdown(
     return "\n\n".join(parts) + "\n"
 
 
+def _write_text(path: Path, text: str) -> Path:
+    """Atomically write ``text`` (UTF-8) to ``path``, readable by all (reports are meant to be shared)."""
+    with atomic_file(path, "wb") as fh:
+        os.fchmod(fh.fileno(), 0o644)
+        fh.write(text.encode("utf-8"))
+    return path
+
+
 def build_report(
     inputs: ReportInputs,
     out_dir: str | Path,
@@ -164,12 +175,16 @@ def build_report(
 ) -> dict[str, Path]:
     """Write ``audit.html``, ``audit.md`` and the plot files under ``out_dir``.
 
+    Everything is rendered in memory first; then the plots folder, ``audit.html`` and ``audit.md``
+    each replace their previous version atomically.
+
     Args:
         inputs: the metrics, manifest and optional tables.
         out_dir: the report folder (e.g. ``reports/``); created if needed.
         plots_subdir: folder under ``out_dir`` for PNGs and CSVs (linked from ``audit.md``).
         title: page title (``report.title``).
-        most_exposed: sample ids listed per defender as most exposed (``report.most_exposed``).
+        most_exposed: sample ids listed per defender as most exposed (``report.most_exposed``;
+            0 lists none).
 
     Returns:
         ``{"html": ..., "md": ..., "plots_dir": ..., "plots/<file>": ...}`` for every file
@@ -177,24 +192,22 @@ def build_report(
 
     Raises:
         ValueError: ``plots_subdir`` is not a plain relative folder name, or ``most_exposed``
-            is not an integer >= 1.
+            is not an integer >= 0.
     """
     if not plots_subdir or Path(plots_subdir).is_absolute() or ".." in Path(plots_subdir).parts:
         raise ValueError(
             f"plots_subdir must be a relative folder inside out_dir, got {plots_subdir!r}"
         )
-    if isinstance(most_exposed, bool) or not isinstance(most_exposed, int) or most_exposed < 1:
-        raise ValueError(f"most_exposed must be an integer >= 1, got {most_exposed!r}")
+    check_most_exposed(most_exposed)
     out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
     plots_dir = out_dir / plots_subdir
     pngs = render_plots(inputs)
-    written = write_plot_files(inputs, plots_dir, pngs, most_exposed_k=most_exposed)
     sections = build_document(inputs, pngs, most_exposed=most_exposed)
     page = render_html(sections, title=title)
-    html_path = atomic_write(out_dir / "audit.html", page.encode("utf-8"))
     markdown = render_markdown(sections, Path(plots_subdir).as_posix(), title=title)
-    md_path = atomic_write(out_dir / "audit.md", markdown.encode("utf-8"))
+    written = write_plot_files(inputs, plots_dir, pngs, most_exposed_k=most_exposed)
+    html_path = _write_text(out_dir / "audit.html", page)
+    md_path = _write_text(out_dir / "audit.md", markdown)
     result: dict[str, Path] = {"html": html_path, "md": md_path, "plots_dir": plots_dir}
     for path in written:
         result[path.relative_to(out_dir).as_posix()] = path

@@ -8,15 +8,14 @@ ids and ROC statistics), LTU Table 1, provenance manifest. Absent data gives a
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Mapping
 from typing import Any
 
 import pandas as pd
 
-from privaudit.claim_check import audited_bounds, check_bounds, claim_of
+from privaudit.claim_check import audited_bounds, check_bounds
 from privaudit.error_budget import BOUND_LABELS
-from privaudit.report.checks import accuracy_bounds, theory_violations
+from privaudit.metrics_files import LidpBlock, LtuEntry
 from privaudit.report.document import (
     MISSING,
     Cell,
@@ -26,15 +25,22 @@ from privaudit.report.document import (
     Table,
     Verdict,
     cell,
-    get_path,
     num,
     pm,
     real,
 )
 from privaudit.report.figures import PLOT_NAMES
 from privaudit.report.gate import NOT_AUDITED
-from privaudit.report.inputs import ReportInputs, strongest_attacker
-from privaudit.report.tables import curve_stat, exposed_label, most_exposed, risk_note, risk_summary
+from privaudit.report.inputs import ReportInputs
+from privaudit.report.tables import (
+    check_most_exposed,
+    curve_stat,
+    exposed_label,
+    most_exposed,
+    risk_note,
+    risk_summary,
+)
+from privaudit.report.theory_check import theory_violations
 
 __all__ = ["build_document"]
 
@@ -51,23 +57,17 @@ def _verdict_section(inputs: ReportInputs) -> Section:
     """The verdict: PASS/FAIL with the gate's reasons and per-defender verdicts."""
     gate = inputs.gate
     section = Section("Verdict")
-    passed = gate.get("passed") if isinstance(gate.get("passed"), bool) else None
-    reasons = [str(r) for r in gate.get("reasons") or []] if passed is not None else []
-    section.blocks.append(Verdict(passed, reasons))
-    defenders = gate.get("defenders")
-    if passed is not None and isinstance(defenders, Mapping) and defenders:
+    section.blocks.append(Verdict(None if gate is None else gate.passed, list(gate.reasons) if gate else []))
+    if gate is not None and gate.defenders:
         rows = []
-        for name, entry in defenders.items():
-            ok = get_path(entry, "passed")
-            not_audited = any(NOT_AUDITED in str(r) for r in get_path(entry, "reasons") or [])
+        for name, verdict in gate.defenders.items():
+            not_audited = any(NOT_AUDITED in r for r in verdict.reasons)
             rows.append(
                 [
                     cell(name),
                     cell("NOT AUDITED", cls="fail") if not_audited
-                    else cell("PASS" if ok else "FAIL", cls="pass" if ok else "fail"),
-                    Cell(
-                        [str(r) for r in get_path(entry, "reasons") or []] or ["all checks passed"]
-                    ),
+                    else cell("PASS" if verdict.passed else "FAIL", cls="pass" if verdict.passed else "fail"),
+                    Cell(list(verdict.reasons) or ["all checks passed"]),
                 ]
             )
         section.blocks.append(
@@ -76,46 +76,34 @@ def _verdict_section(inputs: ReportInputs) -> Section:
     return section
 
 
-def _privacy_cell(entry: Mapping[str, Any] | None) -> Cell:
+def _privacy_cell(entry: LtuEntry | None) -> Cell:
     """Per-attacker LTU privacy ± stderr, the strongest attacker marked."""
-    if not isinstance(entry, Mapping):
+    if entry is None:
         return cell(MISSING, cls="muted")
-    strongest = strongest_attacker(entry)
-    lines: list[str] = []
-    attackers = entry.get("attackers") if isinstance(entry.get("attackers"), Mapping) else {}
-    seen: set[str] = set()
-    if "privacy" in entry:
-        name = strongest or "strongest"
-        lines.append(
-            f"{name}: {pm(real(entry.get('privacy')), real(entry.get('privacy_stderr')))} (strongest)"
-        )
-        seen.add(name)
-    for name, sub in (attackers or {}).items():
-        if str(name) in seen or not isinstance(sub, Mapping):
-            continue
-        mark = " (strongest)" if str(name) == strongest and not seen else ""
-        lines.append(
-            f"{name}: {pm(real(sub.get('privacy')), real(sub.get('privacy_stderr')))}{mark}"
-        )
+    strongest = entry.strongest_attacker()
+    lines = []
+    for name, result in entry.per_attacker().items():
+        top = result is entry
+        mark = " (strongest)" if top or (name == strongest and not entry.has_top_level_result) else ""
+        lines.append(f"{name}: {pm(real(result.privacy), real(result.privacy_stderr))}{mark}")
     return Cell(lines or ["—"], numeric=True)
 
 
-def _lidp_cell(lidp: Any) -> Cell:
+def _lidp_cell(lidp: LidpBlock | None) -> Cell:
     """LiDP ε̂ lower bounds (K = √n and K = 1) with trials, canaries and interval method."""
-    if not isinstance(lidp, Mapping):
+    if lidp is None:
         return cell(MISSING, cls="muted")
     lines = [
-        f"K=√n: {num(real(lidp.get('eps_lower_bound')))}",
-        f"K=1: {num(real(lidp.get('eps_lower_bound_k1')))}",
-        f"n={num(lidp.get('trials'))} trials, K={num(lidp.get('canaries'))} canaries",
+        f"K=√n: {num(real(lidp.eps_lower_bound))}",
+        f"K=1: {num(real(lidp.eps_lower_bound_k1))}",
+        f"n={num(lidp.trials)} trials, K={num(lidp.canaries)} canaries",
     ]
-    order, method = lidp.get("order"), lidp.get("method")
+    order, method = lidp.order, lidp.method
     if order is not None or method is not None:
         interval = f"order {order}" if order is not None else "order ?"
         interval += f", {method}" if method is not None else ""
-        beta = lidp.get("beta")
-        if beta is not None:
-            interval += f", β={beta}"
+        if lidp.beta is not None:
+            interval += f", β={lidp.beta}"
         lines.append(f"interval: {interval}")
     else:
         lines.append("interval order/method: not recorded")
@@ -129,24 +117,22 @@ def _defender_section(inputs: ReportInputs) -> Section:
     if not names:
         section.blocks.append(Note(MISSING, missing=True))
         return section
-    gate_defenders = (
-        inputs.gate.get("defenders") if isinstance(inputs.gate.get("defenders"), Mapping) else {}
-    )
+    gate_defenders = inputs.gate.defenders if inputs.gate is not None else {}
     rows = []
     for name in names:
-        ltu = inputs.ltu.get(name) if isinstance(inputs.ltu.get(name), Mapping) else None
-        audit = inputs.audit.get(name) if isinstance(inputs.audit.get(name), Mapping) else None
-        verdict = get_path(gate_defenders, name, "passed")
-        game3 = get_path(audit, "game3")
-        if isinstance(game3, Mapping):
+        ltu = inputs.metrics.ltu.get(name)
+        audit = inputs.metrics.audit.get(name)
+        verdict = gate_defenders[name].passed if name in gate_defenders else None
+        game3 = audit.game3 if audit is not None else None
+        if game3 is not None:
             g3 = cell(
-                f"[{num(real(game3.get('eps_low')))}, {num(real(game3.get('eps_high')))}]",
-                f"{num(game3.get('canaries'))} canaries",
+                f"[{num(real(game3.eps_low))}, {num(real(game3.eps_high))}]",
+                f"{num(game3.canaries)} canaries",
                 numeric=True,
             )
         else:
             g3 = cell(MISSING, cls="muted")
-        claimed = get_path(audit, "claimed_epsilon")
+        claimed = audit.claimed_epsilon if audit is not None else None
         rows.append(
             [
                 cell(name),
@@ -155,11 +141,8 @@ def _defender_section(inputs: ReportInputs) -> Section:
                 else cell("FAIL", cls="fail")
                 if verdict is False
                 else cell("—"),
-                cell(
-                    pm(real(get_path(ltu, "utility")), real(get_path(ltu, "utility_stderr"))),
-                    numeric=True,
-                )
-                if ltu
+                cell(pm(real(ltu.utility), real(ltu.utility_stderr)), numeric=True)
+                if ltu is not None
                 else cell(MISSING, cls="muted"),
                 _privacy_cell(ltu),
                 cell(MISSING, cls="muted")
@@ -168,7 +151,7 @@ def _defender_section(inputs: ReportInputs) -> Section:
                     "none (not DP)" if claimed is None else num(real(claimed), 2), numeric=True
                 ),
                 g3,
-                _lidp_cell(get_path(audit, "lidp")),
+                _lidp_cell(audit.lidp if audit is not None else None),
             ]
         )
     section.blocks.append(
@@ -206,33 +189,33 @@ def _claims_section(inputs: ReportInputs) -> Section:
     rows: list[list[Cell]] = []
     sentences: dict[str, str] = {}
     for name in inputs.defenders():
-        entry = inputs.audit.get(name)
-        if not isinstance(entry, Mapping):
+        entry = inputs.metrics.audit.get(name)
+        if entry is None:
             continue
-        claim = claim_of(entry, f"audit.{name}")
-        budget = entry.get("budget") if isinstance(entry.get("budget"), Mapping) else {}
-        gated = set(budget.get("gated") or [])
-        if budget:
-            share = budget["beta"] / max(1, len(gated))
-            sentences[name] = (f"{name}: gate.beta = {budget['beta']:g} split over {len(gated)} gated bound(s) "
-                               f"({', '.join(BOUND_LABELS.get(k, k) for k in budget.get('gated') or [])}) at "
+        claim = entry.claim
+        budget = entry.budget
+        gated = set(budget.gated) if budget is not None else set()
+        if budget is not None:
+            share = budget.beta / max(1, len(gated))
+            sentences[name] = (f"{name}: gate.beta = {budget.beta:g} split over {len(gated)} gated bound(s) "
+                               f"({', '.join(BOUND_LABELS.get(k, k) for k in budget.gated)}) at "
                                f"{share:.3g} each (Bonferroni)" + (
-                                   f"; diagnostic, not gated: {', '.join(budget.get('diagnostic') or [])}"
-                                   if budget.get("diagnostic") else "") + ".")
-        findings = check_bounds(claim, audited_bounds(entry, f"audit.{name}")) if claim else []
+                                   f"; diagnostic, not gated: {', '.join(budget.diagnostic)}"
+                                   if budget.diagnostic else "") + ".")
+        bounds = audited_bounds(entry)
+        findings = check_bounds(claim, bounds) if claim else []
         by_kind = {f.bound.kind: f for f in findings}
-        for b in audited_bounds(entry, f"audit.{name}"):
+        for b in bounds:
             f = by_kind.get(b.kind)
-            block = entry.get(b.source.split(".")[0]) or {}
             status = ("not compared" if f is None or not f.comparable else "VIOLATION" if f.violation else "holds")
-            assumption = block.get("assumption") if isinstance(block, Mapping) else None
+            assumption = entry.whitebox.assumption if b.kind == "whitebox" and entry.whitebox else None
             rows.append([
                 cell(name), cell(BOUND_LABELS.get(b.kind, b.kind)),
                 cell(num(b.epsilon), numeric=True),
                 cell("—" if b.delta is None else f"{b.delta:.3g}", numeric=True),
                 cell(b.neighbourhood or "—"),
                 cell("—" if b.level is None else f"{b.level:.3g}", numeric=True),
-                cell("gated" if (b.kind in gated or not budget) else "diagnostic"),
+                cell("gated" if (b.kind in gated or budget is None) else "diagnostic"),
                 cell("no claim" if claim is None else "—" if f is None or f.compared_with is None
                      else num(f.compared_with.epsilon), numeric=True),
                 cell(status, cls="fail" if status == "VIOLATION" else "muted" if status != "holds" else "pass"),
@@ -254,24 +237,23 @@ def _claims_section(inputs: ReportInputs) -> Section:
 
 def _bounds_table(inputs: ReportInputs, names: list[str]) -> Table | Note:
     """Theoretical MI accuracy upper bounds beside the empirical attack accuracy, flagged."""
-    if not inputs.bounds:
+    metrics = inputs.metrics
+    if not metrics.bounds:
         return Note(f"Theoretical membership-inference bounds: {MISSING}.", missing=True)
     rows = []
     for name in names:
-        entry = inputs.bounds.get(name)
-        if not isinstance(entry, Mapping):
+        entry = metrics.bounds.get(name)
+        if entry is None:
             rows.append(
                 [cell(name), cell(MISSING, cls="muted")]
                 + [cell("—") for _ in range(len(_BOUND_COLUMNS) + 1)]
             )
             continue
-        claimed = real(get_path(inputs.audit, name, "claimed_epsilon"))
-        accuracy = real(entry.get("empirical_accuracy"))
-        rounds = real(get_path(inputs.ltu, name, "rounds"))
-        stderr = real(entry.get("empirical_accuracy_stderr"))
-        if stderr is None and accuracy is not None and rounds and 0 <= accuracy <= 1:
-            stderr = math.sqrt(accuracy * (1 - accuracy) / rounds)
-        bounds = accuracy_bounds(name, entry)
+        audit = metrics.audit.get(name)
+        claimed = real(audit.claimed_epsilon) if audit is not None else None
+        accuracy = real(entry.empirical_accuracy)
+        stderr = real(entry.accuracy_error(metrics.ltu.get(name)))
+        bounds = entry.accuracy_bounds()
         exceeded = theory_violations(bounds, accuracy) if accuracy is not None else {}
         significant = theory_violations(bounds, accuracy, stderr) if accuracy is not None else {}
         row = [cell(name), cell(pm(accuracy, stderr), numeric=True)]
@@ -325,7 +307,9 @@ def _plots_section(
             sub.blocks.append(Note(MISSING, missing=True))
         else:
             sub.blocks.append(Figure(name, title, data, captions[name]))
-        if name == "privacy_scores" and inputs.privacy_scores:
+        if name == "privacy_scores" and inputs.privacy_scores and top_k == 0:
+            sub.blocks.append(Note("Most exposed sample ids: not listed (report.most_exposed = 0)."))
+        elif name == "privacy_scores" and inputs.privacy_scores:
             rows = []
             for defender, top in most_exposed(inputs.privacy_scores, top_k).items():
                 summary = risk_summary(inputs.privacy_scores[defender])
@@ -451,13 +435,12 @@ def build_document(
     Args:
         inputs: the report inputs.
         pngs: rendered figures by name (``None`` or absent: "not computed").
-        most_exposed: how many of the most exposed sample ids to list per defender.
+        most_exposed: how many of the most exposed sample ids to list per defender (0: none).
 
     Raises:
-        ValueError: ``most_exposed`` is below 1.
+        ValueError: ``most_exposed`` is not an integer >= 0.
     """
-    if isinstance(most_exposed, bool) or not isinstance(most_exposed, int) or most_exposed < 1:
-        raise ValueError(f"most_exposed must be an integer >= 1, got {most_exposed!r}")
+    check_most_exposed(most_exposed)
     return [
         _verdict_section(inputs),
         _claims_section(inputs),

@@ -10,10 +10,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from privaudit.report.inputs import strongest_attacker
+from privaudit.metrics_files import AuditEntry, LtuEntry
 
 __all__ = [
     "CORRECTION_NAMES",
+    "check_most_exposed",
     "curve_stat",
     "epsilon_series",
     "exposed_label",
@@ -59,39 +60,28 @@ def unique_names(names: Sequence[str]) -> dict[str, str]:
     return out
 
 
-def privacy_utility_table(ltu: Mapping[str, Any]) -> pd.DataFrame:
+def privacy_utility_table(ltu: Mapping[str, LtuEntry]) -> pd.DataFrame:
     """Tidy table of LTU results: one row per defender and attacker.
 
     Columns: defender, attacker, strongest, accuracy, rounds, privacy, privacy_stderr,
     utility, utility_stderr. Utility is a property of the defender model, so it is the
-    same on every attacker row of a defender.
+    same on every attacker row of a defender (an attacker's own value where it has one).
     """
     rows: list[dict[str, Any]] = []
     for defender, entry in ltu.items():
-        if not isinstance(entry, Mapping):
-            continue
-        strongest = strongest_attacker(entry)
-        attackers = entry.get("attackers") if isinstance(entry.get("attackers"), Mapping) else {}
-        per_attacker: dict[str, Mapping[str, Any]] = {}
-        if "privacy" in entry:
-            per_attacker[strongest or "strongest"] = entry
-        for name, sub in (attackers or {}).items():
-            if isinstance(sub, Mapping) and str(name) not in per_attacker:
-                per_attacker[str(name)] = sub
-        for attacker, sub in per_attacker.items():
+        strongest = entry.strongest_attacker()
+        for attacker, sub in entry.per_attacker().items():
             rows.append(
                 {
                     "defender": str(defender),
                     "attacker": attacker,
                     "strongest": attacker == strongest,
-                    "accuracy": finite(sub.get("accuracy")),
-                    "rounds": finite(sub.get("rounds", entry.get("rounds"))),
-                    "privacy": finite(sub.get("privacy")),
-                    "privacy_stderr": finite(sub.get("privacy_stderr")),
-                    "utility": finite(sub.get("utility", entry.get("utility"))),
-                    "utility_stderr": finite(
-                        sub.get("utility_stderr", entry.get("utility_stderr"))
-                    ),
+                    "accuracy": finite(sub.accuracy),
+                    "rounds": finite(_either(sub.rounds, entry.rounds)),
+                    "privacy": finite(sub.privacy),
+                    "privacy_stderr": finite(sub.privacy_stderr),
+                    "utility": finite(_either(sub.utility, entry.utility)),
+                    "utility_stderr": finite(_either(sub.utility_stderr, entry.utility_stderr)),
                 }
             )
     columns = [
@@ -108,10 +98,15 @@ def privacy_utility_table(ltu: Mapping[str, Any]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=columns)
 
 
+def _either(own: float | None, defender: float | None) -> float | None:
+    """An attacker's own value, else the defender's."""
+    return own if own is not None else defender
+
+
 def epsilon_series(
     defender: str,
     frames: Mapping[str, pd.DataFrame] | None,
-    audit: Mapping[str, Any],
+    audit: Mapping[str, AuditEntry],
 ) -> pd.DataFrame | None:
     """ε̂ vs trials for one defender: the given table, else the single point of audit.json."""
     if frames and defender in frames:
@@ -124,11 +119,11 @@ def epsilon_series(
             .reset_index(drop=True)
         )
     entry = audit.get(defender)
-    lidp = entry.get("lidp") if isinstance(entry, Mapping) else None
-    if not isinstance(lidp, Mapping):
+    lidp = entry.lidp if entry is not None else None
+    if lidp is None:
         return None
-    trials = finite(lidp.get("trials"))
-    k1, ksqrt = finite(lidp.get("eps_lower_bound_k1")), finite(lidp.get("eps_lower_bound"))
+    trials = finite(lidp.trials)
+    k1, ksqrt = finite(lidp.eps_lower_bound_k1), finite(lidp.eps_lower_bound)
     if trials is None or (k1 is None and ksqrt is None):
         return None
     return pd.DataFrame({"trials": [trials], "eps_k1": [k1], "eps_ksqrt": [ksqrt]}, dtype=float)
@@ -152,10 +147,17 @@ def _flag_mask(frame: pd.DataFrame) -> pd.Series:
     return flagged & (frame["role"].astype(str) == "defender")
 
 
+def check_most_exposed(k: object) -> None:
+    """Raise ``ValueError`` unless ``k`` (``report.most_exposed``) is an integer >= 0 (0: list none)."""
+    if isinstance(k, bool) or not isinstance(k, int) or k < 0:
+        raise ValueError(f"most_exposed must be an integer >= 0 (0: list no sample ids), got {k!r}")
+
+
 def most_exposed(
     privacy_scores: Mapping[str, pd.DataFrame] | None, k: int = 10
 ) -> dict[str, pd.DataFrame]:
-    """The most exposed samples per defender, at most ``k`` (columns rank, id, role, score, ...).
+    """The most exposed samples per defender, at most ``k`` (columns rank, id, role, score, ...);
+    ``k = 0`` gives empty tables.
 
     With per-sample risk columns (:func:`has_risk`): only the **Defender** samples whose leakage
     is significant after the multiplicity correction (``flagged``), smallest p-value first (ties:
@@ -166,8 +168,7 @@ def most_exposed(
 
     Only ids, roles and scores are returned, never sample contents.
     """
-    if k < 1:
-        raise ValueError(f"k must be >= 1, got {k}")
+    check_most_exposed(k)
     out: dict[str, pd.DataFrame] = {}
     for defender, frame in (privacy_scores or {}).items():
         if has_risk(frame):

@@ -1,0 +1,114 @@
+"""What the ``report`` stage does: read the metrics once, evaluate the gate, write the report and the gate.
+
+:func:`run_report` is the whole stage (``stages/report.py`` only parses its arguments). Order:
+
+1. fail early if ``metrics/gate.json`` or ``reports/`` cannot be written;
+2. read ``metrics/ltu.json``, ``audit.json``, ``bounds.json`` into typed entries, each checked
+   against its GX contract (:func:`privaudit.metrics_files.read_metrics` with ``contract=True``);
+3. evaluate the release gate and check its result against the ``gate`` contract, before anything
+   is written;
+4. load the optional report tables (per-sample scores and ROC curves of the ``ltu`` stage, LiDP ε̂
+   vs trials, the Table 1 reproductions of ``report.table1``) and the provenance manifest;
+5. write ``audit.html``, ``audit.md`` and ``plots/`` (each replaced atomically);
+6. write ``metrics/gate.json`` last, with its provenance stamp (``privaudit verdict`` checks it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from privaudit.artifacts import ensure_writable, read_json, write_json
+from privaudit.config import Params
+from privaudit.metrics_files import GateResult, read_metrics
+from privaudit.provenance import build_manifest, provenance_stamp
+from privaudit.report.gate import evaluate_gate
+from privaudit.report.inputs import EPSILON_TRIALS_COLUMNS, ReportInputs
+from privaudit.report.render import build_report
+
+__all__ = ["ReportPaths", "read_epsilon_curves", "read_ltu_tables", "read_table1", "run_report", "write_gate"]
+
+#: the upstream data folders whose hashes the provenance manifest records
+MANIFEST_DATA: dict[str, Path] = {
+    "source": Path("data/source"), "split": Path("data/split"), "features": Path("data/features")}
+
+
+@dataclass(frozen=True)
+class ReportPaths:
+    """Inputs and outputs of the report stage (the defaults are the pipeline's paths)."""
+
+    ltu: Path = Path("metrics/ltu.json")
+    audit: Path = Path("metrics/audit.json")
+    bounds: Path = Path("metrics/bounds.json")
+    ltu_scores: Path = Path("data/ltu")  # <defender>.scores.parquet and <defender>.roc.json
+    curves: Path = Path("data/audit/epsilon_vs_trials")  # <defender>.csv (trials, eps_k1, eps_ksqrt)
+    gate: Path = Path("metrics/gate.json")
+    out: Path = Path("reports")
+    repo: Path = Path(".")
+
+
+def read_ltu_tables(folder: Path, defenders: Iterable[str]) -> tuple[dict[str, pd.DataFrame], dict[str, Any]]:
+    """The ``ltu`` stage's per-sample scores and ROC curves of each defender that has them:
+    ``(scores, roc)``; a defender without a file is left out, as is an empty ROC file."""
+    scores: dict[str, pd.DataFrame] = {}
+    roc: dict[str, Any] = {}
+    for name in defenders:
+        if (path := folder / f"{name}.scores.parquet").is_file():
+            scores[name] = pd.read_parquet(path)
+        if (path := folder / f"{name}.roc.json").is_file() and (curves := read_json(path)):
+            roc[name] = curves
+    return scores, roc
+
+
+def read_epsilon_curves(folder: Path, defenders: Iterable[str]) -> dict[str, pd.DataFrame]:
+    """LiDP ε̂ vs trials (``<defender>.csv``) of each defender that has one."""
+    return {name: pd.read_csv(folder / f"{name}.csv")[list(EPSILON_TRIALS_COLUMNS)]
+            for name in defenders if (folder / f"{name}.csv").is_file()}
+
+
+def read_table1(paths: Iterable[str]) -> dict[str, pd.DataFrame]:
+    """The Table 1 reproductions of ``report.table1``, keyed by data set (``table1_<name>.csv``).
+
+    Raises:
+        FileNotFoundError: a listed file does not exist (the message says how to make it or drop it).
+    """
+    tables = {}
+    for entry in paths:
+        path = Path(entry)
+        if not path.is_file():
+            raise FileNotFoundError(f"report.table1: {path} not found (run benchmarks/ltu_table1.py or set it to null)")
+        tables[path.stem.removeprefix("table1_")] = pd.read_csv(path)
+    return tables
+
+
+def write_gate(path: Path, gate: GateResult, provenance: dict[str, Any]) -> None:
+    """Write ``metrics/gate.json``: the verdict with the provenance it was computed from."""
+    write_json(path, {**gate.to_json(), "provenance": provenance})
+
+
+def run_report(paths: ReportPaths, params: Params) -> GateResult:
+    """Evaluate the release gate and write the self-contained audit report (see the module doc).
+
+    Returns:
+        The gate's verdict (as written to ``paths.gate``, without the provenance stamp).
+    """
+    from privaudit.validation import validate_metrics
+
+    ensure_writable(paths.gate, paths.out / "audit.html")
+    metrics = read_metrics(paths.ltu, paths.audit, paths.bounds, contract=True)
+    gate = evaluate_gate(metrics, params.gate)
+    validate_metrics("gate", gate.to_json())  # the output, before anything is written
+    scores, roc = read_ltu_tables(paths.ltu_scores, metrics.ltu)
+    curves = read_epsilon_curves(paths.curves, metrics.audit)
+    table1 = read_table1(params.report.table1 or [])
+    manifest = build_manifest(paths.repo, params.model_dump(mode="json"), params.base.seed, MANIFEST_DATA)
+    inputs = ReportInputs(metrics, gate, manifest, privacy_scores=scores or None, roc=roc or None,
+                          epsilon_vs_trials=curves or None, table1=table1 or None)
+    build_report(inputs, paths.out, title=params.report.title, most_exposed=params.report.most_exposed)
+    # ties the verdict to the inputs/params/dvc.lock it was computed from (privaudit verdict checks it)
+    write_gate(paths.gate, gate, provenance_stamp(paths.repo, "report"))
+    return gate
