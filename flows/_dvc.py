@@ -27,6 +27,7 @@ from typing import Any
 
 import yaml
 
+from privaudit.artifacts import atomic_file
 from privaudit.config import Params, parse_params
 
 DVC_CONCURRENCY_LIMIT = "privaudit-dvc"
@@ -137,9 +138,8 @@ def restored_file(path: Path) -> Iterator[None]:
             if before is None:
                 path.unlink()
             else:
-                tmp = path.with_name(f".{path.name}.restore-{os.getpid()}")
-                tmp.write_bytes(before)
-                os.replace(tmp, path)
+                with atomic_file(path, "wb") as fh:
+                    fh.write(before)
 
 
 @contextmanager

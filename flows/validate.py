@@ -43,7 +43,7 @@ from prefect.deployments import run_deployment
 from prefect.states import Completed, Failed, State
 
 from flows._dvc import resolve_repo
-from privaudit.artifacts import write_json
+from privaudit.artifacts import read_json, write_json
 from privaudit.data.sources import DataSourceError, SourceData, load_source
 from privaudit.validation import ValidationFailed, validate_source
 
@@ -104,9 +104,9 @@ def read_state(state_file: Path) -> dict[str, Any]:
     if not state_file.is_file():
         return {}
     try:
-        state = json.loads(state_file.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"state file {state_file} is not valid JSON ({exc}); delete it to start over") from exc
+        state = read_json(state_file)
+    except ValueError as exc:
+        raise ValueError(f"state file {state_file}: {exc}; delete it to start over") from exc
     if not isinstance(state, dict):
         raise ValueError(f"state file {state_file} must hold a JSON object, got {type(state).__name__}")
     return state

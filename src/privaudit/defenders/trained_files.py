@@ -11,7 +11,6 @@ checked first: :func:`privaudit.validation.model_files.check_model_file`).
 from __future__ import annotations
 
 import decimal
-import json
 import math
 from pathlib import Path
 from typing import Any
@@ -19,7 +18,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from privaudit.artifacts import dumps_json
+from privaudit.artifacts import dumps_json, read_json
 from privaudit.defenders.base import Defender, cross_entropy
 from privaudit.defenders.registry import make_defender
 from privaudit.defenders.specs import DefenderSpecBase, PythonSpec
@@ -111,7 +110,7 @@ def read_defender_outputs(defender_dir: Path) -> tuple[pd.DataFrame, dict[str, A
     out_path = defender_dir / OUTPUTS_FILE
     if not info_path.is_file() or not out_path.is_file():
         raise FileNotFoundError(f"{defender_dir} lacks {INFO_FILE} or {OUTPUTS_FILE}; run the defenders stage")
-    return pd.read_parquet(out_path), json.loads(info_path.read_text())
+    return pd.read_parquet(out_path), read_json(info_path)
 
 
 def load_trained_defender(defender_dir: Path, spec: DefenderSpecBase, n_classes: int,
@@ -124,7 +123,7 @@ def load_trained_defender(defender_dir: Path, spec: DefenderSpecBase, n_classes:
     Raises:
         privaudit.validation.ModelFileError: the file is not a safe model file (names it).
     """
-    info = json.loads((defender_dir / INFO_FILE).read_text())
+    info = read_json(defender_dir / INFO_FILE)
     path = defender_dir / info["model_file"]
     check_model_file(path, spec.trusted_types if isinstance(spec, PythonSpec) else ())
     return make_defender(spec, n_classes=n_classes, device=device).load(path)

@@ -7,7 +7,6 @@
 
 from __future__ import annotations
 
-import json
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,6 +14,8 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+
+from privaudit.artifacts import read_json
 
 __all__ = ["FeatureSet", "align_features", "load_feature_set", "read_feature_files"]
 
@@ -91,10 +92,7 @@ def read_feature_files(features_dir: Path, split_dir: Path) -> tuple[np.ndarray,
         membership = pd.read_parquet(spath)
     except Exception as err:  # pyarrow raises several types for a truncated/corrupt file
         raise ValueError(f"{spath} is truncated or corrupt: {err}") from None
-    try:
-        meta = json.loads(mpath.read_text())
-    except json.JSONDecodeError as err:
-        raise ValueError(f"{mpath} is not valid JSON ({err.msg}); the file is corrupt") from None
+    meta = read_json(mpath)
     return X, ids, meta, membership
 
 
