@@ -27,6 +27,7 @@ import numpy as np
 import torch
 
 from privaudit.lidp_audit import lidp_audit
+from privaudit.canaries.plan import CanaryPlan
 from privaudit.canaries.runner import run_trials
 from privaudit.config import parse_params
 from privaudit.features.feature_set import FeatureSet
@@ -67,7 +68,7 @@ def eps_hat(fs: FeatureSet, eps: float, n: int, k: int, canary: str, epochs: int
         "compute": {"block_trials": 64},
     })
     t0 = time.perf_counter()
-    out = run_trials(p, fs, "dp", "lidp", 0, n, "cpu")
+    out = run_trials(CanaryPlan.of(p), fs, "dp", "lidp", 0, n, "cpu")
     dt = time.perf_counter() - t0
     order = 2 if k > 1 else 1
     res, _ = lidp_audit(out["loss_in"], out["loss_null"], delta=1e-5, beta=0.05, order=order, method="wilson",

@@ -39,22 +39,23 @@ from prefect_dask import DaskTaskRunner
 from flows._dvc import exclusive_pipeline, resolve_repo, run_dvc
 from flows.audit import GateFailed, defender_rows, gate_failure_message, publish_artifacts, read_gate, read_metrics
 from privaudit.canaries.shards import DEFAULT_SHARD_ROOT, Shard, missing_shards, run_shard, save_shard
+from privaudit.canaries.plan import CanaryPlan
 from privaudit.config import Params, load_params
 from privaudit.features.feature_set import FeatureSet, load_feature_set
 
 
 @task(name="run-shard", cache_policy=NO_CACHE)
-def compute_shard(params: Params, fs: FeatureSet, shard: Shard, device: str | None) -> dict[str, np.ndarray]:
+def compute_shard(plan: CanaryPlan, fs: FeatureSet, shard: Shard, device: str | None) -> dict[str, np.ndarray]:
     """One shard's raw canary statistics on a Dask worker (compute: no retries)."""
     from privaudit.features import resolve_device
 
-    return run_shard(params, fs, shard, device or resolve_device(params.base.device))
+    return run_shard(plan, fs, shard, device or resolve_device(plan.device))
 
 
 @task(name="save-shard", cache_policy=NO_CACHE, retries=2, retry_delay_seconds=2)
-def store_shard(root: Path, params: Params, shard: Shard, arrays: dict[str, np.ndarray]) -> str:
+def store_shard(root: Path, plan: CanaryPlan, shard: Shard, arrays: dict[str, np.ndarray]) -> str:
     """Write one finished shard atomically on the flow's machine (I/O: retried)."""
-    return str(save_shard(root, params, shard, arrays))
+    return str(save_shard(root, plan, shard, arrays))
 
 
 def make_task_runner(address: str | None, n_workers: int, processes: bool) -> DaskTaskRunner:
@@ -76,8 +77,9 @@ def shards_flow(repo: str, shards: list[Shard], device: str | None = None) -> li
     params = load_params(root / "params.yaml")
     fs = load_feature_set(root / "data" / "features", root / "data" / "split")
     store = root / DEFAULT_SHARD_ROOT
-    futures = [compute_shard.submit(params, fs, shard, device) for shard in shards]
-    return [store_shard(store, params, shard, future.result()) for shard, future in zip(shards, futures)]
+    plan = CanaryPlan.of(params)
+    futures = [compute_shard.submit(plan, fs, shard, device) for shard in shards]
+    return [store_shard(store, plan, shard, future.result()) for shard, future in zip(shards, futures)]
 
 
 def scheduler_address(dask_address: str | None, params: Params) -> str | None:
@@ -117,7 +119,7 @@ def canary_trials_flow(
     with exclusive_pipeline(root, timeout_s):
         run_dvc(root, ["repro", "featurize", "split"], timeout_s)
         fs = load_feature_set(root / "data" / "features", root / "data" / "split")
-        todo = missing_shards(store, params, fs)
+        todo = missing_shards(store, CanaryPlan.of(params), fs)
         address = scheduler_address(dask_address, params)
         logger.info("%d shard(s) to compute on %s", len(todo), address or f"a LocalCluster of {n_workers} worker(s)")
         saved = []

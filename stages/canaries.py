@@ -15,6 +15,7 @@ from tqdm import tqdm
 
 from privaudit.artifacts import atomic_dir, ensure_writable
 from privaudit.canaries.assembly import canary_meta, summary_line, write_defender_outputs
+from privaudit.canaries.plan import CanaryPlan
 from privaudit.canaries.runner import check_canary_setup
 from privaudit.canaries.shards import (DEFAULT_SHARD_ROOT, inputs_fingerprint, missing_shards, plan_shards,
                                        prune_shards, run_missing_shards)
@@ -35,22 +36,21 @@ def _args(p: argparse.ArgumentParser) -> None:
 def _body(args: argparse.Namespace, params: Params) -> None:
     """Train the canary-augmented models of Game 3 and of the LiDP trials (resumable shards)."""
     ensure_writable(args.out)
-    fs = load_feature_set(args.features, args.split)
-    check_canary_setup(params, fs)
-    todo, plan = missing_shards(args.shards, params, fs), plan_shards(params)
+    fs, plan = load_feature_set(args.features, args.split), CanaryPlan.of(params)
+    check_canary_setup(plan, fs)
+    todo, shards = missing_shards(args.shards, plan, fs), plan_shards(plan)
     where = "locally" if params.compute.scheduler == "local" else "on " + params.compute.scheduler
-    print(f"canaries: {len(plan) - len(todo)} of {len(plan)} shards already finished; running {len(todo)} ({where})")
+    print(f"canaries: {len(shards) - len(todo)} of {len(shards)} shards already finished; running {len(todo)} ({where})")
     with tqdm(total=sum(s.stop - s.start for s in todo), unit="trial", desc="canaries",
               disable=not progress_enabled()) as bar:
-        run_missing_shards(args.shards, params, fs, todo, resolve_device(params.base.device), bar.update)
-    fp, n_game3 = inputs_fingerprint(fs), game3_canaries(params, int(fs.is_defender.sum()))
-    meta = canary_meta(params, fs.n_classes, n_game3, fp)
+        run_missing_shards(args.shards, plan, fs, todo, resolve_device(params.base.device), bar.update)
+    fp, n_game3 = inputs_fingerprint(fs), game3_canaries(plan, int(fs.is_defender.sum()))
+    meta = canary_meta(plan, fs.n_classes, n_game3, fp)
     with atomic_dir(args.out) as tmp:
-        for name in (spec.name for spec in params.audited_defenders()):
-            write_defender_outputs(tmp, args.shards, params, plan, name, meta, fp)
-            print(summary_line(params, name, fs.n_classes, n_game3))
-    removed = prune_shards(args.shards, params) if params.compute.prune_shards else []
-    if removed:
+        for name in (spec.name for spec in plan.defenders):
+            write_defender_outputs(tmp, args.shards, plan, shards, name, meta, fp)
+            print(summary_line(plan, name, fs.n_classes, n_game3))
+    if removed := (prune_shards(args.shards, plan) if params.compute.prune_shards else []):
         print(f"canaries: pruned {len(removed)} shard director{'y' if len(removed) == 1 else 'ies'} of other "
               f"params/code under {args.shards} (compute.prune_shards: false keeps them)")
 

@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from privaudit.artifacts import atomic_dir, ensure_writable
+from privaudit.canaries.plan import CanaryPlan
 from privaudit.canaries.sizes import check_canary_sizes, game3_canaries
 from privaudit.config import Params
 from privaudit.data.sources import read_source
@@ -43,11 +44,12 @@ def _body(args: argparse.Namespace, params: Params) -> None:
     n_res = len(membership) - n_def
     # the feature dimension is known here only when featurize keeps the inputs (identity backbone)
     d = int(np.prod(data.X.shape[1:])) if params.featurize.backbone == "identity" else None
-    check_canary_sizes(params, n_def, n_res, d)  # before any training: messages name the params key
+    canaries = CanaryPlan.of(params)
+    check_canary_sizes(canaries, n_def, n_res, d)  # before any training: messages name the params key
     with atomic_dir(args.out) as tmp:
         membership.to_parquet(tmp / MEMBERSHIP_FILE, index=False)
     print(f"split: {n_def} Defender / {n_res} Reserved samples → {args.out}; "
-          f"Game 3 with {game3_canaries(params, n_def)} canaries (game3.canaries: {params.game3.canaries})")
+          f"Game 3 with {game3_canaries(canaries, n_def)} canaries (game3.canaries: {params.game3.canaries})")
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from sklearn.datasets import load_digits
 
+from privaudit.canaries.plan import CanaryPlan
 from privaudit.config import parse_params
 from privaudit.features.feature_set import FeatureSet
 
@@ -20,13 +21,14 @@ def digits_features(n: int | None = None, seed: int = 0) -> FeatureSet:
     return FeatureSet(X=X, y=y, ids=np.array([f"s{i}" for i in idx]), is_defender=is_def, n_classes=10)
 
 
-def make_params(defenders: list[dict], **blocks: dict):  # type: ignore[no-untyped-def]
+def make_params(defenders: list[dict], **blocks: dict) -> CanaryPlan:
+    """The canary plan of a small params set (``blocks`` merged into the defaults below)."""
     raw = {"base": {"seed": 11, "device": "cpu"}, "defenders": defenders,
            "game3": {"canaries": 30, "tau_steps": 4}, "lidp": {"trials": 8, "tau_quantiles": 4},
            "compute": {"block_trials": 4, "shard_trials": 4}}
     for k, v in blocks.items():
         raw[k] = {**raw.get(k, {}), **v}
-    return parse_params(raw)
+    return CanaryPlan.of(parse_params(raw))
 
 
 @pytest.fixture(scope="session")

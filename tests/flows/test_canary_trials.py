@@ -13,6 +13,7 @@ import yaml
 import flows.canary_trials as ct
 from flows.audit import GateFailed
 from flows.canary_trials import canary_trials_flow, make_task_runner, scheduler_address
+from privaudit.canaries.plan import CanaryPlan
 from privaudit.canaries.shards import DEFAULT_SHARD_ROOT, plan_shards, shard_dir
 from privaudit.config import load_params, parse_params
 
@@ -55,7 +56,7 @@ def test_shards_on_an_existing_dask_cluster_match_the_stage(micro_workspace: Pat
     from distributed import LocalCluster
 
     ws = micro_workspace
-    params = load_params(ws / "params.yaml")
+    params = CanaryPlan.of(load_params(ws / "params.yaml"))
     store = shard_dir(ws / DEFAULT_SHARD_ROOT, params)
     before = _arrays(store)
     assert len(before) == len(plan_shards(params)) >= 3  # game3 + 2 lidp shards of 2 trials

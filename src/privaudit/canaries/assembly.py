@@ -15,7 +15,7 @@ import numpy as np
 
 from privaudit.artifacts import write_json
 from privaudit.canaries.shards import Shard, load_shard
-from privaudit.config import Params
+from privaudit.canaries.plan import CanaryPlan
 from privaudit.validation import validate_canary_stats
 
 __all__ = ["assemble_experiment", "canary_meta", "canary_statistic", "summary_line", "write_defender_outputs"]
@@ -31,9 +31,9 @@ def canary_statistic(canary_type: str, gradient_reference: int) -> str:
     return "inner product <c, theta_T - theta_0>"
 
 
-def canary_meta(params: Params, n_classes: int, n_game3: int, fingerprint: str) -> dict[str, Any]:
+def canary_meta(plan: CanaryPlan, n_classes: int, n_game3: int, fingerprint: str) -> dict[str, Any]:
     """``meta.json`` of every audited defender: the Game-3 and LiDP designs that ran, and the inputs' fingerprint."""
-    g, lp = params.game3, params.lidp
+    g, lp = plan.game3, plan.lidp
     return {"game3": {"canaries": n_game3, "canaries_setting": g.canaries, "runs": g.runs, "n_classes": n_classes,
                       "game": "label_flip" if n_classes == 2 else "two_wrong_labels"},
             "lidp": {"trials": lp.trials, "canaries": lp.k_canaries(), "null_canaries": lp.m_null(),
@@ -42,9 +42,9 @@ def canary_meta(params: Params, n_classes: int, n_game3: int, fingerprint: str) 
             "inputs_fingerprint": fingerprint}
 
 
-def summary_line(params: Params, name: str, n_classes: int, n_game3: int) -> str:
-    lp = params.lidp
-    return (f"canaries: {name}: Game 3 with {params.game3.runs} x {n_game3} canaries"
+def summary_line(plan: CanaryPlan, name: str, n_classes: int, n_game3: int) -> str:
+    lp = plan.lidp
+    return (f"canaries: {name}: Game 3 with {plan.game3.runs} x {n_game3} canaries"
             f"{' (label flip, C = 2)' if n_classes == 2 else ''}; {lp.trials} LiDP trials ({lp.neighbourhood}, "
             f"{lp.canary_type}) with K={lp.k_canaries()}, m={lp.m_null()}")
 
@@ -74,14 +74,14 @@ def assemble_experiment(shards: list[dict[str, np.ndarray]], experiment: str, *,
     return arrays
 
 
-def write_defender_outputs(out: Path, shard_root: Path, params: Params, plan: list[Shard], name: str,
+def write_defender_outputs(out: Path, shard_root: Path, plan: CanaryPlan, shards_planned: list[Shard], name: str,
                            meta: dict[str, Any], fingerprint: str) -> None:
-    """``out/<name>/{game3,lidp}.npz`` from the finished shards of ``plan``, and ``meta.json``."""
+    """``out/<name>/{game3,lidp}.npz`` from the finished shards of ``shards_planned``, and ``meta.json``."""
     (out / name).mkdir()
     for exp in ("game3", "lidp"):
-        shards = [load_shard(shard_root, params, s) for s in plan if s.defender == name and s.experiment == exp]
+        shards = [load_shard(shard_root, plan, s) for s in shards_planned if s.defender == name and s.experiment == exp]
         if any(str(a["inputs_fingerprint"]) != fingerprint for a in shards):
             raise ValueError(f"a shard of {name}/{exp} under {shard_root} was computed on other inputs")
-        arrays = assemble_experiment(shards, exp, canary_type=params.lidp.canary_type, game3_runs=params.game3.runs)
+        arrays = assemble_experiment(shards, exp, canary_type=plan.lidp.canary_type, game3_runs=plan.game3.runs)
         np.savez(out / name / f"{exp}.npz", **arrays)
     write_json(out / name / "meta.json", meta)

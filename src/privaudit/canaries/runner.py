@@ -30,19 +30,19 @@ from privaudit.canaries.designs import (
 )
 from privaudit.canaries.sequential_runs import game3_sequential, lidp_trial_sequential
 from privaudit.canaries.sizes import check_canary_sizes, game3_canaries
-from privaudit.config import Params
+from privaudit.canaries.plan import CanaryPlan
 from privaudit.features.feature_set import FeatureSet
 from privaudit.seeding import int_seed, rng_for
 from privaudit.train import HeadRecipe, recipe_from_spec
 from privaudit.train.heads import layer_sizes
 
 
-def defender_recipe(params: Params, fs: FeatureSet, name: str) -> HeadRecipe | None:
+def defender_recipe(plan: CanaryPlan, fs: FeatureSet, name: str) -> HeadRecipe | None:
     """The batched recipe of defender ``name`` calibrated for the Defender-set size, or None."""
-    return recipe_from_spec(params.defender(name), int(fs.is_defender.sum()), fs.n_classes)
+    return recipe_from_spec(plan.defender(name), int(fs.is_defender.sum()), fs.n_classes)
 
 
-def check_canary_setup(params: Params, fs: FeatureSet) -> None:
+def check_canary_setup(plan: CanaryPlan, fs: FeatureSet) -> None:
     """Validate the canary experiments before any training (errors name the params key).
 
     The size checks (:func:`privaudit.canaries.sizes.check_canary_sizes`) already ran in the split
@@ -52,10 +52,10 @@ def check_canary_setup(params: Params, fs: FeatureSet) -> None:
     n_def = int(fs.is_defender.sum())
     if fs.n_classes < 2:
         raise ValueError(f"the canary audits need >= 2 classes, data set has {fs.n_classes}")
-    check_canary_sizes(params, n_def, int((~fs.is_defender).sum()), int(fs.X.shape[1]))
-    lp = params.lidp
-    for spec in params.audited_defenders():
-        if lp.canary_type in BATCHED_ONLY and defender_recipe(params, fs, spec.name) is None:
+    check_canary_sizes(plan, n_def, int((~fs.is_defender).sum()), int(fs.X.shape[1]))
+    lp = plan.lidp
+    for spec in plan.defenders:
+        if lp.canary_type in BATCHED_ONLY and defender_recipe(plan, fs, spec.name) is None:
             raise ValueError(
                 f"lidp.canary_type: {lp.canary_type} needs a batched torch head (kind torch_mlp or dp_sgd); "
                 f"defender {spec.name!r} has kind {spec.kind!r} — use lidp.canary_type: mislabel or "
@@ -63,9 +63,9 @@ def check_canary_setup(params: Params, fs: FeatureSet) -> None:
             )
 
 
-def _lidp_draws(params: Params, fs: FeatureSet, name: str, recipe: HeadRecipe | None, trials: range,
+def _lidp_draws(plan: CanaryPlan, fs: FeatureSet, name: str, recipe: HeadRecipe | None, trials: range,
                 device: str) -> list[CanaryDraw]:
-    lp, seed = params.lidp, params.base.seed
+    lp, seed = plan.lidp, plan.seed
     count = lp.k_canaries() + lp.m_null()
     rngs = [rng_for(seed, "canaries", "lidp", name, t) for t in trials]
     if lp.canary_type == "mislabel":
@@ -85,19 +85,19 @@ def _lidp_draws(params: Params, fs: FeatureSet, name: str, recipe: HeadRecipe | 
     return [draw_random_gradient(n_params, radius, count, r) for r in rngs]
 
 
-def run_trials(params: Params, fs: FeatureSet, name: str, experiment: str, start: int, stop: int,
+def run_trials(plan: CanaryPlan, fs: FeatureSet, name: str, experiment: str, start: int, stop: int,
                device: str) -> dict[str, np.ndarray]:
     """Raw statistics of trials ``[start, stop)`` (see :func:`privaudit.canaries.shards.run_shard`)."""
-    block = int(params.compute.block_trials)
-    total = int(params.game3.runs) if experiment == "game3" else int(params.lidp.trials)
+    block = int(plan.compute.block_trials)
+    total = int(plan.game3.runs) if experiment == "game3" else int(plan.lidp.trials)
     if not (0 <= start < stop <= total) or start % block:
         raise ValueError(f"trial range [{start}, {stop}) of {experiment} must lie in [0, {total}) and start "
                          f"on a block boundary (compute.block_trials={block})")
-    recipe = defender_recipe(params, fs, name)
-    spec, seed = params.defender(name), params.base.seed
+    recipe = defender_recipe(plan, fs, name)
+    spec, seed = plan.defender(name), plan.seed
     blocks = [range(b, min(b + block, stop)) for b in range(start, stop, block)]
     if experiment == "game3":
-        n_canaries = game3_canaries(params, int(fs.is_defender.sum()))
+        n_canaries = game3_canaries(plan, int(fs.is_defender.sum()))
         draws = [game3_draw(fs, n_canaries, rng_for(seed, "canaries", "game3", name, r))
                  for r in range(start, stop)]
         if recipe is not None:
@@ -106,15 +106,15 @@ def run_trials(params: Params, fs: FeatureSet, name: str, experiment: str, start
                             int_seed(seed, "canaries", "game3", name, "block", b.start // block), device)
                 for b in blocks])
         else:
-            proba = np.stack(_parallel(params, [
+            proba = np.stack(_parallel(plan, [
                 (game3_sequential, (spec, fs, d, int_seed(seed, "canaries", "game3", name, "fit", r), device))
                 for r, d in zip(range(start, stop), draws)]))
         out: dict[str, Any] = {k: np.stack([d[k] for d in draws]) for k in draws[0]}
         out["proba"] = proba
         return out
-    lp = params.lidp
+    lp = plan.lidp
     k, m = lp.k_canaries(), lp.m_null()
-    draws_all = _lidp_draws(params, fs, name, recipe, range(start, stop), device)
+    draws_all = _lidp_draws(plan, fs, name, recipe, range(start, stop), device)
     if recipe is not None:
         reference = None
         if lp.canary_type == "random_gradient" and lp.gradient_reference:
@@ -126,17 +126,17 @@ def run_trials(params: Params, fs: FeatureSet, name: str, experiment: str, start
                             reference)
                  for b in blocks]
         return {"loss_in": np.concatenate([p[0] for p in parts]), "loss_null": np.concatenate([p[1] for p in parts])}
-    res = _parallel(params, [
+    res = _parallel(plan, [
         (lidp_trial_sequential, (spec, fs, d, k, m, lp.neighbourhood,
                                  rng_for(seed, "canaries", "lidp", name, t, "fit"), device))
         for t, d in zip(range(start, stop), draws_all)])
     return {"loss_in": np.stack([r[0] for r in res]), "loss_null": np.stack([r[1] for r in res])}
 
 
-def _parallel(params: Params, jobs: list[tuple[Any, tuple[Any, ...]]]) -> list[Any]:
+def _parallel(plan: CanaryPlan, jobs: list[tuple[Any, tuple[Any, ...]]]) -> list[Any]:
     """Run sequential fits, in joblib worker processes when ``compute.n_jobs`` > 1."""
-    if params.compute.n_jobs <= 1 or len(jobs) < 2:
+    if plan.compute.n_jobs <= 1 or len(jobs) < 2:
         return [fn(*args) for fn, args in jobs]
     from joblib import Parallel, delayed
 
-    return list(Parallel(n_jobs=params.compute.n_jobs)(delayed(fn)(*args) for fn, args in jobs))
+    return list(Parallel(n_jobs=plan.compute.n_jobs)(delayed(fn)(*args) for fn, args in jobs))

@@ -44,7 +44,7 @@ from typing import Literal
 import numpy as np
 
 from privaudit.artifacts import atomic_file
-from privaudit.config import Params
+from privaudit.canaries.plan import CanaryPlan
 from privaudit.features.feature_set import FeatureSet
 
 DEFAULT_SHARD_ROOT = Path("data/.shards/canaries")
@@ -67,29 +67,29 @@ class Shard:
         return f"{self.experiment}-{self.start:06d}-{self.stop:06d}.npz"
 
 
-def _block(params: Params) -> int:
-    return int(params.compute.block_trials)
+def _block(plan: CanaryPlan) -> int:
+    return int(plan.compute.block_trials)
 
 
-def _n_trials(params: Params, experiment: Experiment) -> int:
-    return int(params.game3.runs) if experiment == "game3" else int(params.lidp.trials)
+def _n_trials(plan: CanaryPlan, experiment: Experiment) -> int:
+    return int(plan.game3.runs) if experiment == "game3" else int(plan.lidp.trials)
 
 
-def plan_shards(params: Params, shard_size: int | None = None) -> list[Shard]:
+def plan_shards(plan: CanaryPlan, shard_size: int | None = None) -> list[Shard]:
     """All shards of the canary stage, in a fixed order (defenders as in params, game3 then lidp).
 
     ``shard_size`` (default ``compute.shard_trials``) is rounded up to whole blocks of
     ``compute.block_trials`` trials, the unit of randomness.
     """
-    block = _block(params)
-    size = int(shard_size or params.compute.shard_trials)
+    block = _block(plan)
+    size = int(shard_size or plan.compute.shard_trials)
     if size < 1:
         raise ValueError(f"shard_size must be >= 1, got {size}")
     size = -(-size // block) * block
     out = []
-    for spec in params.audited_defenders():
+    for spec in plan.defenders:
         for exp in EXPERIMENTS:
-            n = _n_trials(params, exp)
+            n = _n_trials(plan, exp)
             out += [Shard(spec.name, exp, s, min(n, s + size)) for s in range(0, n, size)]
     return out
 
@@ -120,12 +120,12 @@ def code_fingerprint() -> str:
     return h.hexdigest()[:16]
 
 
-def shard_dir(root: Path, params: Params) -> Path:
-    """Directory of the finished shards for these params under ``root`` (see the module docstring)."""
-    g, lp = params.game3, params.lidp
+def shard_dir(root: Path, plan: CanaryPlan) -> Path:
+    """Directory of the finished shards for this plan under ``root`` (see the module docstring)."""
+    g, lp = plan.game3, plan.lidp
     key = {
-        "format": 1, "code": code_fingerprint(), "seed": params.base.seed, "device": params.base.device,
-        "block_trials": params.compute.block_trials,
+        "format": 1, "code": code_fingerprint(), "seed": plan.seed, "device": plan.device,
+        "block_trials": plan.compute.block_trials,
         "game3": {"canaries": g.canaries, "runs": g.runs},
         "lidp": {"trials": lp.trials, "k": lp.k_canaries(), "m": lp.m_null(), "type": lp.canary_type,
                  "neighbourhood": lp.neighbourhood, "alpha": lp.clipbkd_alpha, "pool": lp.clipbkd_pool,
@@ -134,13 +134,13 @@ def shard_dir(root: Path, params: Params) -> Path:
     return Path(root) / _digest(key)
 
 
-def shard_path(root: Path, params: Params, shard: Shard) -> Path:
+def shard_path(root: Path, plan: CanaryPlan, shard: Shard) -> Path:
     """Where ``shard`` lives: ``shard_dir/<defender>-<spec hash>/<experiment>-<start>-<stop>.npz``."""
-    spec = params.defender(shard.defender)
-    return shard_dir(root, params) / f"{shard.defender}-{_digest(spec.model_dump(mode='json'))[:10]}" / shard.filename
+    spec = plan.defender(shard.defender)
+    return shard_dir(root, plan) / f"{shard.defender}-{_digest(spec.model_dump(mode='json'))[:10]}" / shard.filename
 
 
-def run_shard(params: Params, fs: FeatureSet, shard: Shard, device: str) -> dict[str, np.ndarray]:
+def run_shard(plan: CanaryPlan, fs: FeatureSet, shard: Shard, device: str) -> dict[str, np.ndarray]:
     """Train the models of one shard and return its raw per-canary statistics (pure).
 
     Deterministic from ``base.seed`` (on one device). Keys: game3 — ``canary_index, true_label``
@@ -149,47 +149,47 @@ def run_shard(params: Params, fs: FeatureSet, shard: Shard, device: str) -> dict
     """
     from privaudit.canaries.runner import run_trials
 
-    arrays = run_trials(params, fs, shard.defender, shard.experiment, shard.start, shard.stop, device)
+    arrays = run_trials(plan, fs, shard.defender, shard.experiment, shard.start, shard.stop, device)
     arrays["trial"] = np.arange(shard.start, shard.stop)
     arrays["inputs_fingerprint"] = np.array(inputs_fingerprint(fs))
     return arrays
 
 
-def run_missing_shards(root: Path, params: Params, fs: FeatureSet, todo: Sequence[Shard], device: str,
+def run_missing_shards(root: Path, plan: CanaryPlan, fs: FeatureSet, todo: Sequence[Shard], device: str,
                        progress: Callable[[int], None] = lambda trials: None) -> None:
     """Run the shards ``todo`` and save each as it finishes; ``progress`` gets each shard's trial count.
 
     Locally (``compute.scheduler: local``) one after the other; otherwise on the Dask cluster at
     ``compute.scheduler`` (features scattered once), saved here in the order they finish.
     """
-    if params.compute.scheduler == "local":
+    if plan.compute.scheduler == "local":
         for shard in todo:
-            save_shard(root, params, shard, run_shard(params, fs, shard, device))
+            save_shard(root, plan, shard, run_shard(plan, fs, shard, device))
             progress(shard.stop - shard.start)
         return
     from distributed import Client, as_completed
 
-    with Client(params.compute.scheduler) as client:
+    with Client(plan.compute.scheduler) as client:
         fs_f = client.scatter(fs, broadcast=True)
-        futures = {client.submit(run_shard, params, fs_f, s, device, pure=False): s for s in todo}
+        futures = {client.submit(run_shard, plan, fs_f, s, device, pure=False): s for s in todo}
         for fut in as_completed(futures):
             shard = futures[fut]
-            save_shard(root, params, shard, fut.result())
+            save_shard(root, plan, shard, fut.result())
             progress(shard.stop - shard.start)
 
 
-def save_shard(root: Path, params: Params, shard: Shard, arrays: dict[str, np.ndarray]) -> Path:
+def save_shard(root: Path, plan: CanaryPlan, shard: Shard, arrays: dict[str, np.ndarray]) -> Path:
     """Atomically write one finished shard (temporary file + rename); returns its path."""
-    path = shard_path(root, params, shard)
+    path = shard_path(root, plan, shard)
     path.parent.mkdir(parents=True, exist_ok=True)
     with atomic_file(path, "wb") as fh:
         np.savez(fh, **arrays)
     return path
 
 
-def load_shard(root: Path, params: Params, shard: Shard) -> dict[str, np.ndarray]:
+def load_shard(root: Path, plan: CanaryPlan, shard: Shard) -> dict[str, np.ndarray]:
     """Arrays of a finished shard (raises FileNotFoundError / ValueError naming the file)."""
-    path = shard_path(root, params, shard)
+    path = shard_path(root, plan, shard)
     try:
         with np.load(path, allow_pickle=False) as z:
             return {k: z[k] for k in z.files}
@@ -199,8 +199,8 @@ def load_shard(root: Path, params: Params, shard: Shard) -> dict[str, np.ndarray
         raise ValueError(f"shard {path} is corrupt: {err}") from None
 
 
-def _shard_ok(root: Path, params: Params, shard: Shard, fingerprint: str | None) -> bool:
-    path = shard_path(root, params, shard)
+def _shard_ok(root: Path, plan: CanaryPlan, shard: Shard, fingerprint: str | None) -> bool:
+    path = shard_path(root, plan, shard)
     if not path.is_file():
         return False
     if fingerprint is None:
@@ -212,27 +212,27 @@ def _shard_ok(root: Path, params: Params, shard: Shard, fingerprint: str | None)
         return False
 
 
-def missing_shards(root: Path, params: Params, fs: FeatureSet | None = None) -> list[Shard]:
+def missing_shards(root: Path, plan: CanaryPlan, fs: FeatureSet | None = None) -> list[Shard]:
     """The shards of :func:`plan_shards` without a finished file under :func:`shard_dir`.
 
     With ``fs``, a shard computed on other inputs (features/split) counts as missing too.
     """
     fp = inputs_fingerprint(fs) if fs is not None else None
-    return [s for s in plan_shards(params) if not _shard_ok(root, params, s, fp)]
+    return [s for s in plan_shards(plan) if not _shard_ok(root, plan, s, fp)]
 
 
-def prune_shards(root: Path, params: Params) -> list[Path]:
-    """Delete the stored shards that ``params`` cannot use; returns the removed directories.
+def prune_shards(root: Path, plan: CanaryPlan) -> list[Path]:
+    """Delete the stored shards that ``plan`` cannot use; returns the removed directories.
 
-    Keeps ``shard_dir(root, params)/<defender>-<spec hash>`` of the defenders in ``params`` and
+    Keeps ``shard_dir(root, plan)/<defender>-<spec hash>`` of the defenders in ``plan`` and
     removes every other key directory under ``root`` and every other defender directory under
     the current key. Only directories that look like shard stores (hex key names) are touched.
     """
     root = Path(root)
     if not root.is_dir():
         return []
-    current = shard_dir(root, params)
-    keep = {shard_path(root, params, s).parent.name for s in plan_shards(params)}
+    current = shard_dir(root, plan)
+    keep = {shard_path(root, plan, s).parent.name for s in plan_shards(plan)}
     removed: list[Path] = []
     for key in sorted(root.iterdir()):
         if not key.is_dir() or not _is_hex(key.name):

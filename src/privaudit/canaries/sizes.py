@@ -15,7 +15,7 @@ its own inputs). Every message names the ``params.yaml`` key and how to fix it.
 
 from __future__ import annotations
 
-from typing import Any
+from privaudit.canaries.plan import CanaryPlan
 
 #: ``game3.canaries: auto`` uses this share of the Defender set ...
 GAME3_AUTO_SHARE = 4  # n_defender // 4
@@ -73,17 +73,17 @@ def resolve_game3_canaries(n_defender: int, setting: int | str, tau_selection: s
     return setting
 
 
-def game3_canaries(params: Any, n_defender: int) -> int:
-    """``game3.canaries`` of ``params`` resolved for a Defender set of ``n_defender`` samples."""
-    g = params.game3
+def game3_canaries(plan: CanaryPlan, n_defender: int) -> int:
+    """``game3.canaries`` of ``plan`` resolved for a Defender set of ``n_defender`` samples."""
+    g = plan.game3
     return resolve_game3_canaries(n_defender, g.canaries, g.tau_selection)
 
 
-def check_canary_sizes(params: Any, n_defender: int, n_reserved: int, n_features: int | None = None) -> None:
+def check_canary_sizes(plan: CanaryPlan, n_defender: int, n_reserved: int, n_features: int | None = None) -> None:
     """Check every canary-experiment size that depends on the data (before any training).
 
     Args:
-        params: validated :class:`privaudit.config.Params`.
+        plan: the canary plan (:class:`privaudit.canaries.plan.CanaryPlan`).
         n_defender, n_reserved: sizes of the Defender set and of the Reserved (canary) pool.
         n_features: feature dimension, when known (``lidp.clipbkd_pool`` <= min(n, d)); the split
             stage knows it only for ``featurize.backbone: identity``.
@@ -91,8 +91,8 @@ def check_canary_sizes(params: Any, n_defender: int, n_reserved: int, n_features
     Raises:
         ValueError: the first size that does not fit, naming the params key and the fix.
     """
-    game3_canaries(params, n_defender)
-    lp = params.lidp
+    game3_canaries(plan, n_defender)
+    lp = plan.lidp
     k, m = lp.k_canaries(), lp.m_null()
     if k < 1 or m < 1:
         raise ValueError("lidp.canaries and lidp.null_canaries must be >= 1")
