@@ -64,6 +64,21 @@ def test_no_import_cycles_between_project_modules() -> None:
     assert not found, f"import cycles (function-local imports count): {found}"
 
 
+def _package(path: Path) -> Path:
+    """``privaudit/<sub>`` for a module in a sub-package, else the top-level module itself."""
+    rel = path.relative_to(ROOT / "src" / "privaudit")
+    return Path(rel.parts[0]) if len(rel.parts) > 1 else rel
+
+
+def test_no_import_cycles_between_packages() -> None:
+    """Layers point one way: e.g. ``defenders`` → ``validation`` → ``defenders`` (issue 16) is a cycle."""
+    packages: dict[Path, set[Path]] = {}
+    for src, targets in _graph().items():
+        packages.setdefault(_package(src), set()).update(_package(t) for t in targets if _package(t) != _package(src))
+    found = [[str(p) for p in comp] for comp in cycles(packages)]
+    assert not found, f"import cycles between packages: {found}"
+
+
 def test_the_cycle_finder_finds_a_planted_cycle() -> None:
     a, b, c, d = (Path(x) for x in "abcd")
     assert cycles({a: {b}, b: {c}, c: {a}, d: {a}}) == [[a, b, c]]
