@@ -15,6 +15,7 @@ anyway for the equivalence test against opacus.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
@@ -172,3 +173,69 @@ def predict_proba(heads: StackedHeads, X: torch.Tensor, chunk: int = 4096) -> to
         logits, _, _ = forward(heads, xs)
         parts.append(torch.softmax(logits.double(), dim=2))
     return torch.cat(parts, dim=1)
+
+
+def chunk_gradient(
+    weights: list[torch.Tensor], biases: list[torch.Tensor], X: torch.Tensor, y: torch.Tensor,
+    scale_of_norms: Callable[[torch.Tensor | None], torch.Tensor], need_norms: bool, xsq: torch.Tensor | None = None,
+) -> tuple[list[torch.Tensor], list[torch.Tensor], torch.Tensor]:
+    """``Σ_i s_i ∇loss_i`` of a chunk of Mc heads, computed "feature-major" (activations (Mc, width, b)).
+
+    ``X`` is either every head's own rows (Mc, b, d) or rows shared by the whole chunk (b, d); in
+    the shared case the first layer is one GEMM ``(Mc·out, d)·(d, b)`` for all heads of the chunk
+    and its weight gradient one GEMM ``(Mc·out, b)·(b, d)``. ``y`` is (Mc, b) (or (b,) shared).
+    ``scale_of_norms(norms)`` returns the per-example weights s (Mc, b) from the per-example
+    gradient norms (Mc, b) (``None`` when ``need_norms`` is False). ``xsq``: ‖x_i‖² of the rows
+    ((Mc, b) or (b,)), precomputed once per row for the ghost-norm identity.
+    Returns the weight gradients (Mc, out, in), bias gradients (Mc, out) and s.
+    """
+    Mc = weights[0].shape[0]
+    shared = X.dim() == 2
+    last = len(weights) - 1
+    acts: list[torch.Tensor] = []  # inputs of layers 1.. as (Mc, in, b)
+    pre: list[torch.Tensor] = []
+    a = None
+    for i, (w, b) in enumerate(zip(weights, biases)):
+        if i == 0:
+            if shared:
+                z = torch.mm(w.reshape(-1, w.shape[2]), X.t()).view(Mc, w.shape[1], -1)
+            else:
+                z = torch.bmm(w, X.transpose(1, 2))
+        else:
+            z = torch.bmm(w, a)
+        z += b.unsqueeze(2)
+        pre.append(z)
+        if i < last:
+            a = torch.relu(z)
+            acts.append(a)
+    delta = torch.softmax(pre[-1], dim=1)
+    yy = y.expand(Mc, -1) if y.dim() == 1 else y
+    delta.scatter_add_(1, yy.unsqueeze(1), torch.full((Mc, 1, yy.shape[1]), -1.0, dtype=delta.dtype,
+                                                      device=delta.device))
+    deltas = [delta]
+    for l in range(last, 0, -1):
+        delta = torch.bmm(weights[l].transpose(1, 2), delta) * (pre[l - 1] > 0)
+        deltas.append(delta)
+    deltas.reverse()
+    norms = None
+    if need_norms:
+        if xsq is None:
+            xsq = X.square().sum(-1)
+        sq = torch.zeros(Mc, deltas[0].shape[2], dtype=X.dtype, device=X.device)
+        sq += deltas[0].square().sum(1) * (xsq + 1.0)
+        for d, a in zip(deltas[1:], acts):
+            sq += d.square().sum(1) * (a.square().sum(1) + 1.0)
+        norms = sq.sqrt()
+    s = scale_of_norms(norms)
+    gw, gb = [], []
+    for i, d in enumerate(deltas):
+        ds = d * s.unsqueeze(1)
+        if i == 0:
+            if shared:
+                gw.append(torch.mm(ds.reshape(-1, ds.shape[2]), X).view(Mc, ds.shape[1], -1))
+            else:
+                gw.append(torch.bmm(ds, X))
+        else:
+            gw.append(torch.bmm(ds, acts[i - 1].transpose(1, 2)))
+        gb.append(ds.sum(2))
+    return gw, gb, s

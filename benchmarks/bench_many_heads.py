@@ -1,0 +1,179 @@
+"""Benchmark: the batched trainer against the machine — models/s, useful GFLOP/s and % of fp32 matmul peak.
+
+1. The machine's fp32 matmul peak: best of a few ``torch.mm`` of two 4096² matrices.
+2. For each row (linear head or one-hidden-layer MLP, SGD or DP-SGD, M heads) on synthetic
+   CIFAR-size features (50 000 × 512, 10 classes): :func:`privaudit.train.train_heads` on all M
+   heads at once; printed as models/s, useful GFLOP/s and % of peak.
+3. The ratio to a sequential opacus loop at equal work (256 DP-SGD linear heads on digits, the
+   workload of ``bench_canary_training.py``: same epochs, q, σ, C, lr).
+
+**Useful FLOPs** are counted analytically, per example actually in a batch, matmul work only
+(forward, back-propagated deltas, weight gradients; biases, softmax, norms and clipping are not
+counted): a linear head ``d → C`` needs ``4dC`` per example, an MLP ``d → H → C`` needs
+``4dH + 6HC``. Work the trainer does on padding or on rows outside a model's batch is never
+counted. DP-SGD rows count the expected Poisson batch (q·n per model per step; the realised
+count differs by < 0.1 % at these sizes).
+
+Workloads per row (kept short so all rows run in minutes; per-step cost does not depend on the
+number of steps, except the one-off initialisation):
+
+* DP-SGD: n = 50 000 rows, expected batch 256 (q = 0.00512), ``--steps`` steps (default 10).
+* SGD: one shuffled epoch over the first ``--steps`` × 256 rows (default 2 560 rows, 10 steps of
+  256) — every row of the epoch is in a batch, so all of it is useful.
+
+Run:  nice python benchmarks/bench_many_heads.py [--quick] [--rows 'linear-dp-*'] [--out FILE]
+      (``--rows`` takes comma-separated shell patterns over ``{linear,mlp}-{sgd,dp}-{M}`` and
+      ``opacus``.)
+"""
+
+from __future__ import annotations
+
+import argparse
+import fnmatch
+import os
+import platform
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import torch
+
+from privaudit.train import DPSettings, HeadRecipe, TrainData, train_heads
+
+N_ROWS, DIM, CLASSES, HIDDEN, BATCH = 50_000, 512, 10, 64, 256
+
+
+def matmul_peak(size: int = 4096, repeats: int = 3) -> float:
+    """Best fp32 GFLOP/s of one ``torch.mm`` of two size² matrices."""
+    g = torch.Generator().manual_seed(0)
+    a, b = torch.randn(size, size, generator=g), torch.randn(size, size, generator=g)
+    torch.mm(a, b)
+    best = float("inf")
+    for _ in range(repeats):
+        t = time.perf_counter()
+        torch.mm(a, b)
+        best = min(best, time.perf_counter() - t)
+    return 2 * size**3 / best / 1e9
+
+
+def flops_per_example(hidden: tuple[int, ...], d: int = DIM, c: int = CLASSES) -> int:
+    if not hidden:
+        return 4 * d * c
+    (h,) = hidden
+    return 4 * d * h + 6 * h * c
+
+
+def features(n: int = N_ROWS, d: int = DIM, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+    g = torch.Generator().manual_seed(seed)
+    centers = torch.randn(CLASSES, d, generator=g)
+    y = torch.randint(0, CLASSES, (n,), generator=g)
+    X = centers[y] * 0.3 + torch.randn(n, d, generator=g)
+    return X, y
+
+
+def run_row(kind: str, algo: str, M: int, steps: int, X: torch.Tensor, y: torch.Tensor) -> tuple[float, float]:
+    """Seconds and useful FLOPs of one row."""
+    hidden = () if kind == "linear" else (HIDDEN,)
+    if algo == "dp":
+        q = BATCH / len(y)
+        recipe = HeadRecipe(hidden, 1, BATCH, 0.1, dp=DPSettings(1.0, 1.0, q, steps, float(BATCH)))
+        data = TrainData(X, y, n_models=M)
+        examples = q * len(y) * M * steps
+    else:
+        n = steps * BATCH
+        recipe = HeadRecipe(hidden, 1, BATCH, 0.1, momentum=0.9)
+        data = TrainData(X[:n], y[:n], n_models=M)
+        examples = n * M
+    t = time.perf_counter()
+    train_heads(recipe, data, CLASSES, torch.Generator().manual_seed(1))
+    return time.perf_counter() - t, examples * flops_per_example(hidden)
+
+
+def opacus_ratio(quick: bool) -> list[str]:
+    """Sequential opacus vs batched on 256 DP-SGD linear heads on digits (bench_canary_training's workload)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from opacus.accountants.utils import get_noise_multiplier
+
+    import bench_canary_training as bct
+
+    X, y, Xte, yte = bct._data(False)
+    epochs, seq_models, models = (2, 2, 256) if quick else (20, 8, 256)
+    bs, C, lr = 64, 1.0, 0.5
+    q = bs / len(y)
+    sigma = get_noise_multiplier(target_epsilon=2.0, target_delta=1e-5, sample_rate=q,
+                                 steps=epochs * round(1 / q), accountant="prv")
+    s_seq, a_seq = bct.sequential(X, y, Xte, yte, seq_models, epochs, bs, sigma, C, lr, "cpu")
+    s_bat, a_bat = bct.batched(X, y, Xte, yte, models, epochs, bs, sigma, C, lr, "cpu")
+    return [
+        f"opacus ratio, 256 DP-SGD linear heads on digits (n=900, d=64, epochs={epochs}, q={q:.4f}, "
+        f"sigma={sigma:.3f}, C={C}, lr={lr}):",
+        f"  sequential opacus: {1 / s_seq:8.2f} models/s (timed on {seq_models} models; mean test acc {a_seq:.3f})",
+        f"  batched trainer:   {1 / s_bat:8.2f} models/s ({models} models in {s_bat * models:.2f} s; mean test acc {a_bat:.3f})",
+        f"  ratio (batched / sequential): {s_seq / s_bat:.1f}x",
+    ]
+
+
+def machine() -> str:
+    model = "?"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return (f"cpu={model} cores={os.cpu_count()} torch_threads={torch.get_num_threads()} "
+            f"torch={torch.__version__} capability={torch.backends.cpu.get_cpu_capability()} "
+            f"ATEN_CPU_CAPABILITY={os.environ.get('ATEN_CPU_CAPABILITY', '-')} python={platform.python_version()}")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="smoke run: M in {16, 256}, 2 steps, short opacus loop")
+    ap.add_argument("--rows", default="*", help="comma-separated patterns over {linear,mlp}-{sgd,dp}-{M} and 'opacus'")
+    ap.add_argument("--steps", type=int, default=None, help="DP-SGD steps / SGD steps of 256 (default 10; quick 2)")
+    ap.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's, all cores)")
+    ap.add_argument("--out", type=Path, default=None, help="also write the output to this file")
+    args = ap.parse_args()
+    warnings.filterwarnings("ignore")
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    pats = [p.strip() for p in args.rows.split(",") if p.strip()]
+    want = lambda name: any(fnmatch.fnmatch(name, p) for p in pats)  # noqa: E731
+    steps = args.steps or (2 if args.quick else 10)
+    sizes = (16, 256) if args.quick else (16, 256, 1024)
+    lines: list[str] = []
+
+    def say(s: str) -> None:
+        print(s, flush=True)
+        lines.append(s)
+
+    say(machine())
+    say(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    peak = matmul_peak()
+    say(f"fp32 matmul peak (torch.mm 4096x4096, best of 3): {peak:.1f} GFLOP/s")
+    say(f"features {N_ROWS} x {DIM}, {CLASSES} classes, batch {BATCH}, MLP hidden {HIDDEN}; "
+        f"DP: {steps} steps at q={BATCH / N_ROWS:.5f}; SGD: 1 epoch over {steps * BATCH} rows")
+    say(f"{'row':<18}{'models':>7}{'seconds':>10}{'models/s':>11}{'useful GFLOP/s':>16}{'% of peak':>11}")
+    X, y = features()
+    for kind in ("linear", "mlp"):
+        for algo in ("sgd", "dp"):
+            for M in sizes:
+                name = f"{kind}-{algo}-{M}"
+                if not want(name):
+                    continue
+                dt, fl = run_row(kind, algo, M, steps, X, y)
+                rate = fl / dt / 1e9
+                say(f"{name:<18}{M:>7}{dt:>10.2f}{M / dt:>11.1f}{rate:>16.2f}{100 * rate / peak:>10.1f}%")
+    if want("opacus"):
+        for s in opacus_ratio(args.quick):
+            say(s)
+    say(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text("\n".join(lines) + "\n")
+
+
+if __name__ == "__main__":
+    main()
