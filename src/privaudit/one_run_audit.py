@@ -65,6 +65,7 @@ from privaudit.stats.fdp_one_run import (
 )
 from privaudit.stats.one_run import one_run_counts, one_run_epsilon_lower_bound
 from privaudit.seeding import draw_seed
+from privaudit.losses import cross_entropy
 
 __all__ = ["OneRunResult", "ScoreBounds", "one_run_audit", "bounds_from_losses", "auto_canaries", "DEFAULT_K_GRID",
            "canary_guesses"]
@@ -353,7 +354,7 @@ def one_run_audit(
     if proba.shape != (m, K) or not np.all(np.isfinite(proba)) or np.any(proba < -1e-9):
         raise ValueError(f"model.predict_proba must return finite probabilities of shape ({m}, {K}), "
                          f"got shape {proba.shape}")
-    losses = -np.log(np.clip(proba[np.arange(m), can.y], 1e-300, None))
+    losses = cross_entropy(proba, can.y)
 
     b = bounds_from_losses(losses, included, delta=dl, level=lv, method=str(method), k_grid=grid)
     grid_txt = ", ".join(f"({a:g}, {b:g})" for a, b in grid)

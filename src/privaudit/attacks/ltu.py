@@ -25,7 +25,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from privaudit.defenders.base import Defender, cross_entropy
+from privaudit.defenders.base import Defender
+from privaudit.losses import cross_entropy
 from privaudit.defenders.specs import DefenderSpecBase
 from privaudit.stats import ltu_privacy
 

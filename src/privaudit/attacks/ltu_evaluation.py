@@ -51,6 +51,7 @@ from privaudit.attacks.sample_risk import RiskOptions, SampleRisk, sample_risk
 from privaudit.config import ATTACKER_NAMES, check_attacker_names
 from privaudit.stats import ltu_theorem1_bound, ltu_theorem2_bound
 from privaudit.seeding import draw_seed
+from privaudit.losses import cross_entropy
 
 
 @dataclass(frozen=True)
@@ -157,7 +158,7 @@ class DefenderEvaluation:
 
 def theorem_bounds(data: LtuData) -> dict[str, Any]:
     """Theorem 1 (f = cross-entropy) and Theorem 2 (ℓ̃ = 1 − p_y ∈ [0, 1]) lower bounds on A_ltu."""
-    loss = -np.log(np.clip(data.proba[np.arange(len(data.y)), data.y], 1e-300, 1.0))
+    loss = cross_entropy(data.proba, data.y)
     bl = bounded_loss(data.proba, data.y)
     d = data.is_defender
     return {"theorem1": ltu_theorem1_bound(loss[~d], loss[d]),

@@ -17,6 +17,7 @@ from typing import Callable
 import numpy as np
 
 from privaudit.attacks.ltu import AttackTable, RoundBatch
+from privaudit.losses import cross_entropy
 
 
 def _p_true(proba: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -24,7 +25,7 @@ def _p_true(proba: np.ndarray, y: np.ndarray) -> np.ndarray:
 
 
 def _loss(proba: np.ndarray, y: np.ndarray) -> np.ndarray:
-    return -np.log(np.clip(_p_true(proba, y), 1e-300, 1.0))
+    return cross_entropy(proba, y)
 
 
 def _confidence(proba: np.ndarray, y: np.ndarray) -> np.ndarray:

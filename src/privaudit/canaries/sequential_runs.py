@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from privaudit.canaries.designs import CanaryDraw, wrong_labels
-from privaudit.defenders.base import cross_entropy
+from privaudit.losses import cross_entropy
 from privaudit.defenders.registry import make_defender
 from privaudit.defenders.specs import DefenderSpecBase
 from privaudit.features.feature_set import FeatureSet

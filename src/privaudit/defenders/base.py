@@ -129,7 +129,3 @@ class WrappingDefender(Defender[SpecT]):
         return self
 
 
-def cross_entropy(proba: np.ndarray, y: np.ndarray, eps: float = 1e-12) -> np.ndarray:
-    """Per-sample log loss −log p(y|x), shape (n,), from ``proba`` (n, C) and ``y`` (n,)."""
-    p = np.clip(proba[np.arange(len(y)), y], eps, 1.0)
-    return -np.log(p)

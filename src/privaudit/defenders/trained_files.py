@@ -19,7 +19,8 @@ import numpy as np
 import pandas as pd
 
 from privaudit.artifacts import dumps_json, read_json
-from privaudit.defenders.base import Defender, cross_entropy
+from privaudit.defenders.base import Defender
+from privaudit.losses import cross_entropy
 from privaudit.defenders.registry import make_defender
 from privaudit.defenders.specs import DefenderSpecBase, PythonSpec
 from privaudit.features.feature_set import FeatureSet

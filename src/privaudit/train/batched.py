@@ -10,11 +10,11 @@ gradient canaries (LiDP App. D.2: a virtual example whose gradient is the fixed 
   ``torch.optim.SGD``.
 * **DP-SGD** (Abadi et al. 2016; :class:`privaudit.defenders.dp_sgd.DpSgdDefender`, opacus
   semantics): every step a Poisson batch (each row of the model independently with probability
-  q), per-example clipping to C with opacus's factor ``min(1, C/(‖g‖+1e−6))``, the sum plus
+  q; drawn as geometric gaps, :func:`poisson_rows`), per-example clipping to C with opacus's factor ``min(1, C/(‖g‖+1e−6))``, the sum plus
   ``N(0, σ²C²I)`` divided by the expected batch size, plain SGD. σ, q and the number of steps come
   from the recipe (:func:`privaudit.train.recipe_from_spec`; opacus's accountant).
 
-All randomness of one call (initialisation, orders / Poisson masks, noise) comes from one
+All randomness of one call (initialisation, orders / Poisson batches, noise) comes from one
 ``torch.Generator``; the caller seeds it per block of models (see
 :mod:`privaudit.canaries.shards`), so results do not depend on how blocks are grouped.
 """
@@ -25,15 +25,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from privaudit.train.heads import (
-    StackedHeads,
-    chunk_gradient,
-    clip_factors,
-    forward,
-    init_heads,
-    output_deltas,
-    weighted_gradient,
-)
+from privaudit.train.heads import StackedHeads, chunk_gradient, clip_factors, init_heads
 
 
 DEFAULT_MEMORY_BUDGET = 1 << 30
@@ -299,6 +291,49 @@ def _use_shared(plan: _Plan, examples: float, models: int, rows: int) -> bool:
     return examples >= _SHARED_MIN_FILL[len(plan.widths) > 1] * models * rows
 
 
+def valid_row_table(valid: torch.Tensor) -> tuple[torch.Tensor | None, torch.Tensor]:
+    """Each model's valid virtual rows in increasing order, (M, V_max) int64 (padding: arbitrary), and their
+    count (M,); the table is None when every row is valid for every model (then position = row)."""
+    counts = valid.sum(1)
+    if bool((counts == valid.shape[1]).all()):
+        return None, counts
+    order = torch.argsort((~valid).to(torch.int8), dim=1, stable=True)
+    return order[:, :max(1, int(counts.max()))].contiguous(), counts
+
+
+def poisson_rows(table: torch.Tensor | None, n_valid: torch.Tensor, q: float,
+                 gen: torch.Generator) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """One Poisson batch per model — each of its ``n_valid[m]`` rows independently with probability ``q``.
+
+    Drawn as geometric gaps between sampled rows (the gaps of a Bernoulli(q) sequence are i.i.d.
+    Geometric(q) on {1, 2, …}): about q·n + O(√(q·n)) draws per model and step instead of n uniforms,
+    the same distribution as opacus's ``UniformWithReplacementSampler`` mask. Gaps are drawn in
+    blocks of G columns for all models until every model's last sampled position lies past its
+    data set, so the numbers depend only on the generator, ``q`` and the valid rows.
+
+    Returns:
+        (model index, virtual row) pairs sorted by model then row, and the batch size per model.
+    """
+    if not 0.0 < q <= 1.0:
+        raise ValueError(f"sample_rate must lie in (0, 1], got {q}")
+    M, dev = n_valid.shape[0], n_valid.device
+    v_max = int(n_valid.max()) if M else 0
+    if v_max == 0:
+        empty = torch.zeros(0, dtype=torch.long, device=dev)
+        return empty, empty, torch.zeros(M, dtype=torch.long, device=dev)
+    mean = q * v_max
+    G = max(1, min(v_max, int(mean + 6.0 * mean**0.5 + 8)))
+    pos = torch.empty(M, G, dtype=torch.float64, device=dev).geometric_(q, generator=gen).cumsum_(1)
+    while bool((pos[:, -1] <= n_valid).any()):  # some model's data set goes on past its last draw
+        more = torch.empty(M, G, dtype=torch.float64, device=dev).geometric_(q, generator=gen).cumsum_(1)
+        pos = torch.cat([pos, more + pos[:, -1:]], dim=1)
+    keep = pos <= n_valid.unsqueeze(1)  # 1-based positions within each model's valid rows
+    m, k = keep.nonzero(as_tuple=True)
+    p = pos[m, k].long() - 1
+    rows = p if table is None else table[m, p]
+    return m, rows, keep.sum(1)
+
+
 def _compact(m: torch.Tensor, j: torch.Tensor, counts: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """Pad (model, row) pairs sorted by model then row into row indices (Mc, b_max) and a mask of the real ones.
 
@@ -395,8 +430,8 @@ def _train_dp(dp: DPSettings, data: TrainData, heads: StackedHeads, opt: _Optimi
     if data.n_grad:
         gnorm = data.grad_canaries.norm(dim=2)
         gclip = clip_factors(gnorm, C)  # (M, G)
-    step_rows = plan.rand_rows(N)
     q = dp.sample_rate
+    table, n_valid = valid_row_table(valid)
     mc = plan.chunk_models(max(1, int(q * N * 1.2) + 8), False)
     # Expected fill of a chunk's union of rows, q / (1 − (1 − q)^Mc): the shared formulation is tried
     # only where it can pay (see _use_shared).
@@ -409,37 +444,32 @@ def _train_dp(dp: DPSettings, data: TrainData, heads: StackedHeads, opt: _Optimi
     for _ in range(dp.steps):
         g = _empty_like(heads)
         sel = torch.zeros(M, data.n_grad, device=dev) if data.n_grad else None
-        any_rows = False
-        for r0 in range(0, M, step_rows):  # the rows of torch.rand(M, N), drawn block by block
-            r1 = min(M, r0 + step_rows)
-            mask = torch.rand(r1 - r0, N, device=dev, generator=gen) < q
-            mask &= valid[r0:r1]
-            if sel is not None:
-                sel[r0:r1] = mask[:, n + E:].to(torch.float32)
-            counts = mask.sum(1)
-            ends = [0, *torch.cumsum(counts, 0).tolist()]
-            mm, jj = (None, None) if try_shared else mask.nonzero(as_tuple=True)
-            for c0 in range(r0, r1, mc):
-                c1 = min(r1, c0 + mc)
-                k0, k1 = ends[c0 - r0], ends[c1 - r0]
-                ws = [x[c0:c1] for x in heads.weights]
-                bs = [x[c0:c1] for x in heads.biases]
-                if k1 == k0:
-                    _put(g, c0, [torch.zeros_like(w) for w in ws], [torch.zeros_like(b) for b in bs])
-                    continue
-                any_rows = True
-                if try_shared and _dp_shared(data, plan, ws, bs, mask[c0 - r0:c1 - r0], k1 - k0, C, ebs, g, c0):
-                    continue
-                if mm is None:
-                    m_loc, j = mask[c0 - r0:c1 - r0].nonzero(as_tuple=True)
-                else:
-                    m_loc, j = mm[k0:k1] - (c0 - r0), jj[k0:k1]
-                idx, take = _compact(m_loc, j, counts[c0 - r0:c1 - r0])
-                X, y, xsq, is_grad = plan.gather(c0, idx)
-                gw, gb, _ = chunk_gradient(ws, bs, X, y, lambda nr, t=take, ig=is_grad: clip_factors(nr, C) * (t & ~ig) / ebs,
-                                           True, xsq)
-                _put(g, c0, gw, gb)
-            del mask, mm, jj
+        mm, jj, counts = poisson_rows(table, n_valid, q, gen)
+        any_rows = bool(len(mm))
+        if sel is not None:
+            is_g = jj >= n + E
+            sel[mm[is_g], jj[is_g] - n - E] = 1.0
+        mask = None
+        if try_shared:
+            mask = torch.zeros(M, N, dtype=torch.bool, device=dev)
+            mask[mm, jj] = True
+        ends = [0, *torch.cumsum(counts, 0).tolist()]
+        for c0 in range(0, M, mc):
+            c1 = min(M, c0 + mc)
+            k0, k1 = ends[c0], ends[c1]
+            ws = [x[c0:c1] for x in heads.weights]
+            bs = [x[c0:c1] for x in heads.biases]
+            if k1 == k0:
+                _put(g, c0, [torch.zeros_like(w) for w in ws], [torch.zeros_like(b) for b in bs])
+                continue
+            if mask is not None and _dp_shared(data, plan, ws, bs, mask[c0:c1], k1 - k0, C, ebs, g, c0):
+                continue
+            idx, take = _compact(mm[k0:k1] - c0, jj[k0:k1], counts[c0:c1])
+            X, y, xsq, is_grad = plan.gather(c0, idx)
+            gw, gb, _ = chunk_gradient(ws, bs, X, y, lambda nr, t=take, ig=is_grad: clip_factors(nr, C) * (t & ~ig) / ebs,
+                                       True, xsq)
+            _put(g, c0, gw, gb)
+        del mask
         if data.n_grad and any_rows:
             flat = torch.bmm((sel * gclip / ebs).unsqueeze(1), data.grad_canaries).squeeze(1)
             g = _add(g, _unflatten(flat, heads))
@@ -452,7 +482,7 @@ def _dp_shared(data: TrainData, plan: _Plan, ws: list[torch.Tensor], bs: list[to
                examples: int, C: float, ebs: float, g: StackedHeads, m0: int) -> bool:
     """Clipped-sum gradient of a chunk over the union of its base rows, if it has only base rows and
     the fill rule agrees; False (nothing done) otherwise."""
-    n, E = data.n_base, data.n_extra
+    n = data.n_base
     if mask.shape[1] > n and bool(mask[:, n:].any()):
         return False
     union = mask[:, :n].any(0).nonzero().squeeze(1)
