@@ -21,6 +21,7 @@ All randomness of one call (initialisation, orders / Poisson batches, noise) com
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import torch
@@ -323,10 +324,15 @@ def poisson_rows(table: torch.Tensor | None, n_valid: torch.Tensor, q: float,
         return empty, empty, torch.zeros(M, dtype=torch.long, device=dev)
     mean = q * v_max
     G = max(1, min(v_max, int(mean + 6.0 * mean**0.5 + 8)))
-    pos = torch.empty(M, G, dtype=torch.float64, device=dev).geometric_(q, generator=gen).cumsum_(1)
+    log_keep = math.log1p(-q)  # −inf for q = 1: every gap is 1
+
+    def gaps() -> torch.Tensor:  # Geometric(q) on {1, 2, …} by inversion: ⌊log(1 − U) / log(1 − q)⌋ + 1
+        u = torch.rand(M, G, dtype=torch.float64, device=dev, generator=gen)
+        return torch.floor(torch.log1p(-u) / log_keep).add_(1.0).cumsum_(1)
+
+    pos = gaps()
     while bool((pos[:, -1] <= n_valid).any()):  # some model's data set goes on past its last draw
-        more = torch.empty(M, G, dtype=torch.float64, device=dev).geometric_(q, generator=gen).cumsum_(1)
-        pos = torch.cat([pos, more + pos[:, -1:]], dim=1)
+        pos = torch.cat([pos, gaps() + pos[:, -1:]], dim=1)
     keep = pos <= n_valid.unsqueeze(1)  # 1-based positions within each model's valid rows
     m, k = keep.nonzero(as_tuple=True)
     p = pos[m, k].long() - 1
