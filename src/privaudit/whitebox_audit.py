@@ -32,7 +32,7 @@ from privaudit.defenders.specs import DefenderSpecBase, PythonSpec
 from privaudit.seeding import int_seed
 from privaudit.stats.whitebox import WhiteboxResult, estimate_whitebox, with_notes
 
-__all__ = ["whitebox_audit", "python_trainer", "defender_trainer", "WhiteboxResult"]
+__all__ = ["whitebox_audit", "whitebox_audit_heads", "python_trainer", "defender_trainer", "WhiteboxResult"]
 
 FitFn = Callable[[np.ndarray, np.ndarray, int], Any]
 
@@ -155,3 +155,42 @@ def whitebox_audit(trainer: FitFn | _HasFit, X: np.ndarray, y: np.ndarray, *, ru
     result = estimate_whitebox(observed, dataset_size=n, delta=float(delta), level=float(level),
                                accountant=accountant, canary_scale=float(canary_scale))
     return with_notes(result, *notes) if notes else result
+
+
+def whitebox_audit_heads(recipe: Any, X: np.ndarray, y: np.ndarray, n_classes: int, *, models: int = 16,
+                         delta: float = 1e-5, level: float = 0.05, accountant: str = "prv", seed: int = 0,
+                         canary_scale: float = 4.0, device: str = "cpu") -> WhiteboxResult:
+    """White-box audit of the batched DP-SGD trainer (:func:`privaudit.train.train_heads`): ``models`` runs at once.
+
+    The same estimator as :func:`whitebox_audit`, fed by :class:`privaudit.train.observe.HeadsObserver`
+    instead of the opacus hook: ``models`` heads train together on ``X``, every step each gets its
+    own gradient canary, and each head's batch sizes, canary effects and noise are one
+    :class:`~privaudit.stats.whitebox.RunObservations` (no per-model Python loop while training).
+
+    Args:
+        recipe: a :class:`privaudit.train.HeadRecipe` with ``dp`` set (e.g. from ``recipe_from_spec``).
+        X, y: the training rows (n, d) and labels (n,); ``n_classes``: C.
+        models: audit runs trained together (≥ 1).
+        seed: training draws from ``int_seed(seed, "whitebox", "heads")``, canaries from
+            ``int_seed(seed, "whitebox", "heads-canary")``.
+        Other arguments as in :func:`whitebox_audit`.
+    """
+    import torch
+
+    from privaudit.train import TrainData, train_heads
+    from privaudit.train.observe import HeadsObserver
+
+    if getattr(recipe, "dp", None) is None:
+        raise ValueError("recipe must be a DP-SGD HeadRecipe (recipe.dp set): plain SGD adds no noise to audit")
+    if isinstance(models, bool) or not isinstance(models, (int, np.integer)) or models < 1:
+        raise ValueError(f"models must be an int >= 1, got {models!r}")
+    X_arr, y_arr = np.asarray(X, dtype=np.float32), np.asarray(y, dtype=np.int64)
+    if X_arr.ndim != 2 or X_arr.shape[0] < 1 or y_arr.shape != (X_arr.shape[0],):
+        raise ValueError(f"X must be (n, d) and y (n,), got {X_arr.shape} and {y_arr.shape}")
+    observer = HeadsObserver(seed=int_seed(int(seed), "whitebox", "heads-canary"), canary_scale=canary_scale)
+    data = TrainData(torch.tensor(X_arr, device=device), torch.tensor(y_arr, device=device), n_models=int(models))
+    gen = torch.Generator(device=device).manual_seed(int_seed(int(seed), "whitebox", "heads"))
+    train_heads(recipe, data, int(n_classes), gen, observer=observer)
+    n = int(X_arr.shape[0])
+    return estimate_whitebox(observer.runs(dataset_size=n), dataset_size=n, delta=float(delta), level=float(level),
+                             accountant=accountant, canary_scale=float(canary_scale))

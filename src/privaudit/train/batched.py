@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 import torch
 
 from privaudit.train.heads import StackedHeads, chunk_gradient, clip_factors, init_heads
+from privaudit.train.observe import HeadsObserver
 
 
 DEFAULT_MEMORY_BUDGET = 1 << 30
@@ -209,7 +210,7 @@ def initial_heads(recipe: HeadRecipe, data: TrainData, n_classes: int, generator
 def train_heads(
     recipe: HeadRecipe, data: TrainData, n_classes: int, generator: torch.Generator,
     init: StackedHeads | None = None, *, memory_budget: int = DEFAULT_MEMORY_BUDGET,
-    formulation: str = "auto",
+    formulation: str = "auto", observer: HeadsObserver | None = None,
 ) -> StackedHeads:
     """Train ``data.n_models`` heads; returns their final parameters (on the data's device).
 
@@ -223,7 +224,13 @@ def train_heads(
     ``formulation`` is ``"auto"`` (the rule in :func:`_use_shared`), ``"gather"`` (always each
     model's own rows) or ``"shared"`` (rows shared by a chunk wherever the data allow it) — the
     last two for tests and benchmarks; all three give the same results up to float rounding.
+
+    ``observer`` (DP-SGD only; :class:`privaudit.train.observe.HeadsObserver`) turns the call into
+    white-box audit runs: every step each model's clipped sum gets a fresh gradient canary and the
+    observer records batch sizes, canary effects and the noise, as whole-tensor operations.
     """
+    if observer is not None and recipe.dp is None:
+        raise ValueError("observer needs a DP-SGD recipe (recipe.dp); SGD adds no noise to observe")
     if formulation not in ("auto", "gather", "shared"):
         raise ValueError(f"formulation must be 'auto', 'gather' or 'shared', not {formulation!r}")
     if init is None:
@@ -238,7 +245,7 @@ def train_heads(
         if recipe.dp is None:
             _train_sgd(recipe, data, heads, opt, valid, generator, plan)
         else:
-            _train_dp(recipe.dp, data, heads, opt, valid, generator, plan)
+            _train_dp(recipe.dp, data, heads, opt, valid, generator, plan, observer)
     return heads
 
 
@@ -427,12 +434,14 @@ def _train_sgd(recipe: HeadRecipe, data: TrainData, heads: StackedHeads, opt: _O
 
 
 def _train_dp(dp: DPSettings, data: TrainData, heads: StackedHeads, opt: _Optimizer,
-              valid: torch.Tensor, gen: torch.Generator, plan: _Plan) -> None:
+              valid: torch.Tensor, gen: torch.Generator, plan: _Plan, observer: HeadsObserver | None = None) -> None:
     M, N = valid.shape
     dev = valid.device
     n, E = data.n_base, data.n_extra
     C, ebs = dp.max_grad_norm, dp.expected_batch_size
     std = dp.noise_multiplier * C
+    if observer is not None:
+        observer.max_grad_norm, observer.noise_multiplier = float(C), float(dp.noise_multiplier)
     if data.n_grad:
         gnorm = data.grad_canaries.norm(dim=2)
         gclip = clip_factors(gnorm, C)  # (M, G)
@@ -480,6 +489,11 @@ def _train_dp(dp: DPSettings, data: TrainData, heads: StackedHeads, opt: _Optimi
             flat = torch.bmm((sel * gclip / ebs).unsqueeze(1), data.grad_canaries).squeeze(1)
             g = _add(g, _unflatten(flat, heads))
         noise = torch.randn(M, heads.n_params(), device=dev, generator=gen) * (std / ebs)
+        if observer is not None:
+            canary, effect = observer.canaries(M, heads.n_params(), C)
+            g = _add(g, _unflatten((canary / ebs).to(device=dev, dtype=noise.dtype), heads))
+            data_rows = counts if sel is None else counts - sel.sum(1).to(counts.dtype)
+            observer.record(data_rows, effect, noise * ebs)
         g = _add(g, _unflatten(noise, heads))
         opt.step(g, None)
 

@@ -1,0 +1,92 @@
+"""White-box observations of M DP-SGD heads trained together, without a per-model Python loop.
+
+The white-box audit (:mod:`privaudit.whitebox_audit`, after Nasr et al. 2023 "Tight auditing of
+differentially private machine learning", white-box threat model with gradient canaries) observes
+one opacus run per training: per step the batch size ``B_t``, the clipped canary's effect
+``Δ_t = ‖S(data + canary) − S(data)‖`` and the noise ``N_t`` (summarised as ``‖N_t‖²``, ``Σ N_tj⁴``,
+``cos(N_{t−1}, N_t)`` and ``Σ_t N_tj²``; :class:`privaudit.stats.whitebox.RunObservations`).
+
+:class:`HeadsObserver` does the same for every model of one :func:`privaudit.train.train_heads`
+call: each step it inserts a fresh random-direction gradient canary ``canary_scale · C · u`` into
+every model's clipped sum (drawn from the observer's own generator, so the training draws are
+those of an unobserved run), records the Poisson batch sizes and the noise the trainer added —
+all as (M,)- or (M, P)-tensor operations — and returns one ``RunObservations`` per model.
+:func:`privaudit.stats.whitebox.estimate_whitebox` pools them: M models are M audit runs.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from privaudit.stats.whitebox import RunObservations
+
+__all__ = ["HeadsObserver"]
+
+
+class HeadsObserver:
+    """Per-step observations of the M heads of one DP-SGD ``train_heads`` call (pass as ``observer=``).
+
+    Args:
+        seed: seeds the canary directions (a generator of its own).
+        canary_scale: M of the canary ``M·C·u`` (> 1, so that a clipped canary, norm C, differs
+            from an unclipped one).
+    """
+
+    def __init__(self, *, seed: int, canary_scale: float = 4.0) -> None:
+        if not (math.isfinite(canary_scale) and canary_scale > 1.0):
+            raise ValueError(f"canary_scale must be a finite number > 1, got {canary_scale!r}")
+        self.canary_scale = float(canary_scale)
+        self._gen = torch.Generator().manual_seed(int(seed))
+        self._rows: list[torch.Tensor] = []
+        self._sens: list[torch.Tensor] = []
+        self._sq: list[torch.Tensor] = []
+        self._quart: list[torch.Tensor] = []
+        self._cos: list[torch.Tensor] = []
+        self._prev: tuple[torch.Tensor, torch.Tensor] | None = None
+        self._coord: torch.Tensor | None = None
+        self.max_grad_norm: float | None = None
+        self.noise_multiplier: float | None = None
+
+    def canaries(self, n_models: int, n_params: int, max_grad_norm: float) -> tuple[torch.Tensor, torch.Tensor]:
+        """This step's clipped canaries (M, P) (opacus's clip factor) and their norms Δ_t (M,)."""
+        u = torch.randn(n_models, n_params, generator=self._gen, dtype=torch.float64)
+        u *= (self.canary_scale * max_grad_norm) / torch.linalg.vector_norm(u, dim=1, keepdim=True)
+        norm = torch.linalg.vector_norm(u, dim=1)
+        clipped = u * (max_grad_norm / (norm + 1e-6)).clamp(max=1.0).unsqueeze(1)
+        return clipped, torch.linalg.vector_norm(clipped, dim=1)
+
+    def record(self, batch_rows: torch.Tensor, sensitivity: torch.Tensor, noise: torch.Tensor) -> None:
+        """One step: Poisson batch sizes (M,), canary effects (M,) and the added noise N_t (M, P)."""
+        n = noise.detach().to(torch.float64).cpu()
+        sq = (n * n).sum(1)
+        self._rows.append(batch_rows.detach().cpu().to(torch.int64))
+        self._sens.append(sensitivity.detach().cpu().to(torch.float64))
+        self._sq.append(sq)
+        self._quart.append((n ** 4).sum(1))
+        if self._prev is None:
+            self._cos.append(torch.full_like(sq, math.nan))
+        else:
+            prev, prev_sq = self._prev
+            den = torch.sqrt(sq * prev_sq)
+            self._cos.append(torch.where(den > 0, (n * prev).sum(1) / den.clamp(min=1e-300),
+                                         torch.full_like(sq, math.nan)).clamp(-1.0, 1.0))
+        self._prev = (n, sq)
+        self._coord = n * n if self._coord is None else self._coord + n * n
+
+    @property
+    def steps(self) -> int:
+        return len(self._rows)
+
+    def runs(self, dataset_size: int | None = None) -> list[RunObservations]:
+        """One :class:`RunObservations` per model (columns of the per-step tensors)."""
+        if not self._rows or self._coord is None:
+            raise ValueError("no DP-SGD step was observed (was the observer passed to a DP-SGD train_heads call?)")
+        cols = [torch.stack(x, dim=1).numpy() for x in (self._rows, self._sens, self._sq, self._quart, self._cos)]
+        coord = self._coord.numpy()
+        return [RunObservations(batch_rows=cols[0][m], sensitivity=cols[1][m], noise_sq=cols[2][m],
+                                noise_quartic=cols[3][m], noise_cos=cols[4][m], coord_sq=coord[m],
+                                declared_dataset_size=dataset_size, declared_noise_multiplier=self.noise_multiplier,
+                                declared_max_grad_norm=self.max_grad_norm)
+                for m in range(coord.shape[0])]
