@@ -17,12 +17,14 @@ count differs by < 0.1 % at these sizes).
 Workloads per row (kept short so all rows run in minutes; per-step cost does not depend on the
 number of steps, except the one-off initialisation):
 
-* DP-SGD: n = 50 000 rows, expected batch 256 (q = 0.00512), ``--steps`` steps (default 10).
+* DP-SGD: n = 50 000 rows, expected batch 256 (q = 0.00512), ``--steps`` steps (default 10);
+  ``dp-obs`` rows are the same run observed for the white-box audit
+  (:class:`privaudit.train.observe.HeadsObserver`: a canary per model and step, noise summaries).
 * SGD: one shuffled epoch over the first ``--steps`` × 256 rows (default 2 560 rows, 10 steps of
   256) — every row of the epoch is in a batch, so all of it is useful.
 
 Run:  nice python benchmarks/bench_many_heads.py [--quick] [--rows 'linear-dp-*'] [--out FILE]
-      (``--rows`` takes comma-separated shell patterns over ``{linear,mlp}-{sgd,dp}-{M}`` and
+      (``--rows`` takes comma-separated shell patterns over ``{linear,mlp}-{sgd,dp,dp-obs}-{M}`` and
       ``opacus``.)
 """
 
@@ -40,6 +42,7 @@ from pathlib import Path
 import torch
 
 from privaudit.train import DPSettings, HeadRecipe, TrainData, train_heads
+from privaudit.train.observe import HeadsObserver
 
 N_ROWS, DIM, CLASSES, HIDDEN, BATCH = 50_000, 512, 10, 64, 256
 
@@ -73,9 +76,10 @@ def features(n: int = N_ROWS, d: int = DIM, seed: int = 0) -> tuple[torch.Tensor
 
 
 def run_row(kind: str, algo: str, M: int, steps: int, X: torch.Tensor, y: torch.Tensor) -> tuple[float, float]:
-    """Seconds and useful FLOPs of one row."""
+    """Seconds and useful FLOPs of one row (``algo`` ``dp-obs``: DP-SGD observed for the white-box audit)."""
     hidden = () if kind == "linear" else (HIDDEN,)
-    if algo == "dp":
+    observer = HeadsObserver(seed=0) if algo == "dp-obs" else None
+    if algo in ("dp", "dp-obs"):
         q = BATCH / len(y)
         recipe = HeadRecipe(hidden, 1, BATCH, 0.1, dp=DPSettings(1.0, 1.0, q, steps, float(BATCH)))
         data = TrainData(X, y, n_models=M)
@@ -86,7 +90,7 @@ def run_row(kind: str, algo: str, M: int, steps: int, X: torch.Tensor, y: torch.
         data = TrainData(X[:n], y[:n], n_models=M)
         examples = n * M
     t = time.perf_counter()
-    train_heads(recipe, data, CLASSES, torch.Generator().manual_seed(1))
+    train_heads(recipe, data, CLASSES, torch.Generator().manual_seed(1), observer=observer)
     return time.perf_counter() - t, examples * flops_per_example(hidden)
 
 
@@ -131,7 +135,8 @@ def machine() -> str:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="smoke run: M in {16, 256}, 2 steps, short opacus loop")
-    ap.add_argument("--rows", default="*", help="comma-separated patterns over {linear,mlp}-{sgd,dp}-{M} and 'opacus'")
+    ap.add_argument("--rows", default="*", help="comma-separated patterns over {linear,mlp}-{sgd,dp,dp-obs}-{M} and "
+                    "'opacus'")
     ap.add_argument("--steps", type=int, default=None, help="DP-SGD steps / SGD steps of 256 (default 10; quick 2)")
     ap.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's, all cores)")
     ap.add_argument("--out", type=Path, default=None, help="also write the output to this file")
@@ -158,7 +163,7 @@ def main() -> None:
     say(f"{'row':<18}{'models':>7}{'seconds':>10}{'models/s':>11}{'useful GFLOP/s':>16}{'% of peak':>11}")
     X, y = features()
     for kind in ("linear", "mlp"):
-        for algo in ("sgd", "dp"):
+        for algo in ("sgd", "dp", "dp-obs"):
             for M in sizes:
                 name = f"{kind}-{algo}-{M}"
                 if not want(name):
