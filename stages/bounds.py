@@ -6,9 +6,11 @@ import argparse
 import sys
 from pathlib import Path
 
-from privaudit.artifacts import ensure_writable, read_json, write_json
+from privaudit.artifacts import ensure_writable, write_json
+from privaudit.audit_metrics import read_claim
 from privaudit.bounds import compute_bounds
 from privaudit.config import Params
+from privaudit.metrics_files import read_entries
 from privaudit.validation import check_defender_dirs, validate_metrics
 from stages._runner import run_stage
 
@@ -23,10 +25,9 @@ def _body(args: argparse.Namespace, params: Params) -> None:
     """Thudi/Yeom/Erlingsson/Sablayrolles bounds and Izzo's eta next to the LTU accuracy."""
     ensure_writable(args.out)
     check_defender_dirs(args.defenders, [d.name for d in params.defenders])  # model files are data, not code
-    infos = {d.name: read_json(args.defenders / d.name / "info.json") for d in params.defenders}
-    ltu = read_json(args.ltu)
-    validate_metrics("ltu", ltu)  # input
-    bounds = compute_bounds(infos, ltu, params.bounds.p_member)
+    claims = {d.name: read_claim(args.defenders, d.name) for d in params.defenders}
+    ltu = read_entries("ltu", args.ltu, contract=True)  # input: GX contract, then typed
+    bounds = compute_bounds(claims, ltu, params.bounds.p_member)
     validate_metrics("bounds", bounds)  # output, before it is written
     write_json(args.out, bounds)
     for name, row in bounds.items():

@@ -27,7 +27,7 @@ from privaudit.metrics_files import AuditEntry, parse_entry
 from privaudit.seeding import rng_for
 from privaudit.validation import validate_canary_stats
 
-__all__ = ["AuditMetrics", "assemble_entry", "audit_delta", "build_audit_metrics", "load_lidp_stats", "read_claim"]
+__all__ = ["AuditBuild", "assemble_entry", "audit_delta", "build_audit_metrics", "load_lidp_stats", "read_claim"]
 
 
 def read_claim(defenders_dir: Path, name: str) -> PrivacyClaim | None:
@@ -113,8 +113,8 @@ def load_lidp_stats(path: Path) -> tuple[np.ndarray, np.ndarray]:
 
 
 @dataclass(frozen=True)
-class AuditMetrics:
-    """``metrics/audit.json`` (``entries``), the ε̂-vs-trials curve per audited defender, one line each."""
+class AuditBuild:
+    """What the lidp stage writes: ``metrics/audit.json`` (``entries``), the ε̂-vs-trials curve per audited defender, one line each."""
 
     entries: dict[str, dict[str, Any]]
     curves: dict[str, pd.DataFrame]
@@ -130,7 +130,7 @@ def build_audit_metrics(
     names: Sequence[str], *, audited: set[str], budgets: Mapping[str, ErrorBudget], defenders_dir: Path,
     canaries_dir: Path, game3: Mapping[str, Any], extra: Mapping[str, Mapping[str, Any]], lidp: LidpSettings,
     default_delta: float, seed: int,
-) -> AuditMetrics:
+) -> AuditBuild:
     """Run the LiDP audit of every audited defender and assemble every defender's audit entry.
 
     Args:
@@ -161,4 +161,4 @@ def build_audit_metrics(
                           for k, b in blocks.items() if b)
         lines.append(f"lidp: {name}: eps lower bounds {shown or 'none'}; claimed eps {info.get('claimed_epsilon')}; "
                      f"violation {entries[name]['violation']}")
-    return AuditMetrics(entries, curves, lines)
+    return AuditBuild(entries, curves, lines)

@@ -12,17 +12,16 @@ tightest bound *beyond its error bar* — evidence of an implementation or accou
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
-from privaudit.claims import PrivacyClaim, check_neighbourhood
+from privaudit.claims import PrivacyClaim
 from privaudit.metrics_files import MI_ACCURACY_BOUNDS as KINDS
+from privaudit.metrics_files import AttackerResult
 from privaudit.stats import mi_accuracy_bound, mip_eta
 
 
-def defender_bounds(
-    claimed_epsilon: float | None, claimed_delta: float | None, ltu: dict[str, Any] | None, p_member: float,
-    claimed_neighbourhood: str = "replace_one",
-) -> dict[str, Any]:
+def defender_bounds(claim: PrivacyClaim | None, ltu: AttackerResult | None, p_member: float) -> dict[str, Any]:
     """One row of ``metrics/bounds.json``: bounds (None without a claimed ε) + empirical accuracy.
 
     The LTU game swaps a member for a non-member (a ``replace_one`` neighbourhood), so the bounds
@@ -30,13 +29,12 @@ def defender_bounds(
     (DP-SGD) gives (2ε, (1 + e^ε)δ). A claim that implies nothing for it (label-DP) gives null
     bounds and ``comparable: false`` (the gate skips the theory check).
     """
-    empirical = None if ltu is None else ltu.get("accuracy")
+    empirical = None if ltu is None else ltu.accuracy
     row: dict[str, Any] = {k: None for k in KINDS}
     row.update(mip_eta=None, empirical_accuracy=empirical, p_member=p_member, exceeds_theory=False)
-    if claimed_epsilon is None:
+    if claim is None:
         return row
-    implied = PrivacyClaim(float(claimed_epsilon), float(claimed_delta or 0.0),
-                           check_neighbourhood(claimed_neighbourhood)).implied_for("replace_one")
+    implied = claim.implied_for("replace_one")
     row.update(neighbourhood="replace_one", comparable=implied is not None)
     if implied is None:
         return row
@@ -52,16 +50,13 @@ def defender_bounds(
         # LTU accuracy is measured on balanced pairs: compare with the p = 1/2 Thudi bound (+ δ),
         # allowing two standard errors (stderr of accuracy = privacy_stderr / 2, Eq. 1).
         bound = min(1.0, mi_accuracy_bound(claimed_epsilon, p_member=0.5, kind="thudi") + delta)
-        slack = 2 * 0.5 * float(ltu.get("privacy_stderr") or 0.0)
-        row["empirical_accuracy_stderr"] = 0.5 * float(ltu.get("privacy_stderr") or 0.0)
-        row["exceeds_theory"] = bool(empirical - slack > bound)
+        stderr = float(ltu.privacy_stderr or 0.0) if ltu is not None else 0.0
+        row["empirical_accuracy_stderr"] = 0.5 * stderr
+        row["exceeds_theory"] = bool(empirical - 2 * 0.5 * stderr > bound)
     return row
 
 
-def compute_bounds(infos: dict[str, dict[str, Any]], ltu: dict[str, Any], p_member: float) -> dict[str, Any]:
-    """``metrics/bounds.json``: {defender: row} for every defender in ``infos`` (name → info.json)."""
-    return {
-        name: defender_bounds(info.get("claimed_epsilon"), info.get("claimed_delta"), ltu.get(name), p_member,
-                              info.get("claimed_neighbourhood") or "add_remove")
-        for name, info in sorted(infos.items())
-    }
+def compute_bounds(claims: Mapping[str, PrivacyClaim | None], ltu: Mapping[str, AttackerResult],
+                   p_member: float) -> dict[str, Any]:
+    """``metrics/bounds.json``: {defender: row} for every defender in ``claims`` (name → its claim or None)."""
+    return {name: defender_bounds(claim, ltu.get(name), p_member) for name, claim in sorted(claims.items())}

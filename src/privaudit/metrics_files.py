@@ -351,12 +351,14 @@ def read_metrics(
         ValueError: a file is not JSON, or a value has the wrong type; the message names the file and key.
         privaudit.validation.ValidationFailed: ``contract`` and a file breaks its contract.
     """
-    return AuditMetrics(ltu=_read_entries("ltu", ltu, contract, missing_ok),
-                        audit=_read_entries("audit", audit, contract, missing_ok),
-                        bounds=_read_entries("bounds", bounds, contract, missing_ok))
+    return AuditMetrics(ltu=read_entries("ltu", ltu, contract=contract, missing_ok=missing_ok),
+                        audit=read_entries("audit", audit, contract=contract, missing_ok=missing_ok),
+                        bounds=read_entries("bounds", bounds, contract=contract, missing_ok=missing_ok))
 
 
-def _read_entries(kind: MetricsKind, path: str | Path, contract: bool, missing_ok: bool) -> dict[str, Any]:
+def read_entries(kind: MetricsKind, path: str | Path, *, contract: bool = False,
+                 missing_ok: bool = False) -> dict[str, Any]:
+    """One metrics file of ``kind`` as ``{defender: typed entry}`` (see :func:`read_metrics` for the arguments)."""
     if missing_ok and not Path(path).exists():
         return {}
     raw = read_json(path)
