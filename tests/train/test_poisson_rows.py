@@ -75,6 +75,17 @@ def test_rows_are_sorted_distinct_and_in_range(M: int, N: int, q: float, seed: i
         assert torch.equal(counts, n_valid)
 
 
+def test_rate_one_takes_every_valid_row() -> None:
+    """q = 1 (a batch size at least the data set's, e.g. a small reference subset) is every row, every step."""
+    valid = torch.tensor([[True, False, True, True], [False, False, False, False], [True] * 4])
+    table, n_valid = valid_row_table(valid)
+    m, j, counts = poisson_rows(table, n_valid, 1.0, torch.Generator().manual_seed(0))
+    assert counts.tolist() == [3, 0, 4]
+    assert list(zip(m.tolist(), j.tolist())) == [(0, 0), (0, 2), (0, 3), (2, 0), (2, 1), (2, 2), (2, 3)]
+    m, j, counts = poisson_rows(None, torch.tensor([2, 2]), 1.0, torch.Generator())
+    assert counts.tolist() == [2, 2] and j.tolist() == [0, 1, 0, 1]
+
+
 def test_bad_rate_is_refused() -> None:
     with pytest.raises(ValueError, match="sample_rate"):
         poisson_rows(None, torch.tensor([5]), 0.0, torch.Generator())

@@ -329,9 +329,13 @@ def poisson_rows(table: torch.Tensor | None, n_valid: torch.Tensor, q: float,
     if v_max == 0:
         empty = torch.zeros(0, dtype=torch.long, device=dev)
         return empty, empty, torch.zeros(M, dtype=torch.long, device=dev)
+    if q == 1.0:  # every valid row (a batch larger than the data set: opacus's q is capped at 1)
+        keep = torch.arange(v_max, device=dev).unsqueeze(0) < n_valid.unsqueeze(1)
+        m, p = keep.nonzero(as_tuple=True)
+        return m, (p if table is None else table[m, p]), keep.sum(1)
     mean = q * v_max
     G = max(1, min(v_max, int(mean + 6.0 * mean**0.5 + 8)))
-    log_keep = math.log1p(-q)  # −inf for q = 1: every gap is 1
+    log_keep = math.log1p(-q)
 
     def gaps() -> torch.Tensor:  # Geometric(q) on {1, 2, …} by inversion: ⌊log(1 − U) / log(1 − q)⌋ + 1
         u = torch.rand(M, G, dtype=torch.float64, device=dev, generator=gen)
