@@ -56,6 +56,18 @@ def check_int(name: str, value: Any, *, minimum: int = 0) -> int:
     return v
 
 
+def check_counts(correct: int, guesses: int, canaries: int) -> tuple[int, int, int]:
+    """A one-run audit's counts, checked: 0 <= correct <= guesses <= canaries, canaries >= 1."""
+    m = check_int("canaries", canaries, minimum=1)
+    r = check_int("guesses", guesses, minimum=0)
+    v = check_int("correct", correct, minimum=0)
+    if r > m:
+        raise ValueError(f"guesses must be <= canaries={m}, got {r}")
+    if v > r:
+        raise ValueError(f"correct must be <= guesses={r}, got {v}")
+    return v, r, m
+
+
 def check_binary_matrix(name: str, x: Any) -> NDArray[np.float64]:
     """Return ``x`` as a float (n, K) array after checking it is a non-empty 2-D 0/1 array."""
     arr = np.asarray(x)

@@ -73,7 +73,7 @@ from typing import Callable
 import numpy as np
 from scipy import optimize, special
 
-from ._checks import check_int, check_prob
+from ._checks import check_counts, check_prob
 
 __all__ = [
     "gdp_delta",
@@ -185,13 +185,7 @@ def eps_delta_blowup_inverse(epsilon: float, delta: float) -> Callable[[float], 
 
 # ------------------------------------------------------------------------------------ the recursion
 def _check(correct: int, guesses: int, canaries: int, level: float) -> tuple[int, int, int, float]:
-    m = check_int("canaries", canaries, minimum=1)
-    k = check_int("guesses", guesses, minimum=0)
-    c = check_int("correct", correct, minimum=0)
-    if k > m:
-        raise ValueError(f"guesses must be <= canaries={m}, got {k}")
-    if c > k:
-        raise ValueError(f"correct must be <= guesses={k}, got {c}")
+    c, k, m = check_counts(correct, guesses, canaries)
     tau = check_prob("level", level, open_low=True, open_high=True)
     return c, k, m, tau
 

@@ -28,22 +28,11 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy import optimize, stats
 
-from ._checks import check_int, check_prob
+from ._checks import check_counts, check_prob
 
 __all__ = ["one_run_p_value", "one_run_epsilon_lower_bound", "one_run_counts"]
 
 _EPS_MAX = 60.0
-
-
-def _check_counts(correct: int, guesses: int, canaries: int) -> tuple[int, int, int]:
-    m = check_int("canaries", canaries, minimum=1)
-    r = check_int("guesses", guesses, minimum=0)
-    v = check_int("correct", correct, minimum=0)
-    if r > m:
-        raise ValueError(f"guesses must be <= canaries={m}, got {r}")
-    if v > r:
-        raise ValueError(f"correct must be <= guesses={r}, got {v}")
-    return v, r, m
 
 
 def one_run_p_value(correct: int, guesses: int, canaries: int, epsilon: float, delta: float = 0.0) -> float:
@@ -64,7 +53,7 @@ def one_run_p_value(correct: int, guesses: int, canaries: int, epsilon: float, d
     >>> round(one_run_p_value(50, 100, 1000, 1.0), 6)
     1.0
     """
-    v, r, m = _check_counts(correct, guesses, canaries)
+    v, r, m = check_counts(correct, guesses, canaries)
     eps = float(epsilon)
     if not (eps >= 0.0):
         raise ValueError(f"epsilon must be >= 0, got {epsilon!r}")
@@ -100,7 +89,7 @@ def one_run_epsilon_lower_bound(
     >>> one_run_epsilon_lower_bound(520, 1000, 1000)
     0.0
     """
-    v, r, m = _check_counts(correct, guesses, canaries)
+    v, r, m = check_counts(correct, guesses, canaries)
     delta = check_prob("delta", delta)
     beta = check_prob("beta", beta, open_low=True, open_high=True)
 
