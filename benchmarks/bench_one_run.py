@@ -19,6 +19,7 @@ Writes benchmarks/results/one_run_digits.txt (and prints it).
 from __future__ import annotations
 
 import argparse
+import bisect
 import math
 import os
 import platform
@@ -134,14 +135,8 @@ def section_designs(d, seeds: int, lines: list[str], quick: bool) -> None:  # no
 
 
 def _critical(k: int, rejects) -> int:  # noqa: ANN001
-    lo, hi = 0, k + 1
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if rejects(mid):
-            hi = mid
-        else:
-            lo = mid + 1
-    return lo
+    """Smallest number of correct guesses c in [0, k] that rejects (rejection is monotone in c); k + 1 if none."""
+    return bisect.bisect_left(range(k + 1), True, key=rejects)
 
 
 def _counts(m: int, kp: int, reps: int, rng: np.random.Generator, draw) -> np.ndarray:  # noqa: ANN001

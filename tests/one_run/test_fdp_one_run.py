@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bisect
 import math
 
 import numpy as np
@@ -123,15 +124,8 @@ def test_validation_names_the_argument() -> None:
 
 # --------------------------------------------------------------- never more than the truth (sims)
 def _critical(k: int, rejects) -> int:  # noqa: ANN001
-    """Smallest number of correct guesses c that rejects (rejection is monotone in c)."""
-    lo, hi = 0, k + 1
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if rejects(mid):
-            hi = mid
-        else:
-            lo = mid + 1
-    return lo
+    """Smallest number of correct guesses c in [0, k] that rejects (rejection is monotone in c); k + 1 if none."""
+    return bisect.bisect_left(range(k + 1), True, key=rejects)
 
 
 def _correct_counts(m: int, kp: int, km: int, reps: int, rng: np.random.Generator, draw) -> np.ndarray:  # noqa: ANN001
