@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import networkx as nx
+
 from tests.import_graph import ROOT, imports, module_file
 
 
@@ -25,38 +27,11 @@ def _graph() -> dict[Path, set[Path]]:
 
 
 def cycles(graph: dict[Path, set[Path]]) -> list[list[Path]]:
-    """Strongly connected components with more than one module (Tarjan)."""
-    index: dict[Path, int] = {}
-    low: dict[Path, int] = {}
-    stack: list[Path] = []
-    on_stack: set[Path] = set()
-    found: list[list[Path]] = []
-
-    def visit(v: Path) -> None:
-        index[v] = low[v] = len(index)
-        stack.append(v)
-        on_stack.add(v)
-        for w in graph.get(v, ()):
-            if w not in index:
-                visit(w)
-                low[v] = min(low[v], low[w])
-            elif w in on_stack:
-                low[v] = min(low[v], index[w])
-        if low[v] == index[v]:
-            comp = []
-            while True:
-                w = stack.pop()
-                on_stack.discard(w)
-                comp.append(w)
-                if w == v:
-                    break
-            if len(comp) > 1:
-                found.append(sorted(comp))
-
-    for v in sorted(graph):
-        if v not in index:
-            visit(v)
-    return found
+    """Strongly connected components with more than one module, sorted."""
+    g = nx.DiGraph()
+    g.add_nodes_from(graph)
+    g.add_edges_from((v, w) for v, ws in graph.items() for w in ws)
+    return sorted(sorted(c) for c in nx.strongly_connected_components(g) if len(c) > 1)
 
 
 def test_no_import_cycles_between_project_modules() -> None:
