@@ -43,6 +43,7 @@ def canary_meta(plan: CanaryPlan, n_classes: int, n_game3: int, fingerprint: str
 
 
 def summary_line(plan: CanaryPlan, name: str, n_classes: int, n_game3: int) -> str:
+    """The stage's one line per defender: the Game-3 and LiDP designs that ran."""
     lp = plan.lidp
     return (f"canaries: {name}: Game 3 with {plan.game3.runs} x {n_game3} canaries"
             f"{' (label flip, C = 2)' if n_classes == 2 else ''}; {lp.trials} LiDP trials ({lp.neighbourhood}, "

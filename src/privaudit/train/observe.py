@@ -60,11 +60,12 @@ class HeadsObserver:
     def record(self, batch_rows: torch.Tensor, sensitivity: torch.Tensor, noise: torch.Tensor) -> None:
         """One step: Poisson batch sizes (M,), canary effects (M,) and the added noise N_t (M, P)."""
         n = noise.detach().to(torch.float64).cpu()
-        sq = (n * n).sum(1)
+        n2 = n * n
+        sq = n2.sum(1)
         self._rows.append(batch_rows.detach().cpu().to(torch.int64))
         self._sens.append(sensitivity.detach().cpu().to(torch.float64))
         self._sq.append(sq)
-        self._quart.append((n ** 4).sum(1))
+        self._quart.append((n2 * n2).sum(1))
         if self._prev is None:
             self._cos.append(torch.full_like(sq, math.nan))
         else:
@@ -73,7 +74,7 @@ class HeadsObserver:
             self._cos.append(torch.where(den > 0, (n * prev).sum(1) / den.clamp(min=1e-300),
                                          torch.full_like(sq, math.nan)).clamp(-1.0, 1.0))
         self._prev = (n, sq)
-        self._coord = n * n if self._coord is None else self._coord + n * n
+        self._coord = n2 if self._coord is None else self._coord + n2
 
     @property
     def steps(self) -> int:
