@@ -112,6 +112,15 @@ class TrainData:
     def n_grad(self) -> int:
         return 0 if self.grad_canaries is None else int(self.grad_canaries.shape[1])
 
+    @property
+    def n_virtual(self) -> int:
+        """Virtual rows per model: base rows, extra rows, gradient canaries."""
+        return self.n_base + self.n_extra + self.n_grad
+
+    def all_valid(self) -> bool:
+        """Whether every virtual row belongs to every model's data set (no masks given)."""
+        return self.include is None and self.extra_valid is None and self.grad_valid is None
+
     def valid_rows(self) -> torch.Tensor:
         """(M, n + E + G) bool: which virtual rows belong to each model's data set."""
         if self._valid is None:
@@ -239,13 +248,12 @@ def train_heads(
         heads = StackedHeads([w.clone() for w in init.weights], [b.clone() for b in init.biases])
     opt = _Optimizer(heads, recipe.lr, recipe.momentum if recipe.dp is None else 0.0,
                      recipe.weight_decay if recipe.dp is None else 0.0)
-    valid = data.valid_rows()
     plan = _Plan(data, heads, memory_budget, formulation)
     with torch.no_grad():
         if recipe.dp is None:
-            _train_sgd(recipe, data, heads, opt, valid, generator, plan)
+            _train_sgd(recipe, data, heads, opt, data.valid_rows(), generator, plan)
         else:
-            _train_dp(recipe.dp, data, heads, opt, valid, generator, plan, observer)
+            _train_dp(recipe.dp, data, heads, opt, generator, plan, observer)
     return heads
 
 
@@ -257,8 +265,9 @@ class _Plan:
         self.budget = max(int(memory_budget), 1 << 20)
         self.widths = [w.shape[1] for w in heads.weights]  # out width of each layer
         self.d = int(data.X_base.shape[1])
-        self.xsq_base = data.X_base.square().sum(1)
+        self.xsq_base = _row_sq_norms(data.X_base)
         self.xsq_extra = data.X_extra.square().sum(2) if data.n_extra else None
+        self._rows_buf: torch.Tensor | None = None
 
     def rand_rows(self, N: int) -> int:
         """Models per block of ``torch.rand(·, N)`` draws (float + bool mask) within a quarter of the budget."""
@@ -271,20 +280,54 @@ class _Plan:
 
     def gather(self, m0: int, idx: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
         """Rows (Mc, b, d), labels, ‖x‖² (Mc, b) and is-gradient-canary (Mc, b) of models m0.. at virtual idx."""
+        y, xsq, is_grad = self.labels(idx, m0)
+        return self.rows(m0, idx, reuse=False), y, xsq, is_grad
+
+    def labels(self, idx: torch.Tensor, m0: int = 0) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Labels, ‖x‖² and is-gradient-canary, each (Mc, b), of models m0.. at virtual rows ``idx`` (Mc, b)."""
         data, n, E = self.data, self.data.n_base, self.data.n_extra
         Mc, b = idx.shape
         flat = idx.clamp(max=n - 1).reshape(-1)
-        X = torch.index_select(data.X_base, 0, flat).view(Mc, b, self.d)
         y = data.y_base[flat].view(Mc, b)
         xsq = self.xsq_base[flat].view(Mc, b)
         if E:
             mi, bi = ((idx >= n) & (idx < n + E)).nonzero(as_tuple=True)
             if len(mi):
                 e = idx[mi, bi] - n
-                X[mi, bi] = data.X_extra[m0 + mi, e]
                 y[mi, bi] = data.y_extra[m0 + mi, e]
                 xsq[mi, bi] = self.xsq_extra[m0 + mi, e]
-        return X, y, xsq, idx >= n + E
+        return y, xsq, idx >= n + E
+
+    def rows(self, m0: int, idx: torch.Tensor, reuse: bool = True) -> torch.Tensor:
+        """Rows (Mc, b, d) of models m0.. at virtual rows ``idx`` (Mc, b) (gradient canaries: any row).
+
+        ``reuse``: gather into one buffer kept by the plan (valid until the next call) instead of a
+        fresh tensor — a cache-sized buffer written every chunk, never handed back to the allocator.
+        """
+        data, n, E = self.data, self.data.n_base, self.data.n_extra
+        Mc, b = idx.shape
+        flat = idx.clamp(max=n - 1).reshape(-1)
+        if reuse:
+            need = Mc * b * self.d
+            if self._rows_buf is None or self._rows_buf.numel() < need:
+                self._rows_buf = torch.empty(need, dtype=data.X_base.dtype, device=data.X_base.device)
+            X = torch.index_select(data.X_base, 0, flat, out=self._rows_buf[:need].view(Mc * b, self.d))
+        else:
+            X = torch.index_select(data.X_base, 0, flat)
+        X = X.view(Mc, b, self.d)
+        if E:
+            mi, bi = ((idx >= n) & (idx < n + E)).nonzero(as_tuple=True)
+            if len(mi):
+                X[mi, bi] = data.X_extra[m0 + mi, idx[mi, bi] - n]
+        return X
+
+
+def _row_sq_norms(X: torch.Tensor, block: int = 4096) -> torch.Tensor:
+    """‖x_i‖² of every row, ``X.square().sum(1)`` computed in blocks of rows (no (n, d) temporary)."""
+    out = torch.empty(X.shape[0], dtype=X.dtype, device=X.device)
+    for r0 in range(0, X.shape[0], block):
+        torch.sum(X[r0:r0 + block].square(), 1, out=out[r0:r0 + block])
+    return out
 
 
 def _use_shared(plan: _Plan, examples: float, models: int, rows: int) -> bool:
@@ -438,9 +481,17 @@ def _train_sgd(recipe: HeadRecipe, data: TrainData, heads: StackedHeads, opt: _O
 
 
 def _train_dp(dp: DPSettings, data: TrainData, heads: StackedHeads, opt: _Optimizer,
-              valid: torch.Tensor, gen: torch.Generator, plan: _Plan, observer: HeadsObserver | None = None) -> None:
-    M, N = valid.shape
-    dev = valid.device
+              gen: torch.Generator, plan: _Plan, observer: HeadsObserver | None = None) -> None:
+    """DP-SGD steps on all M models; parameters and the step's gradient live in two flat (M, P) buffers.
+
+    Per step: one Poisson draw and one padding of every model's batch (:func:`_compact`), labels and
+    ‖x‖² gathered once; per chunk only the row gather (into one reused buffer) and the chunk's
+    gradient; the canary term, the noise and the update are single (M, P) operations. The
+    operations and their order per element are those of the per-layer formulation, so the numbers
+    are too.
+    """
+    M, N = data.n_models, data.n_virtual
+    dev = data.X_base.device
     n, E = data.n_base, data.n_extra
     C, ebs = dp.max_grad_norm, dp.expected_batch_size
     std = dp.noise_multiplier * C
@@ -450,7 +501,10 @@ def _train_dp(dp: DPSettings, data: TrainData, heads: StackedHeads, opt: _Optimi
         gnorm = data.grad_canaries.norm(dim=2)
         gclip = clip_factors(gnorm, C)  # (M, G)
     q = dp.sample_rate
-    table, n_valid = valid_row_table(valid)
+    if data.all_valid():  # no (M, N) mask to build: every model's rows are 0..N-1
+        table, n_valid = None, torch.full((M,), N, dtype=torch.long, device=dev)
+    else:
+        table, n_valid = valid_row_table(data.valid_rows())
     mc = plan.chunk_models(max(1, int(q * N * 1.2) + 8), False)
     # Expected fill of a chunk's union of rows, q / (1 − (1 − q)^Mc): the shared formulation is tried
     # only where it can pay (see _use_shared).
@@ -460,8 +514,13 @@ def _train_dp(dp: DPSettings, data: TrainData, heads: StackedHeads, opt: _Optimi
                                                   and _use_shared(plan, fill, 1, 1))
     if try_shared:
         mc = mc_shared
+    flat = heads.flat()  # (M, P) parameters, updated in place
+    params = _unflatten(flat, heads)
+    g = torch.empty_like(flat)  # the step's gradient
+    grad = _unflatten(g, heads)
+    n_chunks = -(-M // mc)
     for _ in range(dp.steps):
-        g = _empty_like(heads)
+        g.zero_()
         sel = torch.zeros(M, data.n_grad, device=dev) if data.n_grad else None
         mm, jj, counts = poisson_rows(table, n_valid, q, gen)
         any_rows = bool(len(mm))
@@ -472,34 +531,39 @@ def _train_dp(dp: DPSettings, data: TrainData, heads: StackedHeads, opt: _Optimi
         if try_shared:
             mask = torch.zeros(M, N, dtype=torch.bool, device=dev)
             mask[mm, jj] = True
-        ends = [0, *torch.cumsum(counts, 0).tolist()]
-        for c0 in range(0, M, mc):
+        if any_rows:
+            idx, take = _compact(mm, jj, counts)
+            y, xsq, is_grad = plan.labels(idx)
+            weight = (take & ~is_grad).to(flat.dtype)
+            widths = torch.nn.functional.pad(counts, (0, n_chunks * mc - M)).view(n_chunks, mc).amax(1).tolist()
+        for c0 in range(0, M, mc) if any_rows else ():
             c1 = min(M, c0 + mc)
-            k0, k1 = ends[c0], ends[c1]
-            ws = [x[c0:c1] for x in heads.weights]
-            bs = [x[c0:c1] for x in heads.biases]
-            if k1 == k0:
-                _put(g, c0, [torch.zeros_like(w) for w in ws], [torch.zeros_like(b) for b in bs])
+            bc = int(widths[c0 // mc])
+            if bc == 0:  # no rows in this chunk's batches: its gradient stays zero
                 continue
-            if mask is not None and _dp_shared(data, plan, ws, bs, mask[c0:c1], k1 - k0, C, ebs, g, c0):
+            ws = [x[c0:c1] for x in params.weights]
+            bs = [x[c0:c1] for x in params.biases]
+            if mask is not None and _dp_shared(data, plan, ws, bs, mask[c0:c1], int(counts[c0:c1].sum()), C, ebs,
+                                               grad, c0):
                 continue
-            idx, take = _compact(mm[k0:k1] - c0, jj[k0:k1], counts[c0:c1])
-            X, y, xsq, is_grad = plan.gather(c0, idx)
-            gw, gb, _ = chunk_gradient(ws, bs, X, y, lambda nr, t=take, ig=is_grad: clip_factors(nr, C) * (t & ~ig) / ebs,
-                                       True, xsq)
-            _put(g, c0, gw, gb)
+            X = plan.rows(c0, idx[c0:c1, :bc])
+            gw, gb, _ = chunk_gradient(ws, bs, X, y[c0:c1, :bc],
+                                       lambda nr, w=weight[c0:c1, :bc]: clip_factors(nr, C).mul_(w).div_(ebs),
+                                       True, xsq[c0:c1, :bc])
+            _put(grad, c0, gw, gb)
         del mask
         if data.n_grad and any_rows:
-            flat = torch.bmm((sel * gclip / ebs).unsqueeze(1), data.grad_canaries).squeeze(1)
-            g = _add(g, _unflatten(flat, heads))
+            g += torch.bmm((sel * gclip / ebs).unsqueeze(1), data.grad_canaries).squeeze(1)
         noise = torch.randn(M, heads.n_params(), device=dev, generator=gen) * (std / ebs)
         if observer is not None:
             canary, effect = observer.canaries(M, heads.n_params(), C)
-            g = _add(g, _unflatten((canary / ebs).to(device=dev, dtype=noise.dtype), heads))
+            g += (canary / ebs).to(device=dev, dtype=noise.dtype)
             data_rows = counts if sel is None else counts - sel.sum(1).to(counts.dtype)
             observer.record(data_rows, effect, noise * ebs)
-        g = _add(g, _unflatten(noise, heads))
-        opt.step(g, None)
+        g += noise
+        flat.sub_(g * opt.lr)
+    for dst, src in zip(heads.weights + heads.biases, params.weights + params.biases):
+        dst.copy_(src)
 
 
 def _dp_shared(data: TrainData, plan: _Plan, ws: list[torch.Tensor], bs: list[torch.Tensor], mask: torch.Tensor,
