@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
-from privaudit.train.batched import poisson_rows, valid_row_table
+from privaudit.train.batched import poisson_batches, poisson_rows, valid_row_table
 
 
 def _masks(valid: torch.Tensor, q: float, steps: int, seed: int = 0) -> np.ndarray:
@@ -89,3 +89,18 @@ def test_rate_one_takes_every_valid_row() -> None:
 def test_bad_rate_is_refused() -> None:
     with pytest.raises(ValueError, match="sample_rate"):
         poisson_rows(None, torch.tensor([5]), 0.0, torch.Generator())
+
+
+@settings(max_examples=30, deadline=None, derandomize=True)
+@given(M=st.integers(1, 6), N=st.integers(1, 200), q=st.floats(0.001, 1.0), seed=st.integers(0, 10**6))
+def test_padded_batches_are_the_pairs_left_aligned(M: int, N: int, q: float, seed: int) -> None:
+    """The trainer's padded form: each model's rows left-aligned in order, padding row 0 marked not taken."""
+    valid = torch.rand(M, N, generator=torch.Generator().manual_seed(seed)) < 0.6
+    table, n_valid = valid_row_table(valid)
+    idx, take, counts = poisson_batches(table, n_valid, q, torch.Generator().manual_seed(seed))
+    m, j, counts2 = poisson_rows(table, n_valid, q, torch.Generator().manual_seed(seed))
+    assert torch.equal(counts, counts2)
+    assert idx.shape == take.shape == (M, int(counts.max()))
+    assert torch.equal(take, torch.arange(idx.shape[1]).unsqueeze(0) < counts.unsqueeze(1))  # a prefix per model
+    assert torch.all(idx[~take] == 0)
+    assert torch.equal(idx[take], j) and torch.equal(take.nonzero()[:, 0], m)

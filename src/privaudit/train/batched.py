@@ -288,8 +288,8 @@ class _Plan:
         data, n, E = self.data, self.data.n_base, self.data.n_extra
         Mc, b = idx.shape
         flat = idx.clamp(max=n - 1).reshape(-1)
-        y = data.y_base[flat].view(Mc, b)
-        xsq = self.xsq_base[flat].view(Mc, b)
+        y = torch.index_select(data.y_base, 0, flat).view(Mc, b)
+        xsq = torch.index_select(self.xsq_base, 0, flat).view(Mc, b)
         if E:
             mi, bi = ((idx >= n) & (idx < n + E)).nonzero(as_tuple=True)
             if len(mi):
@@ -352,8 +352,8 @@ def valid_row_table(valid: torch.Tensor) -> tuple[torch.Tensor | None, torch.Ten
     return order[:, :max(1, int(counts.max()))].contiguous(), counts
 
 
-def poisson_rows(table: torch.Tensor | None, n_valid: torch.Tensor, q: float,
-                 gen: torch.Generator) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+def poisson_batches(table: torch.Tensor | None, n_valid: torch.Tensor, q: float,
+                    gen: torch.Generator) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """One Poisson batch per model — each of its ``n_valid[m]`` rows independently with probability ``q``.
 
     Drawn as geometric gaps between sampled rows (the gaps of a Bernoulli(q) sequence are i.i.d.
@@ -363,51 +363,46 @@ def poisson_rows(table: torch.Tensor | None, n_valid: torch.Tensor, q: float,
     data set, so the numbers depend only on the generator, ``q`` and the valid rows.
 
     Returns:
-        (model index, virtual row) pairs sorted by model then row, and the batch size per model.
+        ``idx`` (M, b_max): each model's sampled virtual rows in increasing order, padded with row 0;
+        ``take`` (M, b_max) bool: which slots are real (a prefix of each row); the batch size per model.
     """
     if not 0.0 < q <= 1.0:
         raise ValueError(f"sample_rate must lie in (0, 1], got {q}")
     M, dev = n_valid.shape[0], n_valid.device
     v_max = int(n_valid.max()) if M else 0
     if v_max == 0:
-        empty = torch.zeros(0, dtype=torch.long, device=dev)
-        return empty, empty, torch.zeros(M, dtype=torch.long, device=dev)
+        return (torch.zeros(M, 0, dtype=torch.long, device=dev), torch.zeros(M, 0, dtype=torch.bool, device=dev),
+                torch.zeros(M, dtype=torch.long, device=dev))
     if q == 1.0:  # every valid row (a batch larger than the data set: opacus's q is capped at 1)
-        keep = torch.arange(v_max, device=dev).unsqueeze(0) < n_valid.unsqueeze(1)
-        m, p = keep.nonzero(as_tuple=True)
-        return m, (p if table is None else table[m, p]), keep.sum(1)
-    mean = q * v_max
-    G = max(1, min(v_max, int(mean + 6.0 * mean**0.5 + 8)))
-    log_keep = math.log1p(-q)
+        p = torch.arange(v_max, device=dev).expand(M, v_max)
+        take = p < n_valid.unsqueeze(1)
+    else:
+        mean = q * v_max
+        G = max(1, min(v_max, int(mean + 6.0 * mean**0.5 + 8)))
+        log_keep = math.log1p(-q)
 
-    def gaps() -> torch.Tensor:  # Geometric(q) on {1, 2, …} by inversion: ⌊log(1 − U) / log(1 − q)⌋ + 1
-        u = torch.rand(M, G, dtype=torch.float64, device=dev, generator=gen)
-        return torch.floor(torch.log1p(-u) / log_keep).add_(1.0).cumsum_(1)
+        def gaps() -> torch.Tensor:  # Geometric(q) on {1, 2, …} by inversion: ⌊log(1 − U) / log(1 − q)⌋ + 1
+            u = torch.rand(M, G, dtype=torch.float64, device=dev, generator=gen)
+            return torch.floor(torch.log1p(-u) / log_keep).add_(1.0).cumsum_(1)
 
-    pos = gaps()
-    while bool((pos[:, -1] <= n_valid).any()):  # some model's data set goes on past its last draw
-        pos = torch.cat([pos, gaps() + pos[:, -1:]], dim=1)
-    keep = pos <= n_valid.unsqueeze(1)  # 1-based positions within each model's valid rows
-    m, k = keep.nonzero(as_tuple=True)
-    p = pos[m, k].long() - 1
-    rows = p if table is None else table[m, p]
-    return m, rows, keep.sum(1)
+        pos = gaps()
+        while bool((pos[:, -1] <= n_valid).any()):  # some model's data set goes on past its last draw
+            pos = torch.cat([pos, gaps() + pos[:, -1:]], dim=1)
+        keep = pos <= n_valid.unsqueeze(1)  # 1-based positions within each model's valid rows
+        b_max = int(keep.sum(1).max())
+        take = keep[:, :b_max]
+        p = pos[:, :b_max].long() - 1
+    counts = take.sum(1)
+    idx = (p if table is None else table.gather(1, p.clamp(max=table.shape[1] - 1))).masked_fill(~take, 0)
+    return idx, take, counts
 
 
-def _compact(m: torch.Tensor, j: torch.Tensor, counts: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Pad (model, row) pairs sorted by model then row into row indices (Mc, b_max) and a mask of the real ones.
-
-    Padding slots point at row 0 and are masked out; each model's rows stay in increasing order.
-    """
-    Mc = counts.shape[0]
-    b_max = int(counts.max())
-    start = torch.cumsum(counts, 0) - counts
-    slot = torch.arange(len(m), device=m.device) - start[m]
-    idx = torch.zeros(Mc, b_max, dtype=torch.long, device=m.device)
-    take = torch.zeros(Mc, b_max, dtype=torch.bool, device=m.device)
-    idx[m, slot] = j
-    take[m, slot] = True
-    return idx, take
+def poisson_rows(table: torch.Tensor | None, n_valid: torch.Tensor, q: float,
+                 gen: torch.Generator) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """:func:`poisson_batches` as (model index, virtual row) pairs sorted by model then row, and the batch sizes."""
+    idx, take, counts = poisson_batches(table, n_valid, q, gen)
+    m, k = take.nonzero(as_tuple=True)
+    return m, idx[m, k], counts
 
 
 def _empty_like(heads: StackedHeads) -> StackedHeads:
@@ -484,7 +479,7 @@ def _train_dp(dp: DPSettings, data: TrainData, heads: StackedHeads, opt: _Optimi
               gen: torch.Generator, plan: _Plan, observer: HeadsObserver | None = None) -> None:
     """DP-SGD steps on all M models; parameters and the step's gradient live in two flat (M, P) buffers.
 
-    Per step: one Poisson draw and one padding of every model's batch (:func:`_compact`), labels and
+    Per step: one Poisson draw of every model's padded batch (:func:`poisson_batches`), labels and
     ‖x‖² gathered once; per chunk only the row gather (into one reused buffer) and the chunk's
     gradient; the canary term, the noise and the update are single (M, P) operations. The
     operations and their order per element are those of the per-layer formulation, so the numbers
@@ -522,18 +517,19 @@ def _train_dp(dp: DPSettings, data: TrainData, heads: StackedHeads, opt: _Optimi
     for _ in range(dp.steps):
         g.zero_()
         sel = torch.zeros(M, data.n_grad, device=dev) if data.n_grad else None
-        mm, jj, counts = poisson_rows(table, n_valid, q, gen)
-        any_rows = bool(len(mm))
-        if sel is not None:
-            is_g = jj >= n + E
-            sel[mm[is_g], jj[is_g] - n - E] = 1.0
+        idx, take, counts = poisson_batches(table, n_valid, q, gen)
+        any_rows = idx.shape[1] > 0
+        if any_rows:
+            y, xsq, is_grad = plan.labels(idx)
+        if sel is not None and any_rows:
+            mg, kg = (take & is_grad).nonzero(as_tuple=True)
+            sel[mg, idx[mg, kg] - n - E] = 1.0
         mask = None
         if try_shared:
             mask = torch.zeros(M, N, dtype=torch.bool, device=dev)
-            mask[mm, jj] = True
+            mm, kk = take.nonzero(as_tuple=True)
+            mask[mm, idx[mm, kk]] = True
         if any_rows:
-            idx, take = _compact(mm, jj, counts)
-            y, xsq, is_grad = plan.labels(idx)
             weight = (take & ~is_grad).to(flat.dtype)
             widths = torch.nn.functional.pad(counts, (0, n_chunks * mc - M)).view(n_chunks, mc).amax(1).tolist()
         for c0 in range(0, M, mc) if any_rows else ():
