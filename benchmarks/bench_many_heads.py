@@ -34,6 +34,7 @@ import argparse
 import fnmatch
 import os
 import platform
+import statistics
 import sys
 import time
 import warnings
@@ -94,8 +95,12 @@ def run_row(kind: str, algo: str, M: int, steps: int, X: torch.Tensor, y: torch.
     return time.perf_counter() - t, examples * flops_per_example(hidden)
 
 
-def opacus_ratio(quick: bool) -> list[str]:
-    """Sequential opacus vs batched on 256 DP-SGD linear heads on digits (bench_canary_training's workload)."""
+def opacus_ratio(quick: bool, repeats: int) -> list[str]:
+    """Sequential opacus vs batched on 256 DP-SGD linear heads on digits (bench_canary_training's workload).
+
+    The two are timed alternately ``repeats`` times (this machine's speed drifts by up to 2× over
+    minutes on a shared host); the ratio quoted is the median of the per-pair ratios.
+    """
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from opacus.accountants.utils import get_noise_multiplier
 
@@ -107,14 +112,21 @@ def opacus_ratio(quick: bool) -> list[str]:
     q = bs / len(y)
     sigma = get_noise_multiplier(target_epsilon=2.0, target_delta=1e-5, sample_rate=q,
                                  steps=epochs * round(1 / q), accountant="prv")
-    s_seq, a_seq = bct.sequential(X, y, Xte, yte, seq_models, epochs, bs, sigma, C, lr, "cpu")
-    s_bat, a_bat = bct.batched(X, y, Xte, yte, models, epochs, bs, sigma, C, lr, "cpu")
+    pairs = []
+    for _ in range(repeats):
+        s_seq, a_seq = bct.sequential(X, y, Xte, yte, seq_models, epochs, bs, sigma, C, lr, "cpu")
+        s_bat, a_bat = bct.batched(X, y, Xte, yte, models, epochs, bs, sigma, C, lr, "cpu")
+        pairs.append((s_seq, s_bat))
+    ratios = sorted(s / b for s, b in pairs)
+    s_seq, s_bat = (statistics.median(x) for x in zip(*pairs))
     return [
         f"opacus ratio, 256 DP-SGD linear heads on digits (n=900, d=64, epochs={epochs}, q={q:.4f}, "
-        f"sigma={sigma:.3f}, C={C}, lr={lr}):",
-        f"  sequential opacus: {1 / s_seq:8.2f} models/s (timed on {seq_models} models; mean test acc {a_seq:.3f})",
-        f"  batched trainer:   {1 / s_bat:8.2f} models/s ({models} models in {s_bat * models:.2f} s; mean test acc {a_bat:.3f})",
-        f"  ratio (batched / sequential): {s_seq / s_bat:.1f}x",
+        f"sigma={sigma:.3f}, C={C}, lr={lr}), {repeats} alternating pairs:",
+        f"  sequential opacus: {1 / s_seq:8.2f} models/s median (timed on {seq_models} models; mean test acc {a_seq:.3f})",
+        f"  batched trainer:   {1 / s_bat:8.2f} models/s median ({models} models in {s_bat * models:.2f} s; "
+        f"mean test acc {a_bat:.3f})",
+        f"  ratio (batched / sequential), per pair: {', '.join(f'{r:.1f}' for r in ratios)}; "
+        f"median {statistics.median(ratios):.1f}x",
     ]
 
 
@@ -139,6 +151,7 @@ def main() -> None:
                     "'opacus'")
     ap.add_argument("--steps", type=int, default=None, help="DP-SGD steps / SGD steps of 256 (default 10; quick 2)")
     ap.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's, all cores)")
+    ap.add_argument("--ratio-repeats", type=int, default=5, help="alternating opacus/batched pairs (default 5)")
     ap.add_argument("--out", type=Path, default=None, help="also write the output to this file")
     args = ap.parse_args()
     warnings.filterwarnings("ignore")
@@ -172,7 +185,7 @@ def main() -> None:
                 rate = fl / dt / 1e9
                 say(f"{name:<18}{M:>7}{dt:>10.2f}{M / dt:>11.1f}{rate:>16.2f}{100 * rate / peak:>10.1f}%")
     if want("opacus"):
-        for s in opacus_ratio(args.quick):
+        for s in opacus_ratio(args.quick, 1 if args.quick else args.ratio_repeats):
             say(s)
     say(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     if args.out:

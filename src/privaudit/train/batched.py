@@ -262,6 +262,7 @@ class _Plan:
 
     def __init__(self, data: TrainData, heads: StackedHeads, memory_budget: int, formulation: str) -> None:
         self.data, self.formulation = data, formulation
+        self.n_models = data.n_models
         self.budget = max(int(memory_budget), 1 << 20)
         self.widths = [w.shape[1] for w in heads.weights]  # out width of each layer
         self.d = int(data.X_base.shape[1])
@@ -274,9 +275,14 @@ class _Plan:
         return max(1, (self.budget // 4) // (5 * N))
 
     def chunk_models(self, rows_per_model: int, shared: bool) -> int:
-        """Models per compute chunk: each model's rows and activations within ``_CHUNK_BYTES``."""
+        """Models per compute chunk: each model's rows and activations within ``_CHUNK_BYTES`` — or all
+        models in one chunk when they fit in twice that (two chunks would double the per-chunk
+        operations for little cache gain: 256 linear heads on digits, 1 chunk 15 % faster than 2)."""
         act = 3 * sum(self.widths) + (0 if shared else self.d)
-        return max(1, min(_CHUNK_BYTES, self.budget // 8) // max(1, 4 * rows_per_model * act))
+        cap, per_model = min(_CHUNK_BYTES, self.budget // 8), max(1, 4 * rows_per_model * act)
+        if self.n_models * per_model <= 2 * cap:
+            return self.n_models
+        return max(1, cap // per_model)
 
     def gather(self, m0: int, idx: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
         """Rows (Mc, b, d), labels, ‖x‖² (Mc, b) and is-gradient-canary (Mc, b) of models m0.. at virtual idx."""
@@ -482,12 +488,12 @@ def _train_dp(dp: DPSettings, data: TrainData, heads: StackedHeads, opt: _Optimi
     Per step: one Poisson draw of every model's padded batch (:func:`poisson_batches`), labels and
     ‖x‖² gathered once; per chunk only the row gather (into one reused buffer) and the chunk's
     gradient; the canary term, the noise and the update are single (M, P) operations. The
-    operations and their order per element are those of the per-layer formulation, so the numbers
-    are too.
+    operations and their order per element are those of per-layer updates, so for the same chunks the
+    numbers are too.
     """
     M, N = data.n_models, data.n_virtual
     dev = data.X_base.device
-    n, E = data.n_base, data.n_extra
+    n = data.n_base
     C, ebs = dp.max_grad_norm, dp.expected_batch_size
     std = dp.noise_multiplier * C
     if observer is not None:
@@ -512,43 +518,11 @@ def _train_dp(dp: DPSettings, data: TrainData, heads: StackedHeads, opt: _Optimi
     flat = heads.flat()  # (M, P) parameters, updated in place
     params = _unflatten(flat, heads)
     g = torch.empty_like(flat)  # the step's gradient
-    grad = _unflatten(g, heads)
     n_chunks = -(-M // mc)
     for _ in range(dp.steps):
-        g.zero_()
-        sel = torch.zeros(M, data.n_grad, device=dev) if data.n_grad else None
         idx, take, counts = poisson_batches(table, n_valid, q, gen)
-        any_rows = idx.shape[1] > 0
-        if any_rows:
-            y, xsq, is_grad = plan.labels(idx)
-        if sel is not None and any_rows:
-            mg, kg = (take & is_grad).nonzero(as_tuple=True)
-            sel[mg, idx[mg, kg] - n - E] = 1.0
-        mask = None
-        if try_shared:
-            mask = torch.zeros(M, N, dtype=torch.bool, device=dev)
-            mm, kk = take.nonzero(as_tuple=True)
-            mask[mm, idx[mm, kk]] = True
-        if any_rows:
-            weight = (take & ~is_grad).to(flat.dtype)
-            widths = torch.nn.functional.pad(counts, (0, n_chunks * mc - M)).view(n_chunks, mc).amax(1).tolist()
-        for c0 in range(0, M, mc) if any_rows else ():
-            c1 = min(M, c0 + mc)
-            bc = int(widths[c0 // mc])
-            if bc == 0:  # no rows in this chunk's batches: its gradient stays zero
-                continue
-            ws = [x[c0:c1] for x in params.weights]
-            bs = [x[c0:c1] for x in params.biases]
-            if mask is not None and _dp_shared(data, plan, ws, bs, mask[c0:c1], int(counts[c0:c1].sum()), C, ebs,
-                                               grad, c0):
-                continue
-            X = plan.rows(c0, idx[c0:c1, :bc])
-            gw, gb, _ = chunk_gradient(ws, bs, X, y[c0:c1, :bc],
-                                       lambda nr, w=weight[c0:c1, :bc]: clip_factors(nr, C).mul_(w).div_(ebs),
-                                       True, xsq[c0:c1, :bc])
-            _put(grad, c0, gw, gb)
-        del mask
-        if data.n_grad and any_rows:
+        sel = _dp_clipped_sum(data, plan, params, g, idx, take, counts, mc, n_chunks, try_shared, C, ebs)
+        if sel is not None:
             g += torch.bmm((sel * gclip / ebs).unsqueeze(1), data.grad_canaries).squeeze(1)
         noise = torch.randn(M, heads.n_params(), device=dev, generator=gen) * (std / ebs)
         if observer is not None:
@@ -560,6 +534,51 @@ def _train_dp(dp: DPSettings, data: TrainData, heads: StackedHeads, opt: _Optimi
         flat.sub_(g * opt.lr)
     for dst, src in zip(heads.weights + heads.biases, params.weights + params.biases):
         dst.copy_(src)
+
+
+def _dp_clipped_sum(data: TrainData, plan: _Plan, params: StackedHeads, g: torch.Tensor, idx: torch.Tensor,
+                    take: torch.Tensor, counts: torch.Tensor, mc: int, n_chunks: int, try_shared: bool,
+                    C: float, ebs: float) -> torch.Tensor | None:
+    """Write the step's clipped, ``ebs``-scaled sum over each model's data rows into ``g`` (M, P).
+
+    Returns which gradient canaries are in each model's batch, (M, G) float (None when the data
+    have none, or no model has a row in its batch).
+    """
+    M, N, dev = data.n_models, data.n_virtual, g.device
+    n, E = data.n_base, data.n_extra
+    g.zero_()
+    if idx.shape[1] == 0:  # every batch is empty
+        return None
+    grad = _unflatten(g, params)
+    y, xsq, is_grad = plan.labels(idx)
+    sel = None
+    if data.n_grad:
+        sel = torch.zeros(M, data.n_grad, device=dev)
+        mg, kg = (take & is_grad).nonzero(as_tuple=True)
+        sel[mg, idx[mg, kg] - n - E] = 1.0
+    mask = None
+    if try_shared:
+        mask = torch.zeros(M, N, dtype=torch.bool, device=dev)
+        mm, kk = take.nonzero(as_tuple=True)
+        mask[mm, idx[mm, kk]] = True
+    weight = (take & ~is_grad).to(g.dtype)
+    widths = torch.nn.functional.pad(counts, (0, n_chunks * mc - M)).view(n_chunks, mc).amax(1).tolist()
+    for c0 in range(0, M, mc):
+        c1 = min(M, c0 + mc)
+        bc = int(widths[c0 // mc])
+        if bc == 0:  # no rows in this chunk's batches: its gradient stays zero
+            continue
+        ws = [x[c0:c1] for x in params.weights]
+        bs = [x[c0:c1] for x in params.biases]
+        if mask is not None and _dp_shared(data, plan, ws, bs, mask[c0:c1], int(counts[c0:c1].sum()), C, ebs,
+                                           grad, c0):
+            continue
+        X = plan.rows(c0, idx[c0:c1, :bc])
+        gw, gb, _ = chunk_gradient(ws, bs, X, y[c0:c1, :bc],
+                                   lambda nr, w=weight[c0:c1, :bc]: clip_factors(nr, C).mul_(w).div_(ebs),
+                                   True, xsq[c0:c1, :bc])
+        _put(grad, c0, gw, gb)
+    return sel
 
 
 def _dp_shared(data: TrainData, plan: _Plan, ws: list[torch.Tensor], bs: list[torch.Tensor], mask: torch.Tensor,
