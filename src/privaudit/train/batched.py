@@ -136,19 +136,6 @@ class TrainData:
             self._valid = torch.cat(parts, dim=1)
         return self._valid
 
-    def gather(self, idx: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """Rows (M, b, d), labels (M, b) and an is-gradient-canary mask (M, b) for virtual indices."""
-        n, E = self.n_base, self.n_extra
-        X = self.X_base[idx.clamp(max=n - 1)]
-        y = self.y_base[idx.clamp(max=n - 1)]
-        if E:
-            mi, bi = ((idx >= n) & (idx < n + E)).nonzero(as_tuple=True)
-            if len(mi):
-                e = idx[mi, bi] - n
-                X[mi, bi] = self.X_extra[mi, e]
-                y[mi, bi] = self.y_extra[mi, e]
-        return X, y, idx >= n + E
-
 
 def _unflatten(flat: torch.Tensor, like: StackedHeads) -> StackedHeads:
     ws, bs, pos = [], [], 0
@@ -284,11 +271,6 @@ class _Plan:
             return self.n_models
         return max(1, cap // per_model)
 
-    def gather(self, m0: int, idx: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-        """Rows (Mc, b, d), labels, ‖x‖² (Mc, b) and is-gradient-canary (Mc, b) of models m0.. at virtual idx."""
-        y, xsq, is_grad = self.labels(idx, m0)
-        return self.rows(m0, idx, reuse=False), y, xsq, is_grad
-
     def labels(self, idx: torch.Tensor, m0: int = 0) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Labels, ‖x‖² and is-gradient-canary, each (Mc, b), of models m0.. at virtual rows ``idx`` (Mc, b)."""
         data, n, E = self.data, self.data.n_base, self.data.n_extra
@@ -304,23 +286,20 @@ class _Plan:
                 xsq[mi, bi] = self.xsq_extra[m0 + mi, e]
         return y, xsq, idx >= n + E
 
-    def rows(self, m0: int, idx: torch.Tensor, reuse: bool = True) -> torch.Tensor:
+    def rows(self, m0: int, idx: torch.Tensor) -> torch.Tensor:
         """Rows (Mc, b, d) of models m0.. at virtual rows ``idx`` (Mc, b) (gradient canaries: any row).
 
-        ``reuse``: gather into one buffer kept by the plan (valid until the next call) instead of a
-        fresh tensor — a cache-sized buffer written every chunk, never handed back to the allocator.
+        Gathered into one buffer kept by the plan and valid until the next call: a cache-sized buffer
+        written every chunk, never handed back to the allocator (a fresh tensor per chunk cost page
+        faults: ``index_select`` into a new 2-4 MB tensor took 2-4× as long here).
         """
         data, n, E = self.data, self.data.n_base, self.data.n_extra
         Mc, b = idx.shape
         flat = idx.clamp(max=n - 1).reshape(-1)
-        if reuse:
-            need = Mc * b * self.d
-            if self._rows_buf is None or self._rows_buf.numel() < need:
-                self._rows_buf = torch.empty(need, dtype=data.X_base.dtype, device=data.X_base.device)
-            X = torch.index_select(data.X_base, 0, flat, out=self._rows_buf[:need].view(Mc * b, self.d))
-        else:
-            X = torch.index_select(data.X_base, 0, flat)
-        X = X.view(Mc, b, self.d)
+        need = Mc * b * self.d
+        if self._rows_buf is None or self._rows_buf.numel() < need:
+            self._rows_buf = torch.empty(need, dtype=data.X_base.dtype, device=data.X_base.device)
+        X = torch.index_select(data.X_base, 0, flat, out=self._rows_buf[:need].view(Mc * b, self.d)).view(Mc, b, self.d)
         if E:
             mi, bi = ((idx >= n) & (idx < n + E)).nonzero(as_tuple=True)
             if len(mi):
@@ -472,7 +451,9 @@ def _train_sgd(recipe: HeadRecipe, data: TrainData, heads: StackedHeads, opt: _O
                     r = idx[0].clamp(max=n - 1)
                     X, y, xsq = data.X_base[r], data.y_base[r], plan.xsq_base[r]
                 else:
-                    X, y, xsq, _ = plan.gather(m0, idx.expand(M, -1)[m0:m1])
+                    rows = idx.expand(M, -1)[m0:m1]
+                    y, xsq, _ = plan.labels(rows, m0)
+                    X = plan.rows(m0, rows)
                 gw, gb, _ = chunk_gradient([x[m0:m1] for x in heads.weights], [x[m0:m1] for x in heads.biases],
                                            X, y, lambda _norms, sc=sc: sc, False, xsq)
                 _put(g, m0, gw, gb)
