@@ -361,6 +361,7 @@ def poisson_batches(table: torch.Tensor | None, n_valid: torch.Tensor, q: float,
     if q == 1.0:  # every valid row (a batch larger than the data set: opacus's q is capped at 1)
         p = torch.arange(v_max, device=dev).expand(M, v_max)
         take = p < n_valid.unsqueeze(1)
+        counts = take.sum(1)
     else:
         mean = q * v_max
         G = max(1, min(v_max, int(mean + 6.0 * mean**0.5 + 8)))
@@ -368,16 +369,16 @@ def poisson_batches(table: torch.Tensor | None, n_valid: torch.Tensor, q: float,
 
         def gaps() -> torch.Tensor:  # Geometric(q) on {1, 2, …} by inversion: ⌊log(1 − U) / log(1 − q)⌋ + 1
             u = torch.rand(M, G, dtype=torch.float64, device=dev, generator=gen)
-            return torch.floor(torch.log1p(-u) / log_keep).add_(1.0).cumsum_(1)
+            return u.neg_().log1p_().div_(log_keep).floor_().add_(1.0).cumsum_(1)
 
         pos = gaps()
         while bool((pos[:, -1] <= n_valid).any()):  # some model's data set goes on past its last draw
             pos = torch.cat([pos, gaps() + pos[:, -1:]], dim=1)
         keep = pos <= n_valid.unsqueeze(1)  # 1-based positions within each model's valid rows
-        b_max = int(keep.sum(1).max())
+        counts = keep.sum(1)
+        b_max = int(counts.max())
         take = keep[:, :b_max]
         p = pos[:, :b_max].long() - 1
-    counts = take.sum(1)
     idx = (p if table is None else table.gather(1, p.clamp(max=table.shape[1] - 1))).masked_fill(~take, 0)
     return idx, take, counts
 

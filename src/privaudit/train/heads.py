@@ -221,8 +221,7 @@ def chunk_gradient(
     if need_norms:
         if xsq is None:
             xsq = X.square().sum(-1)
-        sq = torch.zeros(Mc, deltas[0].shape[2], dtype=X.dtype, device=X.device)
-        sq += deltas[0].square().sum(1) * (xsq + 1.0)
+        sq = deltas[0].square().sum(1) * (xsq + 1.0)  # = 0 + that, bit for bit: a sum of squares is never −0
         for d, a in zip(deltas[1:], acts):
             sq += d.square().sum(1) * (a.square().sum(1) + 1.0)
         norms = sq.sqrt()
