@@ -203,6 +203,9 @@ class LidpParams(_Strict):
     beta: float = Field(0.05, gt=0.0, lt=1.0)
     delta: float = Field(1e-5, ge=0.0, lt=1.0)
     tune_fraction: float = Field(0.5, gt=0.0, lt=1.0)
+    pilot_fraction: float = Field(
+        0.125, gt=0.0, lt=1.0, description="tau_selection: bonferroni only: share of the trials (at least 1) that "
+        "only build the threshold grid and are not certified")
     tau_quantiles: int = Field(16, ge=1)
 
     @field_validator("canaries", "null_canaries")

@@ -189,6 +189,7 @@ class LidpSettings:
     order: int
     method: str
     tune_fraction: float
+    pilot_fraction: float
     tau_quantiles: int
     tau_selection: str
     neighbourhood: str
@@ -204,6 +205,7 @@ class LidpSettings:
         """:func:`lidp_audit` with these settings; the result also names ``canary_type`` and ``level``."""
         res, curve = lidp_audit(loss_in, loss_null, delta=delta, beta=beta, order=self.order, method=self.method,
                                 tune_fraction=self.tune_fraction, n_thresholds=self.tau_quantiles, rng=rng,
-                                tau_selection=self.tau_selection, neighbourhood=self.neighbourhood)
+                                tau_selection=self.tau_selection, neighbourhood=self.neighbourhood,
+                                pilot_fraction=self.pilot_fraction)
         res.update(canary_type=self.canary_type, level=beta)
         return res, curve

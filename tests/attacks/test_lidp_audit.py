@@ -124,3 +124,24 @@ def test_level_and_exact_first_order_are_reported() -> None:
     res2, _ = lidp_audit(x, y, rng=np.random.default_rng(0), **KW)  # order 2: Wilson kept, K = 1 view exact
     assert (res2["method"], res2["method_k1"]) == ("wilson", "clopper_pearson")
     assert res2["eps_lower_bound"] == res2["by_order"]["wilson_2"]
+
+
+def test_pilot_fraction_is_a_params_key_that_reaches_the_audit() -> None:
+    """``lidp.pilot_fraction`` (bonferroni): read from params.yaml, validated there, passed to the audit."""
+    from pathlib import Path
+
+    import yaml
+
+    from privaudit.config import LidpParams, ParamsError, parse_params
+    from privaudit.lidp_audit import LidpSettings
+
+    x, y = _gauss(4.0, 200, 14, 0)
+    for lidp, split in [(LidpParams(tau_selection="bonferroni", pilot_fraction=0.25), (50, 150)),
+                        (LidpParams(tau_selection="bonferroni"), (25, 175))]:
+        res, _ = LidpSettings.of(lidp).audit(x, y, delta=1e-5, beta=0.05, rng=np.random.default_rng(0))
+        assert (res["tuning_trials"], res["certified_trials"]) == split
+    raw = yaml.safe_load((Path(__file__).resolve().parents[2] / "params.yaml").read_text())
+    assert parse_params(raw).lidp.pilot_fraction == 0.125
+    raw["lidp"]["pilot_fraction"] = 1.0
+    with pytest.raises(ParamsError, match="lidp.pilot_fraction"):
+        parse_params(raw)

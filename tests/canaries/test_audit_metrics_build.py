@@ -13,7 +13,7 @@ from privaudit.error_budget import DEFAULT_GATED, applicable_bounds, plan_budget
 from privaudit.lidp_audit import LidpSettings
 from privaudit.validation import ValidationFailed
 
-SETTINGS = LidpSettings(order=1, method="wilson", tune_fraction=0.5, tau_quantiles=16, tau_selection="split",
+SETTINGS = LidpSettings(order=1, method="wilson", tune_fraction=0.5, pilot_fraction=0.125, tau_quantiles=16, tau_selection="split",
                         neighbourhood="add_remove", canary_type="mislabel")
 GAME3 = {"eps_low": 0.0, "eps_high": 3.0, "canaries": 100, "delta": 1e-5, "neighbourhood": "replace_label",
          "level": 0.01}
