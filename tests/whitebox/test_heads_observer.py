@@ -68,3 +68,22 @@ def test_observer_needs_dp_sgd(digits) -> None:
         train_heads(sgd, TrainData(X, y, n_models=2), 10, torch.Generator(), observer=HeadsObserver(seed=0))
     with pytest.raises(ValueError, match="canary_scale"):
         HeadsObserver(seed=0, canary_scale=1.0)
+
+
+def test_recorded_summaries_match_their_definitions_over_steps() -> None:
+    """‖N_t‖², Σ N_tj⁴, cos(N_{t−1}, N_t) and Σ_t N_tj² per model, against numpy on the same noise
+    (the observer reuses alternating buffers across steps; a mix-up would pair the wrong steps)."""
+    g = torch.Generator().manual_seed(5)
+    noise = [torch.randn(3, 7, generator=g) for _ in range(4)]
+    obs = HeadsObserver(seed=0)
+    for t, n in enumerate(noise):
+        obs.record(torch.full((3,), t), torch.ones(3), n)
+    N = np.stack([n.double().numpy() for n in noise], axis=1)  # (M, T, P)
+    for m, run in enumerate(obs.runs()):
+        np.testing.assert_allclose(run.noise_sq, (N[m] ** 2).sum(1), rtol=1e-12)
+        np.testing.assert_allclose(run.noise_quartic, (N[m] ** 4).sum(1), rtol=1e-12)
+        cos = [(N[m, t - 1] @ N[m, t]) / np.sqrt((N[m, t - 1] ** 2).sum() * (N[m, t] ** 2).sum()) for t in range(1, 4)]
+        assert np.isnan(run.noise_cos[0])
+        np.testing.assert_allclose(run.noise_cos[1:], cos, rtol=1e-12)
+        np.testing.assert_allclose(run.coord_sq, (N[m] ** 2).sum(0), rtol=1e-12)
+        np.testing.assert_array_equal(run.batch_rows, [0, 1, 2, 3])
