@@ -452,9 +452,9 @@ def _train_sgd(recipe: HeadRecipe, data: TrainData, heads: StackedHeads, opt: _O
                     r = idx[0].clamp(max=n - 1)
                     X, y, xsq = data.X_base[r], data.y_base[r], plan.xsq_base[r]
                 else:
-                    rows = idx.expand(M, -1)[m0:m1]
-                    y, xsq, _ = plan.labels(rows, m0)
-                    X = plan.rows(m0, rows)
+                    chunk_idx = idx.expand(M, -1)[m0:m1]
+                    y, xsq, _ = plan.labels(chunk_idx, m0)
+                    X = plan.rows(m0, chunk_idx)
                 gw, gb, _ = chunk_gradient([x[m0:m1] for x in heads.weights], [x[m0:m1] for x in heads.biases],
                                            X, y, lambda _norms, sc=sc: sc, False, xsq)
                 _put(g, m0, gw, gb)
