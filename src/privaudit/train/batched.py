@@ -233,14 +233,13 @@ def train_heads(
         heads = initial_heads(recipe, data, n_classes, generator)
     else:
         heads = StackedHeads([w.clone() for w in init.weights], [b.clone() for b in init.biases])
-    opt = _Optimizer(heads, recipe.lr, recipe.momentum if recipe.dp is None else 0.0,
-                     recipe.weight_decay if recipe.dp is None else 0.0)
     plan = _Plan(data, heads, memory_budget, formulation)
     with torch.no_grad():
         if recipe.dp is None:
+            opt = _Optimizer(heads, recipe.lr, recipe.momentum, recipe.weight_decay)
             _train_sgd(recipe, data, heads, opt, data.valid_rows(), generator, plan)
         else:
-            _train_dp(recipe.dp, data, heads, opt, generator, plan, observer)
+            _train_dp(recipe.dp, recipe.lr, data, heads, generator, plan, observer)
     return heads
 
 
@@ -278,12 +277,10 @@ class _Plan:
         flat = idx.clamp(max=n - 1).reshape(-1)
         y = torch.index_select(data.y_base, 0, flat).view(Mc, b)
         xsq = torch.index_select(self.xsq_base, 0, flat).view(Mc, b)
-        if E:
-            mi, bi = ((idx >= n) & (idx < n + E)).nonzero(as_tuple=True)
-            if len(mi):
-                e = idx[mi, bi] - n
-                y[mi, bi] = data.y_extra[m0 + mi, e]
-                xsq[mi, bi] = self.xsq_extra[m0 + mi, e]
+        if (slots := self._extra_slots(idx)) is not None:
+            mi, bi, e = slots
+            y[mi, bi] = data.y_extra[m0 + mi, e]
+            xsq[mi, bi] = self.xsq_extra[m0 + mi, e]
         return y, xsq, idx >= n + E
 
     def rows(self, m0: int, idx: torch.Tensor) -> torch.Tensor:
@@ -293,18 +290,25 @@ class _Plan:
         written every chunk, never handed back to the allocator (a fresh tensor per chunk cost page
         faults: ``index_select`` into a new 2-4 MB tensor took 2-4× as long here).
         """
-        data, n, E = self.data, self.data.n_base, self.data.n_extra
+        data, n = self.data, self.data.n_base
         Mc, b = idx.shape
         flat = idx.clamp(max=n - 1).reshape(-1)
         need = Mc * b * self.d
         if self._rows_buf is None or self._rows_buf.numel() < need:
             self._rows_buf = torch.empty(need, dtype=data.X_base.dtype, device=data.X_base.device)
         X = torch.index_select(data.X_base, 0, flat, out=self._rows_buf[:need].view(Mc * b, self.d)).view(Mc, b, self.d)
-        if E:
-            mi, bi = ((idx >= n) & (idx < n + E)).nonzero(as_tuple=True)
-            if len(mi):
-                X[mi, bi] = data.X_extra[m0 + mi, idx[mi, bi] - n]
+        if (slots := self._extra_slots(idx)) is not None:
+            mi, bi, e = slots
+            X[mi, bi] = data.X_extra[m0 + mi, e]
         return X
+
+    def _extra_slots(self, idx: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None:
+        """The (model, slot, extra-row) indices of ``idx``'s per-model extra rows; None when it has none."""
+        n, E = self.data.n_base, self.data.n_extra
+        if not E:
+            return None
+        mi, bi = ((idx >= n) & (idx < n + E)).nonzero(as_tuple=True)
+        return (mi, bi, idx[mi, bi] - n) if len(mi) else None
 
 
 def _row_sq_norms(X: torch.Tensor, block: int = 4096) -> torch.Tensor:
@@ -463,13 +467,14 @@ def _train_sgd(recipe: HeadRecipe, data: TrainData, heads: StackedHeads, opt: _O
             opt.step(g, None if bool(active.all()) else active)
 
 
-def _train_dp(dp: DPSettings, data: TrainData, heads: StackedHeads, opt: _Optimizer,
+def _train_dp(dp: DPSettings, lr: float, data: TrainData, heads: StackedHeads,
               gen: torch.Generator, plan: _Plan, observer: HeadsObserver | None = None) -> None:
     """DP-SGD steps on all M models; parameters and the step's gradient live in two flat (M, P) buffers.
 
     Per step: one Poisson draw of every model's padded batch (:func:`poisson_batches`), labels and
     ‖x‖² gathered once; per chunk only the row gather (into one reused buffer) and the chunk's
-    gradient; the canary term, the noise and the update are single (M, P) operations. The
+    gradient; the canary term, the noise and the plain SGD update (learning rate ``lr``; DP-SGD
+    ignores momentum and weight decay) are single (M, P) operations. The
     operations and their order per element are those of per-layer updates, so for the same chunks the
     numbers are too.
     """
@@ -500,10 +505,9 @@ def _train_dp(dp: DPSettings, data: TrainData, heads: StackedHeads, opt: _Optimi
     flat = heads.flat()  # (M, P) parameters, updated in place
     params = _unflatten(flat, heads)
     g = torch.empty_like(flat)  # the step's gradient
-    n_chunks = -(-M // mc)
     for _ in range(dp.steps):
         idx, take, counts = poisson_batches(table, n_valid, q, gen)
-        sel = _dp_clipped_sum(data, plan, params, g, idx, take, counts, mc, n_chunks, try_shared, C, ebs)
+        sel = _dp_clipped_sum(data, plan, params, g, idx, take, counts, mc, try_shared, C, ebs)
         if sel is not None:
             g += torch.bmm((sel * gclip / ebs).unsqueeze(1), data.grad_canaries).squeeze(1)
         noise = torch.randn(M, heads.n_params(), device=dev, generator=gen) * (std / ebs)
@@ -513,13 +517,13 @@ def _train_dp(dp: DPSettings, data: TrainData, heads: StackedHeads, opt: _Optimi
             data_rows = counts if sel is None else counts - sel.sum(1).to(counts.dtype)
             observer.record(data_rows, effect, noise * ebs)
         g += noise
-        flat.sub_(g * opt.lr)
+        flat.sub_(g * lr)
     for dst, src in zip(heads.weights + heads.biases, params.weights + params.biases):
         dst.copy_(src)
 
 
 def _dp_clipped_sum(data: TrainData, plan: _Plan, params: StackedHeads, g: torch.Tensor, idx: torch.Tensor,
-                    take: torch.Tensor, counts: torch.Tensor, mc: int, n_chunks: int, try_shared: bool,
+                    take: torch.Tensor, counts: torch.Tensor, mc: int, try_shared: bool,
                     C: float, ebs: float) -> torch.Tensor | None:
     """Write the step's clipped, ``ebs``-scaled sum over each model's data rows into ``g`` (M, P).
 
@@ -544,6 +548,7 @@ def _dp_clipped_sum(data: TrainData, plan: _Plan, params: StackedHeads, g: torch
         mm, kk = take.nonzero(as_tuple=True)
         mask[mm, idx[mm, kk]] = True
     weight = (take & ~is_grad).to(g.dtype)
+    n_chunks = -(-M // mc)
     widths = torch.nn.functional.pad(counts, (0, n_chunks * mc - M)).view(n_chunks, mc).amax(1).tolist()
     for c0 in range(0, M, mc):
         c1 = min(M, c0 + mc)
