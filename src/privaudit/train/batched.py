@@ -270,18 +270,19 @@ class _Plan:
             return self.n_models
         return max(1, cap // per_model)
 
-    def labels(self, idx: torch.Tensor, m0: int = 0) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """Labels, ‖x‖² and is-gradient-canary, each (Mc, b), of models m0.. at virtual rows ``idx`` (Mc, b)."""
+    def labels(self, idx: torch.Tensor, m0: int = 0) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+        """Labels, ‖x‖² and is-gradient-canary (None when the data have no gradient canaries), each (Mc, b),
+        of models m0.. at virtual rows ``idx`` (Mc, b)."""
         data, n, E = self.data, self.data.n_base, self.data.n_extra
         Mc, b = idx.shape
-        flat = idx.clamp(max=n - 1).reshape(-1)
+        flat = self._base_rows(idx)
         y = torch.index_select(data.y_base, 0, flat).view(Mc, b)
         xsq = torch.index_select(self.xsq_base, 0, flat).view(Mc, b)
         if (slots := self._extra_slots(idx)) is not None:
             mi, bi, e = slots
             y[mi, bi] = data.y_extra[m0 + mi, e]
             xsq[mi, bi] = self.xsq_extra[m0 + mi, e]
-        return y, xsq, idx >= n + E
+        return y, xsq, (idx >= n + E if data.n_grad else None)
 
     def rows(self, m0: int, idx: torch.Tensor) -> torch.Tensor:
         """Rows (Mc, b, d) of models m0.. at virtual rows ``idx`` (Mc, b) (gradient canaries: any row).
@@ -290,9 +291,9 @@ class _Plan:
         written every chunk, never handed back to the allocator (a fresh tensor per chunk cost page
         faults: ``index_select`` into a new 2-4 MB tensor took 2-4× as long here).
         """
-        data, n = self.data, self.data.n_base
+        data = self.data
         Mc, b = idx.shape
-        flat = idx.clamp(max=n - 1).reshape(-1)
+        flat = self._base_rows(idx)
         need = Mc * b * self.d
         if self._rows_buf is None or self._rows_buf.numel() < need:
             self._rows_buf = torch.empty(need, dtype=data.X_base.dtype, device=data.X_base.device)
@@ -301,6 +302,11 @@ class _Plan:
             mi, bi, e = slots
             X[mi, bi] = data.X_extra[m0 + mi, e]
         return X
+
+    def _base_rows(self, idx: torch.Tensor) -> torch.Tensor:
+        """``idx`` flattened, with rows past the base rows (extra rows, gradient canaries) mapped to the last base row."""
+        n = self.data.n_base
+        return (idx if self.data.n_virtual == n else idx.clamp(max=n - 1)).reshape(-1)
 
     def _extra_slots(self, idx: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None:
         """The (model, slot, extra-row) indices of ``idx``'s per-model extra rows; None when it has none."""
@@ -503,29 +509,33 @@ def _train_dp(dp: DPSettings, lr: float, data: TrainData, heads: StackedHeads,
     if try_shared:
         mc = mc_shared
     flat = heads.flat()  # (M, P) parameters, updated in place
+    P = flat.shape[1]
     params = _unflatten(flat, heads)
     g = torch.empty_like(flat)  # the step's gradient
+    grad = _unflatten(g, heads)  # per-layer views of g
+    noise = torch.empty_like(flat)  # the step's noise, drawn in place (same numbers as a fresh randn)
     for _ in range(dp.steps):
         idx, take, counts = poisson_batches(table, n_valid, q, gen)
-        sel = _dp_clipped_sum(data, plan, params, g, idx, take, counts, mc, try_shared, C, ebs)
+        sel = _dp_clipped_sum(data, plan, params, g, grad, idx, take, counts, mc, try_shared, C, ebs)
         if sel is not None:
             g += torch.bmm((sel * gclip / ebs).unsqueeze(1), data.grad_canaries).squeeze(1)
-        noise = torch.randn(M, heads.n_params(), device=dev, generator=gen) * (std / ebs)
+        torch.randn(M, P, device=dev, generator=gen, out=noise).mul_(std / ebs)
         if observer is not None:
-            canary, effect = observer.canaries(M, heads.n_params(), C)
+            canary, effect = observer.canaries(M, P, C)
             g += (canary / ebs).to(device=dev, dtype=noise.dtype)
             data_rows = counts if sel is None else counts - sel.sum(1).to(counts.dtype)
             observer.record(data_rows, effect, noise * ebs)
         g += noise
-        flat.sub_(g * lr)
+        flat.sub_(g.mul_(lr))
     for dst, src in zip(heads.weights + heads.biases, params.weights + params.biases):
         dst.copy_(src)
 
 
-def _dp_clipped_sum(data: TrainData, plan: _Plan, params: StackedHeads, g: torch.Tensor, idx: torch.Tensor,
-                    take: torch.Tensor, counts: torch.Tensor, mc: int, try_shared: bool,
+def _dp_clipped_sum(data: TrainData, plan: _Plan, params: StackedHeads, g: torch.Tensor, grad: StackedHeads,
+                    idx: torch.Tensor, take: torch.Tensor, counts: torch.Tensor, mc: int, try_shared: bool,
                     C: float, ebs: float) -> torch.Tensor | None:
-    """Write the step's clipped, ``ebs``-scaled sum over each model's data rows into ``g`` (M, P).
+    """Write the step's clipped, ``ebs``-scaled sum over each model's data rows into ``g`` (M, P)
+    (``grad``: its per-layer views).
 
     Returns which gradient canaries are in each model's batch, (M, G) float (None when the data
     have none, or no model has a row in its batch).
@@ -535,10 +545,9 @@ def _dp_clipped_sum(data: TrainData, plan: _Plan, params: StackedHeads, g: torch
     g.zero_()
     if idx.shape[1] == 0:  # every batch is empty
         return None
-    grad = _unflatten(g, params)
     y, xsq, is_grad = plan.labels(idx)
     sel = None
-    if data.n_grad:
+    if is_grad is not None:
         sel = torch.zeros(M, data.n_grad, device=dev)
         mg, kg = (take & is_grad).nonzero(as_tuple=True)
         sel[mg, idx[mg, kg] - n - E] = 1.0
@@ -547,9 +556,12 @@ def _dp_clipped_sum(data: TrainData, plan: _Plan, params: StackedHeads, g: torch
         mask = torch.zeros(M, N, dtype=torch.bool, device=dev)
         mm, kk = take.nonzero(as_tuple=True)
         mask[mm, idx[mm, kk]] = True
-    weight = (take & ~is_grad).to(g.dtype)
+    weight = (take if is_grad is None else take & ~is_grad).to(g.dtype)
     n_chunks = -(-M // mc)
-    widths = torch.nn.functional.pad(counts, (0, n_chunks * mc - M)).view(n_chunks, mc).amax(1).tolist()
+    if n_chunks == 1:  # the padded width is already the largest batch
+        widths = [idx.shape[1]]
+    else:
+        widths = torch.nn.functional.pad(counts, (0, n_chunks * mc - M)).view(n_chunks, mc).amax(1).tolist()
     for c0 in range(0, M, mc):
         c1 = min(M, c0 + mc)
         bc = int(widths[c0 // mc])

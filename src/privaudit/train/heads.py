@@ -210,8 +210,7 @@ def chunk_gradient(
             acts.append(a)
     delta = torch.softmax(pre[-1], dim=1)
     yy = y.expand(Mc, -1) if y.dim() == 1 else y
-    delta.scatter_add_(1, yy.unsqueeze(1), torch.full((Mc, 1, yy.shape[1]), -1.0, dtype=delta.dtype,
-                                                      device=delta.device))
+    delta.scatter_add_(1, yy.unsqueeze(1), delta.new_full((1, 1, 1), -1.0).expand(Mc, 1, yy.shape[1]))
     deltas = [delta]
     for l in range(last, 0, -1):
         delta = torch.bmm(weights[l].transpose(1, 2), delta) * (pre[l - 1] > 0)
