@@ -514,17 +514,18 @@ def _train_dp(dp: DPSettings, lr: float, data: TrainData, heads: StackedHeads,
     g = torch.empty_like(flat)  # the step's gradient
     grad = _unflatten(g, heads)  # per-layer views of g
     noise = torch.empty_like(flat)  # the step's noise, drawn in place (same numbers as a fresh randn)
+    scratch = torch.empty_like(flat) if observer is not None else None  # the observed canary, then N_t
     for _ in range(dp.steps):
         idx, take, counts = poisson_batches(table, n_valid, q, gen)
         sel = _dp_clipped_sum(data, plan, params, g, grad, idx, take, counts, mc, try_shared, C, ebs)
         if sel is not None:
             g += torch.bmm((sel * gclip / ebs).unsqueeze(1), data.grad_canaries).squeeze(1)
         torch.randn(M, P, device=dev, generator=gen, out=noise).mul_(std / ebs)
-        if observer is not None:
+        if observer is not None and scratch is not None:
             canary, effect = observer.canaries(M, P, C)
-            g += (canary / ebs).to(device=dev, dtype=noise.dtype)
+            g += scratch.copy_(canary.div_(ebs))  # float64 / ebs, then rounded to float32, as .to() would
             data_rows = counts if sel is None else counts - sel.sum(1).to(counts.dtype)
-            observer.record(data_rows, effect, noise * ebs)
+            observer.record(data_rows, effect, torch.mul(noise, ebs, out=scratch))
         g += noise
         flat.sub_(g.mul_(lr))
     for dst, src in zip(heads.weights + heads.biases, params.weights + params.biases):

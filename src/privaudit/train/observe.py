@@ -52,17 +52,27 @@ class HeadsObserver:
         self._prev: tuple[torch.Tensor, torch.Tensor] | None = None
         self._coord: torch.Tensor | None = None
         self._bufs: list[torch.Tensor] | None = None
+        self._draw: tuple[torch.Tensor, torch.Tensor] | None = None
         self.max_grad_norm: float | None = None
         self.noise_multiplier: float | None = None
 
     def canaries(self, n_models: int, n_params: int, max_grad_norm: float) -> tuple[torch.Tensor, torch.Tensor]:
-        """This step's clipped canaries (M, P) (opacus's clip factor) and their norms Δ_t (M,)."""
+        """This step's clipped canaries (M, P) float64 (opacus's clip factor) and their norms Δ_t (M,).
+
+        The canaries live in a buffer of the observer's, valid (and free for the caller to scale in
+        place) until the next call: no fresh (M, P) tensors per step.
+        """
+        shape = (n_models, n_params)
+        if self._draw is None or tuple(self._draw[0].shape) != shape:
+            self._draw = (torch.empty(shape), torch.empty(shape, dtype=torch.float64))
+        u32, u = self._draw
         # float32 draws, normalised in float64: a uniformly random direction either way, and torch's
         # float64 normal sampler is ~6x slower here (it was half of an observed MLP step's time).
-        u = torch.randn(n_models, n_params, generator=self._gen).to(torch.float64)
+        torch.randn(shape, generator=self._gen, out=u32)
+        u.copy_(u32)
         u *= (self.canary_scale * max_grad_norm) / torch.linalg.vector_norm(u, dim=1, keepdim=True)
         norm = torch.linalg.vector_norm(u, dim=1)
-        clipped = u * (max_grad_norm / (norm + 1e-6)).clamp(max=1.0).unsqueeze(1)
+        clipped = u.mul_((max_grad_norm / (norm + 1e-6)).clamp(max=1.0).unsqueeze(1))
         return clipped, torch.linalg.vector_norm(clipped, dim=1)
 
     def record(self, batch_rows: torch.Tensor, sensitivity: torch.Tensor, noise: torch.Tensor) -> None:
