@@ -154,24 +154,32 @@ class _Optimizer:
     def __init__(self, heads: StackedHeads, lr: float, momentum: float, weight_decay: float) -> None:
         self.heads, self.lr, self.momentum, self.wd = heads, lr, momentum, weight_decay
         self.buf: list[torch.Tensor] | None = None
+        params = heads.weights + heads.biases
+        # Reused scratch per parameter (weight-decayed gradient; the update): no fresh (M, …) tensors per
+        # step. Each in-place step below rounds exactly like the out-of-place expression it replaces.
+        self._decayed = [torch.empty_like(p) for p in params] if weight_decay else []
+        self._upd = [torch.empty_like(p) for p in params]
 
     def step(self, grad: StackedHeads, active: torch.Tensor | None) -> None:
         params = self.heads.weights + self.heads.biases
         grads = grad.weights + grad.biases
-        if self.wd:
-            grads = [g + self.wd * p for g, p in zip(grads, params)]
+        if self.wd:  # g + wd·p
+            grads = [torch.mul(p, self.wd, out=s).add_(g) for g, p, s in zip(grads, params, self._decayed)]
         if self.momentum:
             if self.buf is None:
                 self.buf = [g.clone() for g in grads]
             else:
                 for bf, g in zip(self.buf, grads):
-                    new = bf * self.momentum + g
-                    bf.copy_(new if active is None else torch.where(_bcast(active, new).bool(), new, bf))
+                    if active is None:  # bf·momentum + g
+                        bf.mul_(self.momentum).add_(g)
+                    else:
+                        new = bf * self.momentum + g
+                        bf.copy_(torch.where(_bcast(active, new).bool(), new, bf))
             grads = self.buf
-        for p, g in zip(params, grads):
-            upd = g * self.lr
+        for p, g, s in zip(params, grads, self._upd):
+            upd = torch.mul(g, self.lr, out=s)
             if active is not None:
-                upd = upd * _bcast(active, upd)
+                upd.mul_(_bcast(active, upd))
             p.sub_(upd)
 
 
@@ -434,6 +442,7 @@ def _train_sgd(recipe: HeadRecipe, data: TrainData, heads: StackedHeads, opt: _O
         fixed = torch.argsort(keys.masked_fill(~valid[:rows], float("inf")), dim=1, stable=True).to(torch.int32)
     step_rows = plan.rand_rows(N)
     mc = plan.chunk_models(bs, shared)
+    g_step = _empty_like(heads)  # the step's gradient, every model's slice written each step
     for _ in range(recipe.epochs):
         if recipe.shuffle:
             parts = []
@@ -454,7 +463,7 @@ def _train_sgd(recipe: HeadRecipe, data: TrainData, heads: StackedHeads, opt: _O
             w = in_batch.to(torch.float32) / b_m.clamp(min=1).unsqueeze(1).to(torch.float32)
             is_grad_all = idx.expand(M, -1) >= n + E
             scale = w * ~is_grad_all
-            g = _empty_like(heads)
+            g = g_step
             for m0 in range(0, M, mc):
                 m1 = min(M, m0 + mc)
                 sc = scale[m0:m1]
