@@ -523,12 +523,13 @@ def _train_dp(dp: DPSettings, lr: float, data: TrainData, heads: StackedHeads,
     g = torch.empty_like(flat)  # the step's gradient
     grad = _unflatten(g, heads)  # per-layer views of g
     noise = torch.empty_like(flat)  # the step's noise, drawn in place (same numbers as a fresh randn)
-    scratch = torch.empty_like(flat) if observer is not None else None  # the observed canary, then N_t
+    # (M, P) scratch: the gradient canaries' term; the observed canary, then N_t
+    scratch = torch.empty_like(flat) if observer is not None or data.n_grad else None
     for _ in range(dp.steps):
         idx, take, counts = poisson_batches(table, n_valid, q, gen)
         sel = _dp_clipped_sum(data, plan, params, g, grad, idx, take, counts, mc, try_shared, C, ebs)
-        if sel is not None:
-            g += torch.bmm((sel * gclip / ebs).unsqueeze(1), data.grad_canaries).squeeze(1)
+        if sel is not None and scratch is not None:
+            g += torch.bmm((sel * gclip / ebs).unsqueeze(1), data.grad_canaries, out=scratch.unsqueeze(1)).squeeze(1)
         torch.randn(M, P, device=dev, generator=gen, out=noise).mul_(std / ebs)
         if observer is not None and scratch is not None:
             canary, effect = observer.canaries(M, P, C)
