@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from privaudit.train import DPSettings, HeadRecipe, TrainData, train_heads
+from privaudit.train import DPSettings, HeadRecipe, TrainData, initial_heads, train_heads
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -70,6 +70,29 @@ def test_memory_budget_changes_chunking_not_draws(case: str) -> None:
                      extras=kw.get("extras", True), include=kw.get("include", True))
         out.append(train_heads(recipe, data, 4, torch.Generator().manual_seed(3), memory_budget=budget).flat())
     torch.testing.assert_close(out[0], out[1], rtol=0, atol=1e-5)
+
+
+def test_chunks_with_empty_batches_get_a_zero_clipped_sum() -> None:
+    """The step's gradient buffer is reused and only chunks with rows are written: a chunk whose
+    models all drew empty batches (frequent here: 0.15 expected rows per model and step, two wide
+    models per chunk under a 1 MiB budget) must get a zero clipped sum, not the previous step's."""
+    g = torch.Generator().manual_seed(0)
+    X, y = torch.randn(300, 2000, generator=g), torch.randint(0, 4, (300,), generator=g)
+    recipe = HeadRecipe((), 1, 1, 0.5, dp=DPSettings(1.0, 1.0, 0.0005, 30, 1.0))
+    out = [train_heads(recipe, TrainData(X, y, n_models=16), 4, torch.Generator().manual_seed(3),
+                       memory_budget=budget).flat() for budget in (1 << 30, 1 << 20)]
+    torch.testing.assert_close(out[0], out[1], rtol=0, atol=1e-5)
+
+
+def test_steps_where_every_batch_is_empty_leave_noiseless_heads_unchanged() -> None:
+    """σ = 0 and q so small that every batch is empty: the clipped sum is zero at every step (the
+    reused gradient buffer holds nothing stale or uninitialised), so θ_T = θ_0."""
+    from privaudit.train import initial_heads
+
+    recipe = HeadRecipe((3,), 1, 1, 0.5, dp=DPSettings(0.0, 1.0, 1e-9, 5, 1.0))
+    data = _data(6, extras=False, include=False)
+    theta0 = initial_heads(recipe, data, 4, torch.Generator().manual_seed(3)).flat()
+    assert torch.equal(train_heads(recipe, data, 4, torch.Generator().manual_seed(3)).flat(), theta0)
 
 
 def test_unknown_formulation_is_refused() -> None:

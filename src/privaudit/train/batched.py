@@ -546,15 +546,15 @@ def _dp_clipped_sum(data: TrainData, plan: _Plan, params: StackedHeads, g: torch
                     idx: torch.Tensor, take: torch.Tensor, counts: torch.Tensor, mc: int, try_shared: bool,
                     C: float, ebs: float) -> torch.Tensor | None:
     """Write the step's clipped, ``ebs``-scaled sum over each model's data rows into ``g`` (M, P)
-    (``grad``: its per-layer views).
+    (``grad``: its per-layer views); every chunk's rows of ``g`` are overwritten, so ``g`` needs no zeroing.
 
     Returns which gradient canaries are in each model's batch, (M, G) float (None when the data
     have none, or no model has a row in its batch).
     """
     M, N, dev = data.n_models, data.n_virtual, g.device
     n, E = data.n_base, data.n_extra
-    g.zero_()
     if idx.shape[1] == 0:  # every batch is empty
+        g.zero_()
         return None
     y, xsq, is_grad = plan.labels(idx)
     sel = None
@@ -576,7 +576,8 @@ def _dp_clipped_sum(data: TrainData, plan: _Plan, params: StackedHeads, g: torch
     for c0 in range(0, M, mc):
         c1 = min(M, c0 + mc)
         bc = int(widths[c0 // mc])
-        if bc == 0:  # no rows in this chunk's batches: its gradient stays zero
+        if bc == 0:  # no rows in this chunk's batches: its gradient is zero
+            g[c0:c1].zero_()
             continue
         ws = [x[c0:c1] for x in params.weights]
         bs = [x[c0:c1] for x in params.biases]
