@@ -176,31 +176,29 @@ def main() -> None:
 
     say(machine())
     say(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
-    peak = matmul_peak()
-    say(f"fp32 matmul peak (torch.mm 4096x4096, best of 3): {peak:.1f} GFLOP/s before the rows; measured again "
-        f"after them, and the larger of the two is the % of peak denominator")
-    say(f"features {N_ROWS} x {DIM}, {CLASSES} classes, batch {BATCH}, MLP hidden {HIDDEN}; "
-        f"DP: {steps} steps at q={BATCH / N_ROWS:.5f}; SGD: 1 epoch over {steps * BATCH} rows")
-    say(f"each row: fastest of {args.repeats} runs (one-off set-up included)")
-    X, y = features()
+    todo = [(f"{kind}-{algo}-{M}", kind, algo, M) for kind in ("linear", "mlp") for algo in ("sgd", "dp", "dp-obs")
+            for M in sizes if want(f"{kind}-{algo}-{M}")]
     rows = []
-    for kind in ("linear", "mlp"):
-        for algo in ("sgd", "dp", "dp-obs"):
-            for M in sizes:
-                name = f"{kind}-{algo}-{M}"
-                if not want(name):
-                    continue
-                runs = [run_row(kind, algo, M, steps, X, y) for _ in range(args.repeats)]
-                dt, fl = min(runs)
-                rows.append((name, M, dt, fl / dt / 1e9))
-                print(f"  ({name}: {dt:.2f} s)", flush=True)
+    if todo:
+        peak = matmul_peak()
+        say(f"fp32 matmul peak (torch.mm 4096x4096, best of 3): {peak:.1f} GFLOP/s before the rows; measured again "
+            f"after them, and the larger of the two is the % of peak denominator")
+        say(f"features {N_ROWS} x {DIM}, {CLASSES} classes, batch {BATCH}, MLP hidden {HIDDEN}; "
+            f"DP: {steps} steps at q={BATCH / N_ROWS:.5f}; SGD: 1 epoch over {steps * BATCH} rows")
+        say(f"each row: fastest of {args.repeats} runs (one-off set-up included)")
+        X, y = features()
+    for name, kind, algo, M in todo:
+        runs = [run_row(kind, algo, M, steps, X, y) for _ in range(args.repeats)]
+        dt, fl = min(runs)
+        rows.append((name, M, dt, fl / dt / 1e9))
+        print(f"  ({name}: {dt:.2f} s)", flush=True)
     if rows:
         # This shared host's speed drifts: the peak is taken again after the rows and the larger
         # measurement is the denominator (the % of peak is never inflated by a slow peak run).
         after = matmul_peak()
         peak = max(peak, after)
         say(f"fp32 matmul peak after the rows: {after:.1f} GFLOP/s; denominator {peak:.1f} GFLOP/s")
-    say(f"{'row':<18}{'models':>7}{'seconds':>10}{'models/s':>11}{'useful GFLOP/s':>16}{'% of peak':>11}")
+        say(f"{'row':<18}{'models':>7}{'seconds':>10}{'models/s':>11}{'useful GFLOP/s':>16}{'% of peak':>11}")
     for name, M, dt, rate in rows:
         say(f"{name:<18}{M:>7}{dt:>10.2f}{M / dt:>11.1f}{rate:>16.2f}{100 * rate / peak:>10.1f}%")
     if want("opacus"):
