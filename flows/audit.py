@@ -90,7 +90,7 @@ class AuditOverrides(BaseModel):
     gate_min_utility: float | None = None
     gate_max_epsilon_excess: float | None = None
     extra: dict[str, str | int | float | bool | None] = Field(
-        default_factory=dict, description="other dotted params keys, e.g. {'lidp.beta': 0.01}"
+        default_factory=dict, description="other dotted params keys, e.g. {'gate.beta': 0.01} (the audit's error budget)"
     )
 
     def as_dotted(self) -> dict[str, Any]:

@@ -24,12 +24,12 @@ pytestmark = pytest.mark.usefixtures("prefect_harness")
 
 def test_overrides_map_to_dvc_set_arguments() -> None:
     o = AuditOverrides(ltu_rounds=500, dataset_label_column="y", gate_min_privacy=0.5,
-                       extra={"lidp.beta": 0.01, "report.title": "nightly run", "dataset.path": None})
+                       extra={"gate.beta": 0.01, "report.title": "nightly run", "dataset.path": None})
     assert o.as_dotted() == {"ltu.rounds": 500, "dataset.label_column": "y", "gate.min_privacy": 0.5,
-                             "lidp.beta": 0.01, "report.title": "nightly run", "dataset.path": None}
+                             "gate.beta": 0.01, "report.title": "nightly run", "dataset.path": None}
     assert set_overrides_args(o.as_dotted()) == [
-        "-S", "dataset.label_column=y", "-S", "dataset.path=null", "-S", "gate.min_privacy=0.5",
-        "-S", "lidp.beta=0.01", "-S", "ltu.rounds=500", "-S", "report.title=nightly run"]
+        "-S", "dataset.label_column=y", "-S", "dataset.path=null", "-S", "gate.beta=0.01",
+        "-S", "gate.min_privacy=0.5", "-S", "ltu.rounds=500", "-S", "report.title=nightly run"]
     assert AuditOverrides().as_dotted() == {}
     assert [yaml_scalar(v) for v in (True, None, 3, 1e-5, "auto")] == ["true", "null", "3", "1.0e-05", "auto"]
 
