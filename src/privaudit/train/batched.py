@@ -33,7 +33,9 @@ from privaudit.train.observe import HeadsObserver
 DEFAULT_MEMORY_BUDGET = 1 << 30
 """Default bound (bytes) on the trainer's working set beyond inputs and parameters."""
 _CHUNK_BYTES = 4 << 20
-"""Target working set of one compute chunk (rows + activations of its models): cache-sized."""
+"""Target working set of one compute chunk (rows + activations of its models) on the CPU: cache-sized.
+On a GPU there is no cache to fit and every chunk costs its kernel launches, so chunks are bounded
+by the memory budget alone (an eighth of it)."""
 _SHARED_MIN_FILL = (0.35, 0.9)
 """Shared-rows formulation when ≥ this fraction of the chunk's (model, row) slots are in a batch, for
 linear heads and for MLP heads (whose hidden layers are per-model GEMMs over all the shared rows).
@@ -269,11 +271,13 @@ class _Plan:
         return max(1, (self.budget // 4) // (5 * N))
 
     def chunk_models(self, rows_per_model: int, shared: bool) -> int:
-        """Models per compute chunk: each model's rows and activations within ``_CHUNK_BYTES`` — or all
-        models in one chunk when they fit in twice that (two chunks would double the per-chunk
-        operations for little cache gain: 256 linear heads on digits, 1 chunk 15 % faster than 2)."""
+        """Models per compute chunk: each model's rows and activations within ``_CHUNK_BYTES`` (CPU; an
+        eighth of the budget on other devices) — or all models in one chunk when they fit in twice that
+        (two chunks would double the per-chunk operations for little cache gain: 256 linear heads on
+        digits, 1 chunk 15 % faster than 2)."""
         act = 3 * sum(self.widths) + (0 if shared else self.d)
-        cap, per_model = min(_CHUNK_BYTES, self.budget // 8), max(1, 4 * rows_per_model * act)
+        cap = self.budget // 8 if self.data.X_base.device.type != "cpu" else min(_CHUNK_BYTES, self.budget // 8)
+        per_model = max(1, 4 * rows_per_model * act)
         if self.n_models * per_model <= 2 * cap:
             return self.n_models
         return max(1, cap // per_model)

@@ -1,0 +1,110 @@
+"""The batched trainer on a CUDA device.
+
+The ``cuda`` cases are skipped on a machine without one (they are the suite's CUDA tests: run them
+on a GPU machine with ``pytest tests/train/test_devices.py``); the ``cpu`` cases run everywhere and
+check the tests themselves. CUDA draws other random numbers than the CPU from the same seed, so
+numbers are compared only where no draw matters (q = 1: every row in every batch; σ = 0: the noise
+is multiplied by zero; the same θ_0 passed in) and the draws are checked for their distribution.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from privaudit.train import DPSettings, HeadRecipe, StackedHeads, TrainData, initial_heads, train_heads
+from privaudit.train.batched import _Plan, poisson_batches
+from privaudit.train.observe import HeadsObserver
+
+DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(not torch.cuda.is_available(),
+                                                                 reason="no CUDA device on this machine"))]
+M, N, D, CLASSES = 48, 300, 24, 4
+
+
+def _rows() -> tuple[torch.Tensor, torch.Tensor]:
+    g = torch.Generator().manual_seed(0)
+    return torch.randn(N, D, generator=g), torch.randint(0, CLASSES, (N,), generator=g)
+
+
+def _to(heads: StackedHeads, device: str) -> StackedHeads:
+    return StackedHeads([w.to(device) for w in heads.weights], [b.to(device) for b in heads.biases])
+
+
+def _train_both(recipe: HeadRecipe, device: str) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The same recipe from the same θ_0 on the CPU and on ``device``: flat parameters (on the CPU) of
+    the device's run, the CPU's run and θ_0."""
+    X, y = _rows()
+    init = initial_heads(recipe, TrainData(X, y, n_models=M), CLASSES, torch.Generator().manual_seed(1))
+    ref = train_heads(recipe, TrainData(X, y, n_models=M), CLASSES, torch.Generator().manual_seed(2), init=init)
+    out = train_heads(recipe, TrainData(X.to(device), y.to(device), n_models=M), CLASSES,
+                      torch.Generator(device=device).manual_seed(2), init=_to(init, device))
+    assert out.weights[0].device.type == torch.device(device).type
+    return out.flat().cpu(), ref.flat(), init.flat()
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("hidden", [(), (16,)])
+def test_dp_sgd_on_the_device_matches_the_cpu_where_no_draw_matters(device: str, hidden: tuple[int, ...]) -> None:
+    """Per-example clipping (C = 0.5 clips most examples here), chunking and the update are the same
+    computation on the device: parameters agree with the CPU's up to float32 rounding."""
+    recipe = HeadRecipe(hidden, 1, N, 0.5, dp=DPSettings(0.0, 0.5, 1.0, 25, float(N)))
+    out, ref, theta0 = _train_both(recipe, device)
+    assert (ref - theta0).abs().max() > 0.05  # training moved the parameters
+    torch.testing.assert_close(out, ref, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_sgd_in_data_order_on_the_device_matches_the_cpu(device: str) -> None:
+    recipe = HeadRecipe((8,), 3, 64, 0.1, momentum=0.9, weight_decay=1e-3, shuffle=False)
+    out, ref, theta0 = _train_both(recipe, device)
+    assert (ref - theta0).abs().max() > 0.05
+    torch.testing.assert_close(out, ref, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_poisson_batches_on_the_device_have_the_right_sizes(device: str) -> None:
+    """Batch sizes drawn on the device are Binomial(n, q): mean and variance within 5 standard errors."""
+    q, steps = 0.05, 50
+    gen = torch.Generator(device=device).manual_seed(0)
+    n_valid = torch.full((256,), 1000, dtype=torch.long, device=device)
+    sizes = []
+    for _ in range(steps):
+        idx, take, counts = poisson_batches(None, n_valid, q, gen)
+        assert idx.device.type == torch.device(device).type and bool((idx[take] < 1000).all())
+        assert torch.equal(take.sum(1), counts)
+        sizes.append(counts.double().cpu())
+    s = torch.cat(sizes)
+    mean, var = 1000 * q, 1000 * q * (1 - q)
+    assert abs(float(s.mean()) - mean) < 5 * (var / s.numel()) ** 0.5
+    assert abs(float(s.var()) / var - 1) < 5 * (2 / s.numel()) ** 0.5
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_white_box_observer_on_the_device(device: str) -> None:
+    """The observer's canaries (drawn on the CPU) reach heads on the device; its summaries come back on the CPU."""
+    X, y = _rows()
+    recipe = HeadRecipe((), 1, N, 0.5, dp=DPSettings(1.0, 1.0, 1.0, 5, float(N)))
+    obs = HeadsObserver(seed=0)
+    train_heads(recipe, TrainData(X.to(device), y.to(device), n_models=M), CLASSES,
+                torch.Generator(device=device).manual_seed(2), observer=obs)
+    runs = obs.runs(dataset_size=N)
+    assert len(runs) == M and all((r.batch_rows == N).all() for r in runs)
+    sens = np.stack([r.sensitivity for r in runs])
+    np.testing.assert_allclose(sens, 1.0, rtol=0, atol=1e-5)  # clipped to C
+    P = D * CLASSES + CLASSES
+    sq = np.stack([r.noise_sq for r in runs])  # ‖N_t‖² ≈ σ²C²P
+    assert abs(sq.mean() / P - 1) < 0.05
+
+
+def test_chunks_are_cache_sized_only_on_the_cpu() -> None:
+    """On the CPU a chunk's rows fit a 4 MiB working set; elsewhere (here the meta device, as a CUDA
+    stand-in) chunks are bounded by the memory budget alone, so 1000 heads on 50 000 × 512 take one
+    chunk instead of 44 (44× the kernel launches on a GPU)."""
+    sizes = {}
+    for device in ("cpu", "meta"):
+        X = torch.empty(50_000, 512, device=device)
+        data = TrainData(X, torch.zeros(50_000, dtype=torch.long, device=device), n_models=1000)
+        heads = StackedHeads([torch.empty(1000, 10, 512, device=device)], [torch.empty(1000, 10, device=device)])
+        sizes[device] = _Plan(data, heads, 1 << 30, "auto").chunk_models(84, False)
+    assert sizes == {"cpu": 23, "meta": 1000}
