@@ -97,6 +97,40 @@ def test_white_box_observer_on_the_device(device: str) -> None:
     assert abs(sq.mean() / P - 1) < 0.05
 
 
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("hidden", [(), (8,)])
+def test_training_runs_under_the_pipelines_deterministic_kernels(device: str, hidden: tuple[int, ...],
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """With ``base.device: cuda`` the stages turn on ``torch.use_deterministic_algorithms``, which
+    refuses any op without a deterministic CUDA kernel (a float ``cumsum`` in the Poisson sampler did):
+    DP-SGD with Poisson batches, extra rows, gradient canaries and the observer, and SGD with
+    shuffling, must run under it and give the same parameters twice."""
+    monkeypatch.setenv("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+    before = torch.are_deterministic_algorithms_enabled()
+    torch.use_deterministic_algorithms(True)
+    try:
+        g = torch.Generator().manual_seed(4)
+        X, y = _rows()
+        P = D * CLASSES + CLASSES if not hidden else D * hidden[0] + hidden[0] + hidden[0] * CLASSES + CLASSES
+        data = dict(include=torch.rand(M, N, generator=g) < 0.7, X_extra=torch.randn(M, 2, D, generator=g),
+                    y_extra=torch.randint(0, CLASSES, (M, 2), generator=g),
+                    extra_valid=torch.rand(M, 2, generator=g) < 0.5, grad_canaries=torch.randn(M, 2, P, generator=g),
+                    grad_valid=torch.rand(M, 2, generator=g) < 0.5)
+        dp = HeadRecipe(hidden, 1, 30, 0.5, dp=DPSettings(1.0, 1.0, 0.1, 8, 30.0))
+        sgd = HeadRecipe(hidden, 2, 32, 0.1, momentum=0.9)
+        outs = []
+        for _ in range(2):
+            for recipe, obs in ((dp, HeadsObserver(seed=1)), (sgd, None)):
+                td = TrainData(X.to(device), y.to(device), n_models=M,
+                               **{k: v.to(device) for k, v in data.items()})
+                outs.append(train_heads(recipe, td, CLASSES, torch.Generator(device=device).manual_seed(5),
+                                        observer=obs).flat().cpu())
+        assert all(torch.isfinite(o).all() for o in outs)
+        assert torch.equal(outs[0], outs[2]) and torch.equal(outs[1], outs[3])
+    finally:
+        torch.use_deterministic_algorithms(before)
+
+
 def test_chunks_are_cache_sized_only_on_the_cpu() -> None:
     """On the CPU a chunk's rows fit a 4 MiB working set; elsewhere (here the meta device, as a CUDA
     stand-in) chunks are bounded by the memory budget alone, so 1000 heads on 50 000 × 512 take one
@@ -108,3 +142,4 @@ def test_chunks_are_cache_sized_only_on_the_cpu() -> None:
         heads = StackedHeads([torch.empty(1000, 10, 512, device=device)], [torch.empty(1000, 10, device=device)])
         sizes[device] = _Plan(data, heads, 1 << 30, "auto").chunk_models(84, False)
     assert sizes == {"cpu": 23, "meta": 1000}
+

@@ -316,7 +316,7 @@ class _Plan:
         return X
 
     def _base_rows(self, idx: torch.Tensor) -> torch.Tensor:
-        """``idx`` flattened, with rows past the base rows (extra rows, gradient canaries) mapped to the last base row."""
+        """``idx`` flattened; rows past the base rows (extra rows, gradient canaries) mapped to the last base row."""
         n = self.data.n_base
         return (idx if self.data.n_virtual == n else idx.clamp(max=n - 1)).reshape(-1)
 
@@ -391,7 +391,9 @@ def poisson_batches(table: torch.Tensor | None, n_valid: torch.Tensor, q: float,
 
         def gaps() -> torch.Tensor:  # Geometric(q) on {1, 2, …} by inversion: ⌊log(1 − U) / log(1 − q)⌋ + 1
             u = torch.rand(M, G, dtype=torch.float64, device=dev, generator=gen)
-            return u.neg_().log1p_().div_(log_keep).floor_().add_(1.0).cumsum_(1)
+            # Summed as int64: exact, and a floating-point cumsum on CUDA has no deterministic kernel
+            # (torch.use_deterministic_algorithms, which base.device: cuda turns on, refuses it).
+            return u.neg_().log1p_().div_(log_keep).floor_().add_(1.0).long().cumsum_(1)
 
         pos = gaps()
         while bool((pos[:, -1] <= n_valid).any()):  # some model's data set goes on past its last draw
@@ -400,7 +402,7 @@ def poisson_batches(table: torch.Tensor | None, n_valid: torch.Tensor, q: float,
         counts = keep.sum(1)
         b_max = int(counts.max())
         take = keep[:, :b_max]
-        p = pos[:, :b_max].long() - 1
+        p = pos[:, :b_max] - 1
     idx = (p if table is None else table.gather(1, p.clamp(max=table.shape[1] - 1))).masked_fill(~take, 0)
     return idx, take, counts
 
