@@ -28,7 +28,7 @@ number of steps, except the one-off initialisation):
 * SGD: one shuffled epoch over the first ``--steps`` × 256 rows (default 2 560 rows, 10 steps of
   256) — every row of the epoch is in a batch, so all of it is useful.
 
-Run:  nice python benchmarks/bench_many_heads.py [--quick] [--rows 'linear-dp-*'] [--repeats 2] [--out FILE]
+Run:  nice python benchmarks/bench_many_heads.py [--quick] [--rows 'linear-dp-*'] [--repeats 2] [--device cuda] [--out FILE]
       (``--rows`` takes comma-separated shell patterns over ``{linear,mlp}-{sgd,dp,dp-obs}-{M}`` and
       ``opacus``.)
 """
@@ -53,15 +53,25 @@ from privaudit.train.observe import HeadsObserver
 N_ROWS, DIM, CLASSES, HIDDEN, BATCH = 50_000, 512, 10, 64, 256
 
 
-def matmul_peak(size: int = 4096, repeats: int = 3) -> float:
-    """Best fp32 GFLOP/s of one ``torch.mm`` of two size² matrices."""
+def _sync(device: str) -> None:
+    if device.startswith("cuda"):
+        torch.cuda.synchronize()
+
+
+def matmul_peak(size: int = 4096, repeats: int = 3, device: str = "cpu") -> float:
+    """Best fp32 GFLOP/s of one ``torch.mm`` of two size² matrices (on CUDA 8192², at torch's default
+    fp32 matmul precision, which the trainer runs at)."""
+    if device.startswith("cuda"):
+        size, repeats = 8192, 10
     g = torch.Generator().manual_seed(0)
-    a, b = torch.randn(size, size, generator=g), torch.randn(size, size, generator=g)
+    a, b = (torch.randn(size, size, generator=g).to(device) for _ in range(2))
     torch.mm(a, b)
     best = float("inf")
     for _ in range(repeats):
+        _sync(device)
         t = time.perf_counter()
         torch.mm(a, b)
+        _sync(device)
         best = min(best, time.perf_counter() - t)
     return 2 * size**3 / best / 1e9
 
@@ -73,12 +83,12 @@ def flops_per_example(hidden: tuple[int, ...], d: int = DIM, c: int = CLASSES) -
     return 4 * d * h + 6 * h * c
 
 
-def features(n: int = N_ROWS, d: int = DIM, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+def features(n: int = N_ROWS, d: int = DIM, seed: int = 0, device: str = "cpu") -> tuple[torch.Tensor, torch.Tensor]:
     g = torch.Generator().manual_seed(seed)
     centers = torch.randn(CLASSES, d, generator=g)
     y = torch.randint(0, CLASSES, (n,), generator=g)
     X = centers[y] * 0.3 + torch.randn(n, d, generator=g)
-    return X, y
+    return X.to(device), y.to(device)
 
 
 def run_row(kind: str, algo: str, M: int, steps: int, X: torch.Tensor, y: torch.Tensor) -> tuple[float, float]:
@@ -95,12 +105,15 @@ def run_row(kind: str, algo: str, M: int, steps: int, X: torch.Tensor, y: torch.
         recipe = HeadRecipe(hidden, 1, BATCH, 0.1, momentum=0.9)
         data = TrainData(X[:n], y[:n], n_models=M)
         examples = n * M
+    device = str(X.device)
+    _sync(device)
     t = time.perf_counter()
-    train_heads(recipe, data, CLASSES, torch.Generator().manual_seed(1), observer=observer)
+    train_heads(recipe, data, CLASSES, torch.Generator(device=X.device).manual_seed(1), observer=observer)
+    _sync(device)
     return time.perf_counter() - t, examples * flops_per_example(hidden)
 
 
-def opacus_ratio(quick: bool, repeats: int) -> list[str]:
+def opacus_ratio(quick: bool, repeats: int, device: str = "cpu") -> list[str]:
     """Sequential opacus vs batched on 256 DP-SGD linear heads on digits (bench_canary_training's workload).
 
     The two are timed alternately ``repeats`` times (this machine's speed drifts by up to 2× over
@@ -119,8 +132,8 @@ def opacus_ratio(quick: bool, repeats: int) -> list[str]:
                                  steps=epochs * round(1 / q), accountant="prv")
     pairs = []
     for _ in range(repeats):
-        s_seq, a_seq = bct.sequential(X, y, Xte, yte, seq_models, epochs, bs, sigma, C, lr, "cpu")
-        s_bat, a_bat = bct.batched(X, y, Xte, yte, models, epochs, bs, sigma, C, lr, "cpu")
+        s_seq, a_seq = bct.sequential(X, y, Xte, yte, seq_models, epochs, bs, sigma, C, lr, device)
+        s_bat, a_bat = bct.batched(X, y, Xte, yte, models, epochs, bs, sigma, C, lr, device)
         pairs.append((s_seq, s_bat))
     ratios = sorted(s / b for s, b in pairs)
     s_seq, s_bat = (statistics.median(x) for x in zip(*pairs))
@@ -135,7 +148,8 @@ def opacus_ratio(quick: bool, repeats: int) -> list[str]:
     ]
 
 
-def machine() -> str:
+def machine(device: str = "cpu") -> str:
+    gpu = f" gpu={torch.cuda.get_device_name(torch.device(device))}" if device.startswith("cuda") else ""
     model = "?"
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
@@ -146,7 +160,8 @@ def machine() -> str:
         pass
     return (f"cpu={model} cores={os.cpu_count()} torch_threads={torch.get_num_threads()} "
             f"torch={torch.__version__} capability={torch.backends.cpu.get_cpu_capability()} "
-            f"ATEN_CPU_CAPABILITY={os.environ.get('ATEN_CPU_CAPABILITY', '-')} python={platform.python_version()}")
+            f"ATEN_CPU_CAPABILITY={os.environ.get('ATEN_CPU_CAPABILITY', '-')} python={platform.python_version()}"
+            f" device={device}{gpu}")
 
 
 def main() -> None:
@@ -156,12 +171,15 @@ def main() -> None:
                     "'opacus'")
     ap.add_argument("--steps", type=int, default=None, help="DP-SGD steps / SGD steps of 256 (default 10; quick 2)")
     ap.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's, all cores)")
+    ap.add_argument("--device", default="cpu", help="cpu (default) or cuda: rows, peak and opacus ratio on it")
     ap.add_argument("--repeats", type=int, default=2, help="runs per row, the fastest reported (default 2; the "
                     "peak is a best-of-3 too)")
     ap.add_argument("--ratio-repeats", type=int, default=5, help="alternating opacus/batched pairs (default 5)")
     ap.add_argument("--out", type=Path, default=None, help="also write the output to this file")
     args = ap.parse_args()
     warnings.filterwarnings("ignore")
+    if args.device.startswith("cuda") and not torch.cuda.is_available():
+        raise SystemExit("--device cuda needs CUDA; none is available here")
     if args.threads:
         torch.set_num_threads(args.threads)
     pats = [p.strip() for p in args.rows.split(",") if p.strip()]
@@ -174,19 +192,19 @@ def main() -> None:
         print(s, flush=True)
         lines.append(s)
 
-    say(machine())
+    say(machine(args.device))
     say(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     todo = [(f"{kind}-{algo}-{M}", kind, algo, M) for kind in ("linear", "mlp") for algo in ("sgd", "dp", "dp-obs")
             for M in sizes if want(f"{kind}-{algo}-{M}")]
     rows = []
     if todo:
-        peak = matmul_peak()
-        say(f"fp32 matmul peak (torch.mm 4096x4096, best of 3): {peak:.1f} GFLOP/s before the rows; measured again "
+        peak = matmul_peak(device=args.device)
+        say(f"fp32 matmul peak (torch.mm, best of several): {peak:.1f} GFLOP/s before the rows; measured again "
             f"after them, and the larger of the two is the % of peak denominator")
         say(f"features {N_ROWS} x {DIM}, {CLASSES} classes, batch {BATCH}, MLP hidden {HIDDEN}; "
             f"DP: {steps} steps at q={BATCH / N_ROWS:.5f}; SGD: 1 epoch over {steps * BATCH} rows")
         say(f"each row: fastest of {args.repeats} runs (one-off set-up included)")
-        X, y = features()
+        X, y = features(device=args.device)
     for name, kind, algo, M in todo:
         runs = [run_row(kind, algo, M, steps, X, y) for _ in range(args.repeats)]
         dt, fl = min(runs)
@@ -195,14 +213,14 @@ def main() -> None:
     if rows:
         # This shared host's speed drifts: the peak is taken again after the rows and the larger
         # measurement is the denominator (the % of peak is never inflated by a slow peak run).
-        after = matmul_peak()
+        after = matmul_peak(device=args.device)
         peak = max(peak, after)
         say(f"fp32 matmul peak after the rows: {after:.1f} GFLOP/s; denominator {peak:.1f} GFLOP/s")
         say(f"{'row':<18}{'models':>7}{'seconds':>10}{'models/s':>11}{'useful GFLOP/s':>16}{'% of peak':>11}")
     for name, M, dt, rate in rows:
         say(f"{name:<18}{M:>7}{dt:>10.2f}{M / dt:>11.1f}{rate:>16.2f}{100 * rate / peak:>10.1f}%")
     if want("opacus"):
-        for s in opacus_ratio(args.quick, 1 if args.quick else args.ratio_repeats):
+        for s in opacus_ratio(args.quick, 1 if args.quick else args.ratio_repeats, args.device):
             say(s)
     say(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     if args.out:

@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# The GPU checks of issue 17 in one command, on a machine with a CUDA GPU and a CUDA build of torch
+# in .venv (`make setup TORCH_INDEX=https://download.pytorch.org/whl/cu126`, or your own torch):
+#
+#   bash benchmarks/gpu_check.sh [STEP ...]      STEP: tests canary many audit (default: all four)
+#
+#   tests   the suite's CUDA tests (tests/train/test_devices.py and the device/determinism tests)
+#   canary  bench_canary_training.py --gpu: 1000 DP-SGD linear heads, 20 epochs on 50k x 512
+#           (targets: batched trainer < 60 s, >= 100x a sequential opacus loop on the same GPU)
+#   many    bench_many_heads.py --device cuda: models/s, useful GFLOP/s, % of the GPU's fp32 peak
+#   audit   the default audit re-run on the GPU (`dvc repro --force`, base.device: auto picks CUDA)
+#           and `dvc metrics diff` against the committed CPU metrics; the workspace is restored
+#           afterwards (git checkout + dvc checkout), so nothing GPU-made is left to commit by mistake
+#
+# Everything goes to benchmarks/results/gpu/<device name>/ (the gate records that folder's hash, like
+# every benchmark result). DEVICE=cpu runs the same steps on the CPU into a temporary folder, to
+# check this script without a GPU: `audit` then shows no metric differences; `canary` and `many`
+# are skipped.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=.venv/bin/python
+DEVICE=${DEVICE:-cuda}
+steps=("$@")
+[ ${#steps[@]} -eq 0 ] && steps=(tests canary many audit)
+
+if [ "$DEVICE" = cuda ]; then
+  $PY -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 'no CUDA device visible to torch ' + torch.__version__)"
+  name=$($PY -c "import torch; print(torch.cuda.get_device_name().replace(' ', '_'))")
+  out=benchmarks/results/gpu/$name
+else
+  name=cpu-dry-run
+  out=$(mktemp -d)  # a dry run leaves nothing under benchmarks/results
+fi
+mkdir -p "$out"
+export PATH="$PWD/.venv/bin:$PATH"
+echo "gpu_check: device $DEVICE ($name), results in $out"
+
+for step in "${steps[@]}"; do
+  case "$step" in
+    tests)
+      $PY -m pytest -q -p no:cacheprovider -rs tests/train/test_devices.py tests/features/test_device.py \
+        tests/validation/test_determinism.py 2>&1 | tee "$out/cuda_tests.txt"
+      ;;
+    canary)
+      if [ "$DEVICE" = cuda ]; then
+        $PY benchmarks/bench_canary_training.py --gpu --out "$out/canary_training.txt"
+      fi
+      ;;
+    many)
+      if [ "$DEVICE" = cuda ]; then
+        $PY benchmarks/bench_many_heads.py --device cuda --out "$out/many_heads.txt"
+      fi
+      ;;
+    audit)
+      if ! git diff --quiet HEAD -- dvc.lock metrics params.yaml; then
+        echo "gpu_check: dvc.lock, metrics/ or params.yaml differ from HEAD; commit or stash first" >&2
+        exit 1
+      fi
+      trap 'git checkout -q HEAD -- dvc.lock metrics && .venv/bin/dvc checkout -q' EXIT
+      .venv/bin/dvc repro --force 2>&1 | tail -5
+      {
+        echo "device $DEVICE ($name): default audit re-run with dvc repro --force vs the committed CPU metrics"
+        .venv/bin/dvc metrics diff --precision 6 HEAD
+        echo "(no rows above: every metric equal to the CPU's at 6 digits)"
+        echo "dvc.lock and metrics files that differ from HEAD:"
+        git diff --stat HEAD -- dvc.lock metrics
+      } 2>&1 | tee "$out/audit_vs_cpu.txt"
+      ;;
+    *)
+      echo "gpu_check: unknown step $step (tests canary many audit)" >&2
+      exit 2
+      ;;
+  esac
+done

@@ -1,0 +1,22 @@
+"""``benchmarks/gpu_check.sh``, the GPU checks of issue 17 in one command (kept out of
+``test_devices.py``, which the script itself runs)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+
+def test_gpu_check_script_dry_run_on_the_cpu() -> None:
+    """``benchmarks/gpu_check.sh`` (the GPU checks in one command) runs its test step with DEVICE=cpu
+    — the cpu cases pass, the cuda ones are reported as skipped — and refuses an unknown step."""
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "DEVICE": "cpu"}
+    res = subprocess.run(["bash", "benchmarks/gpu_check.sh", "tests"], cwd=root, env=env, capture_output=True,
+                         text=True, timeout=300)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "passed" in res.stdout and "no CUDA device on this machine" in res.stdout
+    bad = subprocess.run(["bash", "benchmarks/gpu_check.sh", "benchmark"], cwd=root, env=env, capture_output=True,
+                         text=True, timeout=120)
+    assert bad.returncode == 2 and "unknown step benchmark" in bad.stderr
