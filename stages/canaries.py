@@ -21,8 +21,9 @@ from privaudit.canaries.shards import (DEFAULT_SHARD_ROOT, inputs_fingerprint, m
                                        prune_shards, run_missing_shards)
 from privaudit.canaries.sizes import game3_canaries
 from privaudit.config import Params
-from privaudit.features.feature_set import load_feature_set
+from privaudit.determinism import configure_determinism
 from privaudit.features import resolve_device
+from privaudit.features.feature_set import load_feature_set
 from stages._runner import progress_enabled, run_stage
 
 
@@ -36,6 +37,8 @@ def _args(p: argparse.ArgumentParser) -> None:
 def _body(args: argparse.Namespace, params: Params) -> None:
     """Train the canary-augmented models of Game 3 and of the LiDP trials (resumable shards)."""
     ensure_writable(args.out)
+    device = resolve_device(params.base.device)
+    configure_determinism(device)  # local shards train in this process (Dask workers set it in theirs)
     fs, plan = load_feature_set(args.features, args.split), CanaryPlan.of(params)
     check_canary_setup(plan, fs)
     todo, shards = missing_shards(args.shards, plan, fs), plan_shards(plan)
@@ -43,7 +46,7 @@ def _body(args: argparse.Namespace, params: Params) -> None:
     print(f"canaries: {len(shards) - len(todo)} of {len(shards)} shards already finished; running {len(todo)} ({where})")
     with tqdm(total=sum(s.stop - s.start for s in todo), unit="trial", desc="canaries",
               disable=not progress_enabled()) as bar:
-        run_missing_shards(args.shards, plan, fs, todo, resolve_device(params.base.device), bar.update)
+        run_missing_shards(args.shards, plan, fs, todo, device, bar.update)
     fp, n_game3 = inputs_fingerprint(fs), game3_canaries(plan, int(fs.is_defender.sum()))
     meta = canary_meta(plan, fs.n_classes, n_game3, fp)
     with atomic_dir(args.out) as tmp:

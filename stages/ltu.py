@@ -11,8 +11,9 @@ from privaudit.artifacts import atomic_dir, ensure_writable, write_json
 from privaudit.attacks.ltu_evaluation import AttackerOptions
 from privaudit.attacks.sample_risk import RiskOptions
 from privaudit.config import Params
-from privaudit.features.feature_set import load_feature_set
+from privaudit.determinism import configure_determinism
 from privaudit.features import resolve_device
+from privaudit.features.feature_set import load_feature_set
 from privaudit.ltu_audit import ltu_audit
 from privaudit.validation import validate_metrics
 from stages._runner import run_stage
@@ -30,6 +31,7 @@ def _body(args: argparse.Namespace, params: Params) -> None:
     """Play ltu.rounds LTU rounds per attacker; Eq. 1 privacy and Eq. 2 utility per defender."""
     lp, device = params.ltu, resolve_device(params.base.device)
     ensure_writable(args.metrics, args.out)
+    configure_determinism(device)  # the retrain/LiRA/RMIA reference models train on it
     options = AttackerOptions(n_jobs=lp.n_jobs, reference_models=lp.reference_models,
                               reference_fraction=lp.reference_fraction, learned_mode=lp.learned_mode,
                               rmia_a=lp.rmia_a, rmia_gamma=lp.rmia_gamma, device=device)

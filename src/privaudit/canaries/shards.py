@@ -155,6 +155,15 @@ def run_shard(plan: CanaryPlan, fs: FeatureSet, shard: Shard, device: str) -> di
     return arrays
 
 
+def _run_shard_on_worker(plan: CanaryPlan, fs: FeatureSet, shard: Shard, device: str) -> dict[str, np.ndarray]:
+    """:func:`run_shard` in a Dask worker's process, after the device's deterministic-kernel settings
+    (:func:`privaudit.determinism.configure_determinism`; the stage sets them only in its own process)."""
+    from privaudit.determinism import configure_determinism
+
+    configure_determinism(device)
+    return run_shard(plan, fs, shard, device)
+
+
 def run_missing_shards(root: Path, plan: CanaryPlan, fs: FeatureSet, todo: Sequence[Shard], device: str,
                        progress: Callable[[int], None] = lambda trials: None) -> None:
     """Run the shards ``todo`` and save each as it finishes; ``progress`` gets each shard's trial count.
@@ -171,7 +180,7 @@ def run_missing_shards(root: Path, plan: CanaryPlan, fs: FeatureSet, todo: Seque
 
     with Client(plan.compute.scheduler) as client:
         fs_f = client.scatter(fs, broadcast=True)
-        futures = {client.submit(run_shard, plan, fs_f, s, device, pure=False): s for s in todo}
+        futures = {client.submit(_run_shard_on_worker, plan, fs_f, s, device, pure=False): s for s in todo}
         for fut in as_completed(futures):
             shard = futures[fut]
             save_shard(root, plan, shard, fut.result())
