@@ -8,17 +8,21 @@
 #   canary  bench_canary_training.py --gpu: 1000 DP-SGD linear heads, 20 epochs on 50k x 512
 #           (targets: batched trainer < 60 s, >= 100x a sequential opacus loop on the same GPU)
 #   many    bench_many_heads.py --device cuda: models/s, useful GFLOP/s, % of the GPU's fp32 peak
-#   audit   the default audit re-run on the GPU (`dvc repro --force`, base.device: auto picks CUDA)
-#           and `dvc metrics diff` against the committed CPU metrics; the workspace is restored
+#   audit   the default audit run twice on the GPU (`dvc repro --force`, base.device: auto picks CUDA):
+#           the release verdict, run-to-run identity of every stage output on the GPU, and
+#           `dvc metrics diff` against the committed CPU metrics; the workspace is restored
 #           afterwards (git checkout + dvc checkout), so nothing GPU-made is left to commit by mistake
 #
 # Everything goes to benchmarks/results/gpu/<device name>/ (the gate records that folder's hash, like
 # every benchmark result). DEVICE=cpu runs the same steps on the CPU into a temporary folder, to
 # check this script without a GPU: `audit` then shows no metric differences; `canary` and `many`
-# are skipped.
+# are skipped. PY and DVC name another interpreter and DVC command (default: the project's .venv),
+# e.g. on a machine whose system Python already holds a CUDA torch:
+#   PYTHONPATH=$PWD/src:$PWD PY=python3 DVC="python3 -m dvc" bash benchmarks/gpu_check.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
-PY=.venv/bin/python
+PY=${PY:-.venv/bin/python}
+DVC=${DVC:-.venv/bin/dvc}
 DEVICE=${DEVICE:-cuda}
 steps=("$@")
 [ ${#steps[@]} -eq 0 ] && steps=(tests canary many audit)
@@ -32,7 +36,7 @@ else
   out=$(mktemp -d)  # a dry run leaves nothing under benchmarks/results
 fi
 mkdir -p "$out"
-export PATH="$PWD/.venv/bin:$PATH"
+[ -d .venv/bin ] && export PATH="$PWD/.venv/bin:$PATH"
 echo "gpu_check: device $DEVICE ($name), results in $out"
 
 for step in "${steps[@]}"; do
@@ -56,12 +60,28 @@ for step in "${steps[@]}"; do
         echo "gpu_check: dvc.lock, metrics/ or params.yaml differ from HEAD; commit or stash first" >&2
         exit 1
       fi
-      trap 'git checkout -q HEAD -- dvc.lock metrics && .venv/bin/dvc checkout -q' EXIT
-      .venv/bin/dvc repro --force 2>&1 | tail -5
+      trap 'git checkout -q HEAD -- dvc.lock metrics && { $DVC checkout -q || echo "gpu_check: dvc checkout failed; run it to restore data/" >&2; }' EXIT
+      $DVC repro --force 2>&1 | tail -3
+      first=$(mktemp -d)
+      cp -r dvc.lock metrics "$first/"
+      $DVC repro --force 2>&1 | tail -3
       {
-        echo "device $DEVICE ($name): default audit re-run with dvc repro --force vs the committed CPU metrics"
-        .venv/bin/dvc metrics diff --precision 6 HEAD
-        echo "(no rows above: every metric equal to the CPU's at 6 digits)"
+        echo "device $DEVICE ($name): the default audit run twice with dvc repro --force"
+        $PY - "$first/dvc.lock" <<'PYEOF'
+import json, sys, yaml
+gate = json.load(open("metrics/gate.json"))
+print("release gate (metrics/gate.json):", "PASS" if gate["passed"] else "FAIL",
+      {name: d["passed"] for name, d in gate["defenders"].items()})
+def outs(path):
+    stages = yaml.safe_load(open(path))["stages"]
+    return {o["path"]: o.get("md5") for st in stages.values() for o in st.get("outs", [])}
+a, b = outs(sys.argv[1]), outs("dvc.lock")
+diff = sorted(p for p in a if a[p] != b.get(p))
+print(f"run to run on this device: {len(a) - len(diff)} of {len(a)} stage outputs bit-identical (dvc.lock md5)"
+      + (f"; differ: {', '.join(diff)}" if diff else ""))
+PYEOF
+        echo "vs the committed CPU metrics (dvc metrics diff HEAD at 6 digits; a metric not listed is equal):"
+        $DVC metrics diff --precision 6 HEAD
         echo "dvc.lock and metrics files that differ from HEAD:"
         git diff --stat HEAD -- dvc.lock metrics
       } 2>&1 | tee "$out/audit_vs_cpu.txt"
