@@ -82,12 +82,16 @@ def test_poisson_batches_on_the_device_have_the_right_sizes(device: str) -> None
 
 @pytest.mark.parametrize("device", DEVICES)
 def test_white_box_observer_on_the_device(device: str) -> None:
-    """The observer's canaries (drawn on the CPU) reach heads on the device; its summaries come back on the CPU."""
+    """The observer draws its canaries and keeps its summaries on the training device (no host copy per
+    step); the summaries come back to the host once, from ``runs``."""
     X, y = _rows()
     recipe = HeadRecipe((), 1, N, 0.5, dp=DPSettings(1.0, 1.0, 1.0, 5, float(N)))
     obs = HeadsObserver(seed=0)
     train_heads(recipe, TrainData(X.to(device), y.to(device), n_models=M), CLASSES,
                 torch.Generator(device=device).manual_seed(2), observer=obs)
+    canary, effect = obs.canaries(M, 7, 1.0, device)
+    assert canary.device.type == effect.device.type == torch.device(device).type
+    assert obs.steps == 5
     runs = obs.runs(dataset_size=N)
     assert len(runs) == M and all((r.batch_rows == N).all() for r in runs)
     sens = np.stack([r.sensitivity for r in runs])
@@ -95,6 +99,27 @@ def test_white_box_observer_on_the_device(device: str) -> None:
     P = D * CLASSES + CLASSES
     sq = np.stack([r.noise_sq for r in runs])  # ‖N_t‖² ≈ σ²C²P
     assert abs(sq.mean() / P - 1) < 0.05
+
+
+def test_one_observer_draws_on_one_device() -> None:
+    """An observer's canary generator lives on the device of its first draw; a second device is refused
+    with a message (its draws would silently restart from another generator)."""
+    obs = HeadsObserver(seed=0)
+    obs.canaries(2, 3, 1.0, "cpu")
+    with pytest.raises(ValueError, match="one observer per device"):
+        obs.canaries(2, 3, 1.0, "meta")
+
+
+def test_observer_canaries_on_the_cpu_are_those_of_a_cpu_generator_with_its_seed() -> None:
+    """On the CPU the canary directions are the seed's CPU draws (float32 normals, normalised in float64):
+    the device-resident observer changed no CPU number."""
+    obs = HeadsObserver(seed=3, canary_scale=4.0)
+    clipped, effect = obs.canaries(5, 11, 2.0)
+    u = torch.randn(5, 11, generator=torch.Generator().manual_seed(3)).double()
+    u *= (4.0 * 2.0) / torch.linalg.vector_norm(u, dim=1, keepdim=True)
+    u *= (2.0 / (torch.linalg.vector_norm(u, dim=1) + 1e-6)).clamp(max=1.0).unsqueeze(1)
+    assert torch.equal(clipped, u)
+    torch.testing.assert_close(effect, torch.full((5,), 2.0, dtype=torch.float64), rtol=1e-6, atol=0)
 
 
 @pytest.mark.parametrize("device", DEVICES)

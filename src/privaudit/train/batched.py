@@ -538,7 +538,7 @@ def _train_dp(dp: DPSettings, lr: float, data: TrainData, heads: StackedHeads,
             g += torch.bmm((sel * gclip / ebs).unsqueeze(1), data.grad_canaries, out=scratch.unsqueeze(1)).squeeze(1)
         torch.randn(M, P, device=dev, generator=gen, out=noise).mul_(std / ebs)
         if observer is not None and scratch is not None:
-            canary, effect = observer.canaries(M, P, C)
+            canary, effect = observer.canaries(M, P, C, dev)
             g += scratch.copy_(canary.div_(ebs))  # float64 / ebs, then rounded to float32, as .to() would
             data_rows = counts if sel is None else counts - sel.sum(1).to(counts.dtype)
             observer.record(data_rows, effect, torch.mul(noise, ebs, out=scratch))
