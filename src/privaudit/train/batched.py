@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 import torch
 
 from privaudit.train.heads import StackedHeads, chunk_gradient, clip_factors, init_heads
+from privaudit.train.native import LinearDpKernel, linear_dp_kernel, unavailable_reason
 from privaudit.train.observe import HeadsObserver
 
 
@@ -139,6 +140,22 @@ class TrainData:
         return self._valid
 
 
+def _native_fits(recipe: HeadRecipe, data: TrainData) -> bool:
+    """Whether the fused kernel applies: DP-SGD, linear heads, float32 rows on the CPU."""
+    return (recipe.dp is not None and not recipe.hidden and data.X_base.device.type == "cpu"
+            and data.X_base.dtype == torch.float32)
+
+
+def _native_kernel(recipe: HeadRecipe, data: TrainData, formulation: str) -> LinearDpKernel | None:
+    """The fused kernel where ``formulation`` asks for it (``native``) or allows it (``auto``)."""
+    if formulation not in ("auto", "native") or not _native_fits(recipe, data):
+        return None
+    kernel = linear_dp_kernel()
+    if kernel is None and formulation == "native":
+        raise ValueError(f"formulation='native': the native kernel is unavailable ({unavailable_reason()})")
+    return kernel
+
+
 def _unflatten(flat: torch.Tensor, like: StackedHeads) -> StackedHeads:
     ws, bs, pos = [], [], 0
     for w, b in zip(like.weights, like.biases):
@@ -227,9 +244,12 @@ def train_heads(
     Models are processed in chunks (see the module docstring, "Formulation"): ``memory_budget``
     (bytes, default 1 GiB) bounds the trainer's working set beyond the inputs and parameters (the
     per-step random draws are taken in row blocks, per-epoch orders are int32);
-    ``formulation`` is ``"auto"`` (the rule in :func:`_use_shared`), ``"gather"`` (always each
-    model's own rows) or ``"shared"`` (rows shared by a chunk wherever the data allow it) — the
-    last two for tests and benchmarks; all three give the same results up to float rounding.
+    ``formulation`` is ``"auto"`` (DP-SGD on linear heads on the CPU: the fused kernel of
+    :mod:`privaudit.train.native` when it is available; otherwise the rule in :func:`_use_shared`),
+    ``"gather"`` (always each model's own rows, torch ops), ``"shared"`` (rows shared by a chunk
+    wherever the data allow it) or ``"native"`` (the fused kernel, an error where it does not apply
+    or cannot be built) — the last three for tests and benchmarks; all give the same results up to
+    float rounding.
 
     ``observer`` (DP-SGD only; :class:`privaudit.train.observe.HeadsObserver`) turns the call into
     white-box audit runs: every step each model's clipped sum gets a fresh gradient canary and the
@@ -237,8 +257,11 @@ def train_heads(
     """
     if observer is not None and recipe.dp is None:
         raise ValueError("observer needs a DP-SGD recipe (recipe.dp); SGD adds no noise to observe")
-    if formulation not in ("auto", "gather", "shared"):
-        raise ValueError(f"formulation must be 'auto', 'gather' or 'shared', not {formulation!r}")
+    if formulation not in ("auto", "gather", "shared", "native"):
+        raise ValueError(f"formulation must be 'auto', 'gather', 'shared' or 'native', not {formulation!r}")
+    if formulation == "native" and not _native_fits(recipe, data):
+        raise ValueError("formulation='native' is the fused kernel for DP-SGD on linear heads (hidden=()) with "
+                         "float32 rows on the CPU; use 'auto' for this recipe")
     if init is None:
         heads = initial_heads(recipe, data, n_classes, generator)
     else:
@@ -249,7 +272,8 @@ def train_heads(
             opt = _Optimizer(heads, recipe.lr, recipe.momentum, recipe.weight_decay)
             _train_sgd(recipe, data, heads, opt, data.valid_rows(), generator, plan)
         else:
-            _train_dp(recipe.dp, recipe.lr, data, heads, generator, plan, observer)
+            _train_dp(recipe.dp, recipe.lr, data, heads, generator, plan, observer,
+                      _native_kernel(recipe, data, formulation))
     return heads
 
 
@@ -489,7 +513,8 @@ def _train_sgd(recipe: HeadRecipe, data: TrainData, heads: StackedHeads, opt: _O
 
 
 def _train_dp(dp: DPSettings, lr: float, data: TrainData, heads: StackedHeads,
-              gen: torch.Generator, plan: _Plan, observer: HeadsObserver | None = None) -> None:
+              gen: torch.Generator, plan: _Plan, observer: HeadsObserver | None = None,
+              kernel: LinearDpKernel | None = None) -> None:
     """DP-SGD steps on all M models; parameters and the step's gradient live in two flat (M, P) buffers.
 
     Per step: one Poisson draw of every model's padded batch (:func:`poisson_batches`), labels and
@@ -523,6 +548,12 @@ def _train_dp(dp: DPSettings, lr: float, data: TrainData, heads: StackedHeads,
                                                   and _use_shared(plan, fill, 1, 1))
     if try_shared:
         mc = mc_shared
+    if kernel is not None:  # rows read in place by the fused kernel: no chunks, nothing shared
+        try_shared = False
+        rows = (data.X_base.contiguous(), data.y_base.to(torch.int64).contiguous(), plan.xsq_base.contiguous(),
+                *((data.X_extra.contiguous(), data.y_extra.to(torch.int64).contiguous(), plan.xsq_extra.contiguous())
+                  if data.n_extra else (None, None, None)))
+        threads = torch.get_num_threads()
     flat = heads.flat()  # (M, P) parameters, updated in place
     P = flat.shape[1]
     params = _unflatten(flat, heads)
@@ -533,7 +564,11 @@ def _train_dp(dp: DPSettings, lr: float, data: TrainData, heads: StackedHeads,
     scratch = torch.empty_like(flat) if observer is not None or data.n_grad else None
     for _ in range(dp.steps):
         idx, take, counts = poisson_batches(table, n_valid, q, gen)
-        sel = _dp_clipped_sum(data, plan, params, g, grad, idx, take, counts, mc, try_shared, C, ebs)
+        if kernel is not None:
+            kernel.clipped_sum(*rows, idx, counts, flat, g, C, ebs, threads)
+            sel = _grad_selection(data, idx, take)
+        else:
+            sel = _dp_clipped_sum(data, plan, params, g, grad, idx, take, counts, mc, try_shared, C, ebs)
         if sel is not None and scratch is not None:
             g += torch.bmm((sel * gclip / ebs).unsqueeze(1), data.grad_canaries, out=scratch.unsqueeze(1)).squeeze(1)
         torch.randn(M, P, device=dev, generator=gen, out=noise).mul_(std / ebs)
@@ -546,6 +581,20 @@ def _train_dp(dp: DPSettings, lr: float, data: TrainData, heads: StackedHeads,
         flat.sub_(g.mul_(lr))
     for dst, src in zip(heads.weights + heads.biases, params.weights + params.biases):
         dst.copy_(src)
+
+
+def _grad_selection(data: TrainData, idx: torch.Tensor, take: torch.Tensor,
+                    is_grad: torch.Tensor | None = None) -> torch.Tensor | None:
+    """(M, G) float: which gradient canaries are in each model's batch (None when the data have none)."""
+    if not data.n_grad:
+        return None
+    off = data.n_base + data.n_extra
+    if is_grad is None:
+        is_grad = idx >= off
+    sel = torch.zeros(data.n_models, data.n_grad, device=idx.device)
+    mg, kg = (take & is_grad).nonzero(as_tuple=True)
+    sel[mg, idx[mg, kg] - off] = 1.0
+    return sel
 
 
 def _dp_clipped_sum(data: TrainData, plan: _Plan, params: StackedHeads, g: torch.Tensor, grad: StackedHeads,
@@ -563,11 +612,7 @@ def _dp_clipped_sum(data: TrainData, plan: _Plan, params: StackedHeads, g: torch
         g.zero_()
         return None
     y, xsq, is_grad = plan.labels(idx)
-    sel = None
-    if is_grad is not None:
-        sel = torch.zeros(M, data.n_grad, device=dev)
-        mg, kg = (take & is_grad).nonzero(as_tuple=True)
-        sel[mg, idx[mg, kg] - n - E] = 1.0
+    sel = _grad_selection(data, idx, take, is_grad)
     mask = None
     if try_shared:
         mask = torch.zeros(M, N, dtype=torch.bool, device=dev)
