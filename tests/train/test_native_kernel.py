@@ -61,7 +61,8 @@ def test_one_clipped_step_equals_opacus_dpoptimizer(kernel) -> None:
                           expected_batch_size=b, loss_reduction="mean")
         nn.CrossEntropyLoss()(gsm(X), y).backward()
         opt.step()
-        ref = torch.cat([(heads.weights[0][m] - net.weight.detach()).reshape(-1), heads.biases[0][m] - net.bias.detach()])
+        ref = torch.cat([(heads.weights[0][m] - net.weight.detach()).reshape(-1),
+                         heads.biases[0][m] - net.bias.detach()])
         torch.testing.assert_close(out[m], ref, rtol=1e-4, atol=1e-6)
 
 
@@ -76,7 +77,8 @@ def test_dp_sgd_runs_equal_the_torch_formulation(kernel, seed, d, classes, q, ma
     if masks:
         kw["include"] = torch.rand(M, n, generator=g) < 0.6
     if extras:
-        kw |= {"X_extra": torch.randn(M, 3, d, generator=g) * 3, "y_extra": torch.randint(0, classes, (M, 3), generator=g),
+        kw |= {"X_extra": torch.randn(M, 3, d, generator=g) * 3,
+               "y_extra": torch.randint(0, classes, (M, 3), generator=g),
                "extra_valid": torch.rand(M, 3, generator=g) < 0.5}
     if grads:
         kw |= {"grad_canaries": torch.randn(M, 2, d * classes + classes, generator=g),
@@ -93,8 +95,8 @@ def test_auto_uses_the_kernel_for_linear_dp_heads_on_the_cpu(kernel) -> None:
     g = torch.Generator().manual_seed(0)
     X, y = torch.randn(200, 16, generator=g), torch.randint(0, 3, (200,), generator=g)
     recipe = HeadRecipe((), 1, 20, 0.5, dp=DPSettings(1.0, 1.0, 0.1, 4, 20.0))
-    run = {f: train_heads(recipe, TrainData(X, y, n_models=5), 3, torch.Generator().manual_seed(1), formulation=f).flat()
-           for f in ("auto", "native", "gather")}
+    run = {f: train_heads(recipe, TrainData(X, y, n_models=5), 3, torch.Generator().manual_seed(1),
+                          formulation=f).flat() for f in ("auto", "native", "gather")}
     assert torch.equal(run["auto"], run["native"])
     assert not torch.equal(run["native"], run["gather"])  # a different summation order: the kernel did run
 

@@ -607,7 +607,6 @@ def _dp_clipped_sum(data: TrainData, plan: _Plan, params: StackedHeads, g: torch
     have none, or no model has a row in its batch).
     """
     M, N, dev = data.n_models, data.n_virtual, g.device
-    n, E = data.n_base, data.n_extra
     if idx.shape[1] == 0:  # every batch is empty
         g.zero_()
         return None

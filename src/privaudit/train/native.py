@@ -72,11 +72,18 @@ def _compiler() -> list[str]:
 
 
 def _arch_flags() -> list[str]:
-    """``-mavx2`` where the CPU has AVX2 (x86-64): vector width only, the results are the same."""
-    if platform.machine().lower() in ("x86_64", "amd64") and \
-            torch.backends.cpu.get_cpu_capability() in ("AVX2", "AVX512"):
-        return ["-mavx2"]
-    return []
+    """``-mavx2`` where the CPU has AVX2 (x86-64): vector width only, the results are the same.
+
+    Read from ``/proc/cpuinfo`` where there is one (torch's capability follows ``ATEN_CPU_CAPABILITY``,
+    which the Makefile pins, and says nothing of the hardware when pinned to ``default``)."""
+    if platform.machine().lower() not in ("x86_64", "amd64"):
+        return []
+    try:
+        with open("/proc/cpuinfo") as f:
+            has = any(line.startswith("flags") and " avx2" in line for line in f)
+    except OSError:
+        has = torch.backends.cpu.get_cpu_capability() in ("AVX2", "AVX512")
+    return ["-mavx2"] if has else []
 
 
 def _cache_dir() -> Path:
