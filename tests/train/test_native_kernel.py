@@ -166,6 +166,26 @@ def test_without_a_compiler_the_torch_path_runs_and_native_is_refused(monkeypatc
         native._reset()
 
 
+@pytest.mark.parametrize("case", ["compiler fails", "cache not writable"])
+def test_a_failed_build_warns_and_falls_back(case, monkeypatch, tmp_path) -> None:
+    """A compiler that exits non-zero, or a cache path that cannot be a folder, is reported (with the
+    compiler's own message) and leaves the torch path, never a half-written library in the cache."""
+    if case == "compiler fails":
+        monkeypatch.setenv("CC", "false")
+        monkeypatch.setenv("PRIVAUDIT_NATIVE_CACHE", str(tmp_path))
+    else:
+        (tmp_path / "file").write_text("not a folder")
+        monkeypatch.setenv("PRIVAUDIT_NATIVE_CACHE", str(tmp_path / "file"))
+    native._reset()
+    try:
+        with pytest.warns(RuntimeWarning, match="could not be built"):
+            assert native.linear_dp_kernel() is None
+        assert native.unavailable_reason()
+        assert not list(tmp_path.rglob("*.so"))
+    finally:
+        native._reset()
+
+
 def test_privaudit_native_0_turns_it_off(monkeypatch) -> None:
     monkeypatch.setenv("PRIVAUDIT_NATIVE", "0")
     native._reset()
