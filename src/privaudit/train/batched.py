@@ -544,12 +544,12 @@ def _train_dp(dp: DPSettings, lr: float, data: TrainData, heads: StackedHeads,
     # only where it can pay (see _use_shared).
     mc_shared = plan.chunk_models(n, True)
     fill = q / max(1e-12, 1.0 - (1.0 - q) ** mc_shared)
-    try_shared = plan.formulation == "shared" or (plan.formulation == "auto" and mc_shared >= _SHARED_MIN_MODELS
-                                                  and _use_shared(plan, fill, 1, 1))
+    # (the fused kernel reads each model's rows in place: no chunks, nothing shared)
+    try_shared = kernel is None and (plan.formulation == "shared" or (
+        plan.formulation == "auto" and mc_shared >= _SHARED_MIN_MODELS and _use_shared(plan, fill, 1, 1)))
     if try_shared:
         mc = mc_shared
-    if kernel is not None:  # rows read in place by the fused kernel: no chunks, nothing shared
-        try_shared = False
+    if kernel is not None:
         rows = (data.X_base.contiguous(), data.y_base.to(torch.int64).contiguous(), plan.xsq_base.contiguous(),
                 *((data.X_extra.contiguous(), data.y_extra.to(torch.int64).contiguous(), plan.xsq_extra.contiguous())
                   if data.n_extra else (None, None, None)))

@@ -10,6 +10,14 @@
  *     G_m  += (s delta) x^T,  g_b += s delta
  * written to out[m] in the flat parameter layout W (C x d, row-major) then b (C).
  *
+ * Sources: DP-SGD's per-example clipping and sum, Abadi et al. 2016, "Deep Learning with Differential
+ * Privacy", Algorithm 1 (clip factor and the division by the expected batch size as opacus's
+ * DPOptimizer); the per-example gradient of a linear layer is the outer product delta x^T (plus delta
+ * for the bias), so its norm is ||delta|| * sqrt(||x||^2 + 1) without materialising it (Goodfellow
+ * 2015, "Efficient Per-Example Gradient Computations"; the "ghost clipping" identity of Li et al.
+ * 2022, "Large Language Models Can Be Strong Differentially Private Learners", Sec. 4); the same
+ * identity as privaudit/train/heads.py, which the tests compare this kernel against.
+ *
  * Reproducibility: the order of every floating-point operation is fixed by this code (8 explicit
  * accumulator lanes per dot product, fixed reduction trees, rows in batch order); it is compiled
  * without -ffast-math and with -ffp-contract=off, so a compiler may vectorise but not reorder or
