@@ -2,7 +2,7 @@
 
 The seven DP-SGD bugs of issue 14 ((a) σ/4, (b) σ for a 10× larger data set, (c) no clipping,
 (d) no noise, (e) noise once per epoch, (f) one noise draw reused, (g) shuffled fixed-size
-batches) as plain numpy trainers (``tests/one_run/planted_trainers.py``, no opacus, no hook),
+batches) as plain numpy trainers (``benchmarks/planted/blackbox_trainers.py``, no opacus, no hook),
 claiming ε = 1 (δ = 1e-5) on the digits Defender half; one-run audit with the default design
 (160 canary rows, one training run, level 0.05) over several seeds. The white-box audit catches
 all seven when the trainer is an opacus loop that calls ``privaudit.hooks.watch``
@@ -24,10 +24,10 @@ import numpy as np
 from sklearn.datasets import load_digits
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))  # tests/one_run/planted_trainers.py
+sys.path.insert(0, str(ROOT))  # benchmarks/planted/blackbox_trainers.py
 
-from privaudit.one_run_audit import one_run_audit  # noqa: E402
-from tests.one_run.planted_trainers import BUGS, train_dp_sgd  # noqa: E402
+from privaudit.audits.one_run import one_run_audit  # noqa: E402
+from benchmarks.planted.blackbox_trainers import BUGS, train_dp_sgd  # noqa: E402
 
 
 def main() -> None:

@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from privaudit.lidp_audit import lidp_audit
+from privaudit.audits.lidp import lidp_audit
 from privaudit.canaries.plan import CanaryPlan
 from privaudit.canaries.runner import run_trials
 from privaudit.config import parse_params

@@ -31,18 +31,18 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))  # tests/one_run/planted_trainers.py
+sys.path.insert(0, str(ROOT))  # benchmarks/planted/blackbox_trainers.py
 
 from privaudit.defenders.registry import make_defender, validate_defender_spec  # noqa: E402
-from privaudit.one_run_audit import bounds_from_losses, one_run_audit  # noqa: E402
+from privaudit.audits.one_run import bounds_from_losses, one_run_audit  # noqa: E402
 from privaudit.stats.fdp_one_run import (  # noqa: E402
     eps_delta_blowup_inverse,
     fdp_one_run_rejects,
     gdp_blowup_inverse,
     gdp_epsilon,
 )
-from tests.one_run.conftest import digits_train  # noqa: E402
-from tests.one_run.planted_trainers import (  # noqa: E402
+from benchmarks.planted.digits import digits_train  # noqa: E402
+from benchmarks.planted.blackbox_trainers import (  # noqa: E402
     accountant_epsilon,
     recipe,
     train_dp_sgd,
@@ -234,7 +234,7 @@ def main() -> None:
     d = digits_train()
     start = time.perf_counter()
     lines = [
-        "# One-run black-box audit on digits (privaudit.one_run_audit)",
+        "# One-run black-box audit on digits (privaudit.audits.one_run)",
         f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} CPU cores, no GPU; "
         f"python {platform.python_version()}, numpy {np.__version__}, torch {torch.__version__} (1 thread); "
         f"load average at start {os.getloadavg()[0]:.1f} (shared machine: timings are upper bounds)",

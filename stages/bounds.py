@@ -7,8 +7,8 @@ import sys
 from pathlib import Path
 
 from privaudit.artifacts import ensure_writable, write_json
-from privaudit.audit_metrics import read_claim
-from privaudit.bounds import compute_bounds
+from privaudit.audits.entry import read_claim
+from privaudit.audits.theory import compute_bounds
 from privaudit.config import Params
 from privaudit.metrics_files import read_entries
 from privaudit.validation import check_defender_dirs, validate_metrics
@@ -22,12 +22,15 @@ def _args(p: argparse.ArgumentParser) -> None:
 
 
 def _body(args: argparse.Namespace, params: Params) -> None:
-    """Thudi/Yeom/Erlingsson/Sablayrolles bounds and Izzo's eta next to the LTU accuracy."""
+    """Thudi/Yeom/Erlingsson/Sablayrolles bounds and Izzo's eta next to the LTU accuracy; exceeds_theory by the
+    gate's theory check at the defender's share of gate.beta."""
     ensure_writable(args.out)
     check_defender_dirs(args.defenders, [d.name for d in params.defenders])  # model files are data, not code
     claims = {d.name: read_claim(args.defenders, d.name) for d in params.defenders}
     ltu = read_entries("ltu", args.ltu, contract=True)  # input: GX contract, then typed
-    bounds = compute_bounds(claims, ltu, params.bounds.p_member)
+    plan = params.budget_plan()
+    levels = {d.name: plan.budget(d.name).levels.get("theory", params.gate.beta) for d in params.defenders}
+    bounds = compute_bounds(claims, ltu, params.bounds.p_member, levels=levels, use_error_bars=params.gate.use_error_bars)
     validate_metrics("bounds", bounds)  # output, before it is written
     write_json(args.out, bounds)
     for name, row in bounds.items():

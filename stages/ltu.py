@@ -14,7 +14,7 @@ from privaudit.config import Params
 from privaudit.determinism import configure_determinism
 from privaudit.features import resolve_device
 from privaudit.features.feature_set import load_feature_set
-from privaudit.ltu_audit import ltu_audit
+from privaudit.audits.ltu import ltu_audit
 from privaudit.validation import validate_metrics
 from stages._runner import run_stage
 

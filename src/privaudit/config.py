@@ -19,7 +19,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, SerializeAsAny, ValidationError, field_validator, model_validator
 
 from privaudit.defenders.specs import DefenderSpecBase, validate_defender_spec
-from privaudit.error_budget import DEFAULT_GATED, ErrorBudget, applicable_bounds, check_bound_kinds, plan_budget
+from privaudit.error_budget import DEFAULT_GATED, BudgetPlan, ErrorBudget, applicable_bounds, check_bound_kinds, plan_budget
 
 
 class ParamsError(ValueError):
@@ -200,13 +200,21 @@ class LidpParams(_Strict):
     tau_selection: Literal["split", "bonferroni"] = "split"
     order: Literal[1, 2, 4] = 1
     method: Literal["wilson", "bernstein"] = "wilson"
-    beta: float = Field(0.05, gt=0.0, lt=1.0)
     delta: float = Field(1e-5, ge=0.0, lt=1.0)
     tune_fraction: float = Field(0.5, gt=0.0, lt=1.0)
     pilot_fraction: float = Field(
         0.125, gt=0.0, lt=1.0, description="tau_selection: bonferroni only: share of the trials (at least 1) that "
         "only build the threshold grid and are not certified")
     tau_quantiles: int = Field(16, ge=1)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_beta(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "beta" in data:
+            raise ValueError("lidp.beta was removed: set gate.beta (the one error budget; the LiDP audit gets its "
+                             "share, and `python -m stages.lidp --self-check` runs at gate.beta or --level); "
+                             "remove lidp.beta from params.yaml")
+        return data
 
     @field_validator("canaries", "null_canaries")
     @classmethod
@@ -225,14 +233,14 @@ class LidpParams(_Strict):
 
 
 class WhiteboxParams(_Strict):
-    """White-box DP-SGD audit (privaudit.whitebox_audit) of defenders whose training can be watched."""
+    """White-box DP-SGD audit (privaudit.audits.whitebox) of defenders whose training can be watched."""
 
     runs: int = Field(2, ge=1, description="recorded training runs, pooled (more runs: tighter eps-hat)")
     canary_scale: float = Field(4.0, gt=1.0, description="raw norm of the gradient canary in units of the clip norm C")
 
 
 class OneRunParams(_Strict):
-    """One-run black-box audit (privaudit.one_run_audit, Steinke et al. 2023) of every defender."""
+    """One-run black-box audit (privaudit.audits.one_run, Steinke et al. 2023) of every defender."""
 
     canaries: int | Literal["auto"] = Field("auto", description="input-space canary rows m (auto: one per "
                                                                   "tail direction x label, 100..1000)")
@@ -346,6 +354,11 @@ class Params(_Strict):
         applicable = applicable_bounds(observable=spec.observable_training(), canary_audited=audited,
                                        theory=self.gate.fail_on_theory_violation)
         return plan_budget(self.gate.beta, self.gate.bounds, applicable)
+
+    def budget_plan(self) -> BudgetPlan:
+        """Every defender's error budget, planned once from params (:class:`privaudit.error_budget.BudgetPlan`);
+        the stages hand each audit its ``level`` from this plan."""
+        return BudgetPlan(self.gate.beta, {d.name: self.error_budget(d.name) for d in self.defenders})
 
     def audited_defenders(self) -> list[DefenderSpecBase]:
         """Defenders that get canary audits (``canaries.defenders``)."""

@@ -16,28 +16,15 @@ next to each bound in ``metrics/audit.json`` (``level``) is the one the gate rel
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal, get_args
 
-BoundKind = Literal["whitebox", "one_run", "lidp", "lidp_k1", "game3", "theory"]
-#: every bound that can be compared with a claim, in the order the report lists them
-BOUND_KINDS: tuple[str, ...] = get_args(BoundKind)
-#: the ε lower bounds among them (``theory`` compares an attack accuracy instead)
-EPSILON_BOUNDS: tuple[str, ...] = ("whitebox", "one_run", "lidp", "lidp_k1", "game3")
+from privaudit.audit_registry import AUDITS, BOUND_KINDS, BOUND_LABELS, EPSILON_BOUNDS
+
 #: default ``gate.bounds``: every bound except the K = 1 LiDP view (a diagnostic of the same trials)
-DEFAULT_GATED: tuple[str, ...] = ("whitebox", "one_run", "lidp", "game3", "theory")
+DEFAULT_GATED: tuple[str, ...] = tuple(k for k in BOUND_KINDS if k != "lidp_k1")
 
-BOUND_LABELS: dict[str, str] = {
-    "whitebox": "white-box DP-SGD audit",
-    "one_run": "one-run black-box audit",
-    "lidp": "LiDP (K canaries)",
-    "lidp_k1": "LiDP K=1 view",
-    "game3": "Game 3",
-    "theory": "theory check (attack accuracy vs. the claim's MI bound)",
-}
-
-__all__ = ["BOUND_KINDS", "BOUND_LABELS", "DEFAULT_GATED", "EPSILON_BOUNDS", "BoundKind", "ErrorBudget",
+__all__ = ["BOUND_KINDS", "BOUND_LABELS", "DEFAULT_GATED", "EPSILON_BOUNDS", "BudgetPlan", "ErrorBudget",
            "applicable_bounds", "check_bound_kinds", "plan_budget"]
 
 
@@ -54,19 +41,18 @@ def check_bound_kinds(kinds: Sequence[str], where: str = "gate.bounds") -> tuple
 def applicable_bounds(*, observable: bool, canary_audited: bool, theory: bool) -> tuple[str, ...]:
     """The bounds that can be computed for one defender, known from params before any data.
 
+    Every registered audit (:data:`privaudit.audit_registry.AUDITS`) whose ``applies`` fact holds
+    contributes all its bounds, in registry order.
+
     Args:
         observable: the defender's training can be watched (``kind: dp_sgd``, or a
             ``kind: python`` trainer declaring ``observable: true``): white-box audit.
         canary_audited: the defender is in ``canaries.defenders``: LiDP (both views) and Game 3.
         theory: ``gate.fail_on_theory_violation`` is on.
     """
-    kinds = ["whitebox"] if observable else []
-    kinds.append("one_run")
-    if canary_audited:
-        kinds += ["lidp", "lidp_k1", "game3"]
-    if theory:
-        kinds.append("theory")
-    return tuple(kinds)
+    facts: Mapping[str, bool] = {"always": True, "observable": observable, "canary_audited": canary_audited,
+                                 "theory_gated": theory}
+    return tuple(b.kind for a in AUDITS if facts[a.applies] for b in a.bounds)
 
 
 @dataclass(frozen=True)
@@ -124,3 +110,26 @@ def plan_budget(beta: float, gated: Sequence[str], applicable: Sequence[str]) ->
     diag = tuple(k for k in BOUND_KINDS if k in applicable and k not in gated)
     share = beta / max(1, len(on))
     return ErrorBudget(beta=beta, gated=on, diagnostic=diag, levels={k: share for k in on + diag})
+
+
+@dataclass(frozen=True)
+class BudgetPlan:
+    """The error budget of every defender, planned once from params before any data is seen
+    (:meth:`privaudit.config.Params.budget_plan`); each audit gets its ``level`` from here."""
+
+    beta: float
+    budgets: Mapping[str, ErrorBudget]
+
+    def budget(self, name: str) -> ErrorBudget:
+        """Defender ``name``'s budget (``ValueError`` naming the planned defenders otherwise)."""
+        if name not in self.budgets:
+            raise ValueError(f"defender {name!r} is not in the budget plan (defenders: {sorted(self.budgets)})")
+        return self.budgets[name]
+
+    def level(self, name: str, kind: str) -> float:
+        """The level bound ``kind`` of defender ``name`` is computed at."""
+        return self.budget(name).level(kind)
+
+    def applies(self, name: str, kind: str) -> bool:
+        """Whether bound ``kind`` applies to defender ``name`` (it has a level)."""
+        return kind in self.budget(name).levels

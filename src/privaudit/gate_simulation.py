@@ -2,9 +2,9 @@
 
 ``gate.beta`` promises that a DP claim that holds is flagged with probability at most β. This
 module checks the promise by simulation, through the *same code path* the pipeline uses: the
-audit functions (:func:`privaudit.lidp_audit.lidp_audit`,
-:func:`privaudit.attacks.game3.game3_audit`) at the level and δ the error budget assigns,
-:func:`privaudit.audit_metrics.assemble_entry`, and :func:`privaudit.report.gate.evaluate_gate`.
+audit functions (:func:`privaudit.audits.lidp.lidp_audit`,
+:func:`privaudit.audits.game3.game3_interval`) at the level and δ the error budget assigns,
+:func:`privaudit.audits.entry.assemble_entry`, and :func:`privaudit.report.gate.evaluate_gate`.
 
 Mechanisms (the claim holds exactly — the hardest honest case):
 
@@ -22,7 +22,8 @@ from typing import Literal
 
 import numpy as np
 
-from privaudit.audit_metrics import assemble_entry, audit_delta
+from privaudit.audits.entry import assemble_entry
+from privaudit.audits.protocol import audit_delta
 from privaudit.claims import PrivacyClaim
 from privaudit.config import GateParams
 from privaudit.error_budget import plan_budget
@@ -67,7 +68,7 @@ class GateSimulation:
 
 
 def _gaussian_blocks(s: GateScenario, claim: PrivacyClaim, level: float, rng: np.random.Generator) -> dict[str, dict]:
-    from privaudit.lidp_audit import lidp_audit
+    from privaudit.audits.lidp import lidp_audit
 
     sigma = gaussian_mechanism_sigma(s.epsilon, s.delta)
     sx, sy = simulate_gaussian_scores(sigma, s.trials, s.canaries, s.dim, rng)
@@ -84,7 +85,7 @@ def _gaussian_blocks(s: GateScenario, claim: PrivacyClaim, level: float, rng: np
 
 
 def _rr_blocks(s: GateScenario, claim: PrivacyClaim, level: float, rng: np.random.Generator) -> dict[str, dict]:
-    from privaudit.attacks.game3 import game3_audit
+    from privaudit.audits.game3 import game3_interval
 
     n, c = s.trials, s.classes
     true = rng.integers(c, size=n)
@@ -100,7 +101,7 @@ def _rr_blocks(s: GateScenario, claim: PrivacyClaim, level: float, rng: np.rando
     proba[np.arange(n), released] = 0.9
     run = {"proba": proba, "label_pair": pair, "bit": bit, "true_label": true}
     delta = audit_delta(claim, "replace_label", 0.0)
-    res = game3_audit(run, np.linspace(0.5, 0.99, 10), None, rng, "bonferroni", level=level, delta=delta)
+    res = game3_interval(run, np.linspace(0.5, 0.99, 10), None, rng, "bonferroni", level=level, delta=delta)
     res.update(neighbourhood="replace_label")
     return {"game3": res}
 

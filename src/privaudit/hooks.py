@@ -7,11 +7,11 @@ In a training loop (privaudit's ``dp_sgd`` defender, or a user's ``kind: python`
 
 Outside an active :func:`recording` ``watch`` returns the optimizer untouched (one context-variable
 read; no attribute is set, no random number drawn), so released models train bit-identically.
-Inside a recording (an *audit* run, see :func:`privaudit.whitebox_audit.whitebox_audit`) it
+Inside a recording (an *audit* run, see :func:`privaudit.audits.whitebox.whitebox_audit`) it
 wraps the instance's own ``clip_and_accumulate`` and ``add_noise`` (opacus's ``pre_step`` calls
 clip_and_accumulate → _check_skip_next_step → add_noise → scale_grad), so whatever those methods
 do — opacus's code, a subclass, a bug — is what gets measured.  The hook never samples, clips,
-adds noise or accounts by itself.  Per step it records (:class:`~privaudit.stats.whitebox.RunObservations`):
+adds noise or accounts by itself.  Per step it records (:class:`~privaudit.stats.observations.RunObservations`):
 
 * ``B_t``: rows of the first parameter's ``grad_sample`` (summed over virtual steps when opacus
   accumulates and skips steps, e.g. ``BatchMemoryManager``);
@@ -41,7 +41,7 @@ from typing import Any, Iterator, TypeVar
 
 import numpy as np
 
-from privaudit.stats.whitebox import RunObservations
+from privaudit.stats.observations import RunObservations
 
 __all__ = ["watch", "recording", "Recording", "is_recording", "WatchNotCalledError"]
 

@@ -30,9 +30,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, PlainValidator, StrictBool, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, PlainValidator, StrictBool, ValidationError, model_validator
 
 from privaudit.artifacts import read_json
+from privaudit.audit_registry import block_audits
 from privaudit.claims import Neighbourhood, PrivacyClaim
 
 __all__ = [
@@ -206,8 +207,10 @@ class RecordedClaim(BaseModel):
 
 
 class AuditEntry(RecordedClaim):
-    """One defender of ``metrics/audit.json`` (``audit_metrics.assemble_entry``); a block is ``None``
-    when its audit did not run."""
+    """One defender of ``metrics/audit.json`` (:func:`privaudit.audits.entry.assemble_entry`); a block is
+    ``None`` when its audit did not run. Besides the keys below, only blocks of registered audits are
+    accepted (:data:`privaudit.audit_registry.AUDITS`; those without a typed block class here are kept in
+    ``other_blocks`` as :class:`EpsilonBlock`); any other key is an error."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -219,21 +222,40 @@ class AuditEntry(RecordedClaim):
     one_run: OneRunBlock | None = None
     violations: tuple[str, ...] = ()
     violation: StrictBool | None = None
+    other_blocks: dict[str, EpsilonBlock | None] = Field(default_factory=dict, exclude=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _collect_registered_blocks(cls, data: Any) -> Any:
+        """Blocks of registered audits without a field here go to ``other_blocks``; other keys stay (and fail)."""
+        if not isinstance(data, Mapping):
+            return data
+        registered = {a.name for a in block_audits()} - set(cls.model_fields)
+        other = {k: v for k, v in data.items() if k in registered}
+        if not other:
+            return data
+        return {k: v for k, v in data.items() if k not in other} | {"other_blocks": other}
+
+    def block(self, audit: str) -> EpsilonBlock | None:
+        """The block of registered audit ``audit`` (``None``: absent or null)."""
+        if audit in type(self).model_fields and audit != "other_blocks":
+            return getattr(self, audit)
+        return self.other_blocks.get(audit)
 
     def epsilon_lower_bounds(self) -> list[tuple[str, str, EpsilonBlock, float]]:
         """``(kind, source, block, ε)`` for every ε lower bound present (absent or null ones left out),
-        in the order white-box, one-run, LiDP K = √n, LiDP K = 1, Game 3."""
-        found: list[tuple[str, str, EpsilonBlock, float | None]] = []
-        if self.whitebox is not None:
-            found.append(("whitebox", "whitebox.eps_lower_bound", self.whitebox, self.whitebox.eps_lower_bound))
-        if self.one_run is not None:
-            found.append(("one_run", "one_run.eps_lower_bound", self.one_run, self.one_run.eps_lower_bound))
-        if self.lidp is not None:
-            found.append(("lidp", "lidp.eps_lower_bound", self.lidp, self.lidp.eps_lower_bound))
-            found.append(("lidp_k1", "lidp.eps_lower_bound_k1", self.lidp, self.lidp.eps_lower_bound_k1))
-        if self.game3 is not None:
-            found.append(("game3", "game3.eps_low", self.game3, self.game3.eps_low))
-        return [(kind, source, block, float(eps)) for kind, source, block, eps in found if eps is not None]
+        in registry order (:data:`privaudit.audit_registry.AUDITS`: white-box, one-run, LiDP K = √n,
+        LiDP K = 1, Game 3)."""
+        found: list[tuple[str, str, EpsilonBlock, float]] = []
+        for audit in block_audits():
+            block = self.block(audit.name)
+            if block is None:
+                continue
+            for bound in audit.bounds:
+                eps = None if bound.epsilon_key is None else getattr(block, bound.epsilon_key, None)
+                if eps is not None:
+                    found.append((bound.kind, f"{audit.name}.{bound.epsilon_key}", block, float(_number(eps))))
+        return found
 
 
 # --------------------------------------------------------------------------- metrics/bounds.json

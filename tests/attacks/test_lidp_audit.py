@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from privaudit.lidp_audit import lidp_audit
+from privaudit.audits.lidp import lidp_audit
 from privaudit.mechanisms import gaussian_mechanism_sigma, simulate_gaussian_scores
 
 KW = dict(delta=1e-5, beta=0.05, order=2, method="wilson", tune_fraction=0.5, n_thresholds=20)
@@ -73,7 +73,7 @@ def test_bonferroni_curve_last_point_equals_headline() -> None:
 def test_bonferroni_grid_is_built_on_pilot_trials_only(monkeypatch: pytest.MonkeyPatch) -> None:
     """Changing the certification trials' scores must not move the τ grid (a union bound over a
     grid that depends on the certified outcomes is not valid)."""
-    import privaudit.lidp_audit as la
+    import privaudit.audits.lidp as la
 
     grids: list[np.ndarray] = []
     real = la.certify_bonferroni
@@ -133,7 +133,7 @@ def test_pilot_fraction_is_a_params_key_that_reaches_the_audit() -> None:
     import yaml
 
     from privaudit.config import LidpParams, ParamsError, parse_params
-    from privaudit.lidp_audit import LidpSettings
+    from privaudit.audits.lidp import LidpSettings
 
     x, y = _gauss(4.0, 200, 14, 0)
     for lidp, split in [(LidpParams(tau_selection="bonferroni", pilot_fraction=0.25), (50, 150)),

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from privaudit.attacks.game3 import game3_audit
-from privaudit.lidp_audit import lidp_audit
+from privaudit.audits.game3 import game3_interval
+from privaudit.audits.lidp import lidp_audit
 from privaudit.canaries.runner import run_trials
 from tests.canaries.conftest import digits_features, make_params
 
@@ -37,7 +37,7 @@ def test_dp_sgd_at_eps_1_is_never_audited_above_1(fs, ctype) -> None:
     p = make_params([DP1], game3={"canaries": 300})
     g = run_trials(p, fs, "dp", "game3", 0, 1, "cpu")
     run = {k: g[k][0] for k in ("proba", "label_pair", "bit", "true_label")}
-    r = game3_audit(run, TAUS, 0.05, np.random.default_rng(0))
+    r = game3_interval(run, TAUS, 0.05, np.random.default_rng(0))
     assert r["eps_low"] <= 1.0 and r["acgr"]["eps_low"] <= 1.0
 
 
@@ -47,5 +47,5 @@ def test_non_private_recipe_gets_a_large_epsilon(fs) -> None:
     p = make_params([mlp], game3={"canaries": 100})
     g = run_trials(p, fs, "mlp", "game3", 0, 1, "cpu")
     run = {k: g[k][0] for k in ("proba", "label_pair", "bit", "true_label")}
-    r = game3_audit(run, TAUS, 0.05, np.random.default_rng(0))
+    r = game3_interval(run, TAUS, 0.05, np.random.default_rng(0))
     assert r["eps_low"] > 2.0, r

@@ -1,4 +1,4 @@
-"""The game3 stage's library half (privaudit.game3_audit): statistics in, Game-3 intervals out."""
+"""The Game-3 audit of one defender (privaudit.audits.game3.run): statistics in, Game-3 interval out."""
 
 from __future__ import annotations
 
@@ -8,7 +8,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from privaudit.game3_audit import audit_game3, load_game3_stats
+from privaudit.audits import game3
+from privaudit.audits.entry import read_claim
+from privaudit.audits.game3 import load_game3_stats
+from privaudit.audits.protocol import AuditInputs, AuditRequest
+from privaudit.config import Game3Params
+from privaudit.defenders.specs import validate_defender_spec
 from privaudit.validation import ValidationFailed
 
 TAUS = np.linspace(0.5, 0.99, 4)
@@ -36,8 +41,12 @@ def _write(tmp: Path, n_classes: int, leak: bool, n: int = 200, claim: float | N
 
 
 def _run(tmp: Path) -> dict:
-    return audit_game3(["d"], canaries_dir=tmp / "can", defenders_dir=tmp / "def", levels={"d": 0.01}, taus=TAUS,
-                       tau_selection="bonferroni", seed=0).results["d"]
+    request = AuditRequest(spec=validate_defender_spec({"name": "d", "kind": "logistic_regression"}),
+                           claim=read_claim(tmp / "def", "d"), level=0.01, default_delta=1e-5, seed=0)
+    settings = Game3Params(tau_min=0.5, tau_max=0.99, tau_steps=len(TAUS), tau_selection="bonferroni")
+    bound = game3.run(request, AuditInputs(canaries_dir=tmp / "can"), settings)
+    assert bound.epsilon == bound.block()["eps_low"] and bound.neighbourhood == "replace_label"
+    return bound.block()
 
 
 def test_a_model_that_remembers_every_canary_label_gets_a_large_lower_bound(tmp_path: Path) -> None:

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from privaudit.config import parse_params
-from privaudit.lidp_audit import LidpSettings
-from privaudit.lidp_self_check import SelfCheckResult, gaussian_self_check
+from privaudit.audits.lidp import LidpSettings
+from privaudit.audits.lidp_self_check import SelfCheckResult, gaussian_self_check
 from stages.lidp import self_check_result
 
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from scipy import integrate, optimize, stats
 
-from privaudit.one_run_audit import bounds_from_losses
+from privaudit.audits.one_run import bounds_from_losses
 from privaudit.stats.fdp_one_run import (
     eps_delta_blowup_inverse,
     fdp_min_total_mass,

@@ -1,5 +1,5 @@
 """Issue 14: a plain user trainer (no hook) claiming ε = 1 without clipping or without noise fails the
-gate black-box, through the pipeline's own function (``one_run_block`` on a ``kind: python`` spec);
+gate black-box, through the pipeline's own function (``privaudit.audits.one_run.run`` on a ``kind: python`` spec);
 the correct recipe passes."""
 
 from __future__ import annotations
@@ -8,10 +8,11 @@ import numpy as np
 import pytest
 from sklearn.datasets import load_digits
 
-from privaudit.audit_blocks import one_run_block
-from privaudit.audit_metrics import assemble_entry
+from privaudit.audits import one_run
+from privaudit.audits.entry import assemble_entry
+from privaudit.audits.protocol import AuditInputs, AuditRequest, DefenderData
 from privaudit.claims import PrivacyClaim
-from privaudit.config import GateParams
+from privaudit.config import GateParams, OneRunParams
 from privaudit.defenders.registry import validate_defender_spec
 from privaudit.error_budget import applicable_bounds, plan_budget
 from privaudit.metrics_files import AuditMetrics
@@ -28,10 +29,11 @@ def test_one_run_gate_on_plain_user_trainers(target: str, fails: bool) -> None:
     X = ((X - X.mean(0)) / np.maximum(X.std(0), 1e-12)).astype(np.float32)
     X, y = X[::2], y[::2].astype(np.int64)  # ~900 training rows, like the default Defender set
     spec = validate_defender_spec({"name": "user", "kind": "python", "claimed_epsilon": 1.0, "claimed_delta": 1e-5,
-                                   "target": f"tests/one_run/planted_trainers.py:{target}"})
+                                   "target": f"benchmarks/planted/blackbox_trainers.py:{target}"})
     budget = plan_budget(0.05, ["one_run"], applicable_bounds(observable=False, canary_audited=False, theory=False))
     claim = PrivacyClaim(1.0, 1e-5, "add_remove")
-    block = one_run_block(spec, X, y, 10, claim=claim, level=budget.level("one_run"), seed=3, default_delta=1e-5)
+    request = AuditRequest(spec=spec, claim=claim, level=budget.level("one_run"), default_delta=1e-5, seed=3)
+    block = one_run.run(request, AuditInputs(defender_data=DefenderData(X, y, 10)), OneRunParams()).block()
     entry = assemble_entry({"claimed_epsilon": 1.0, "claimed_delta": 1e-5}, budget, name="user", audited=False,
                            blocks={"one_run": block})
     gate = evaluate_gate(AuditMetrics.parse({"user": LTU}, {"user": entry}, {}),

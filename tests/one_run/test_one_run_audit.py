@@ -10,12 +10,12 @@ import pytest
 
 from privaudit.defenders.registry import make_defender, validate_defender_spec
 from privaudit.defenders.specs import PythonSpec
-from privaudit.one_run_audit import OneRunResult, auto_canaries, canary_guesses, one_run_audit
+from privaudit.audits.one_run import OneRunResult, auto_canaries, canary_guesses, one_run_audit
 from privaudit.stats.fdp_one_run import gdp_epsilon
 
-from .planted_trainers import train_dp_sgd, train_gaussian_class_sums
+from benchmarks.planted.blackbox_trainers import train_dp_sgd, train_gaussian_class_sums
 
-PLANTED = "tests/one_run/planted_trainers.py"
+PLANTED = "benchmarks/planted/blackbox_trainers.py"
 
 
 def _never_called(X, y, seed):  # noqa: ANN001, ANN202

@@ -299,7 +299,7 @@ def test_theory_violation_by_one_stderr_is_not_a_bug(metrics: dict[str, Any]) ->
 
 def test_theory_z_grows_with_attackers_and_budget_share(metrics: dict[str, Any]) -> None:
     """More attackers looked at, or a smaller share of gate.beta, need a larger margin."""
-    from privaudit.report.theory_check import theory_z
+    from privaudit.audits.theory import theory_z
 
     assert theory_z(0.01, 5) > theory_z(0.01, 1) > theory_z(0.05, 1) >= 2.0
     metrics["audit"]["dp_sgd"]["budget"] = {"beta": 0.05, "gated": ["lidp", "theory"], "diagnostic": [],

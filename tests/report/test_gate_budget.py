@@ -9,7 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from privaudit.audit_metrics import assemble_entry, audit_delta
+from privaudit.audits.entry import assemble_entry
+from privaudit.audits.protocol import audit_delta
 from privaudit.claims import PrivacyClaim
 from privaudit.config import GateParams
 from privaudit.error_budget import DEFAULT_GATED, applicable_bounds, plan_budget

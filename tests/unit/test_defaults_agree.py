@@ -18,12 +18,12 @@ import yaml
 from pydantic import BaseModel
 
 from privaudit import config
-from privaudit.attacks.game3 import game3_audit
-from privaudit.lidp_audit import lidp_audit
+from privaudit.audits.game3 import game3_interval
+from privaudit.audits.lidp import lidp_audit
 from privaudit.attacks.ltu_evaluation import AttackerOptions
 from privaudit.attacks.sample_risk import RiskOptions
-from privaudit.one_run_audit import one_run_audit
-from privaudit.whitebox_audit import whitebox_audit
+from privaudit.audits.one_run import one_run_audit
+from privaudit.audits.whitebox import whitebox_audit
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -71,7 +71,7 @@ LIBRARY: list[tuple[Any, str, dict[str, str]]] = [
     (whitebox_audit, "whitebox", {}),
     (one_run_audit, "one_run", {}),
     (lidp_audit, "lidp", {}),
-    (game3_audit, "game3", {}),
+    (game3_interval, "game3", {}),
 ]
 
 

@@ -12,9 +12,9 @@ from sklearn.datasets import load_digits
 from privaudit import hooks
 from privaudit.defenders.registry import make_defender, validate_defender_spec
 from privaudit.stats.whitebox import whitebox_bounds
-from privaudit.whitebox_audit import defender_trainer, python_trainer, whitebox_audit
+from privaudit.audits.whitebox import defender_trainer, python_trainer, whitebox_audit
 
-from .planted_bugs import BUGS, CORRECT, recipe, tiny_data
+from benchmarks.planted.opacus_bugs import BUGS, CORRECT, recipe, tiny_data
 
 pytestmark = pytest.mark.filterwarnings("ignore:Optimal order", "ignore:Full backward hook", "ignore:GDP accounting",
                                         "ignore:Using a non-full backward hook")

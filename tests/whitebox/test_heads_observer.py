@@ -17,7 +17,7 @@ from sklearn.datasets import load_digits
 from privaudit.stats.whitebox import compose_epsilon
 from privaudit.train import DPSettings, HeadRecipe, TrainData, train_heads
 from privaudit.train.observe import HeadsObserver
-from privaudit.whitebox_audit import whitebox_audit_heads
+from privaudit.audits.whitebox import whitebox_audit_heads
 
 SIGMA, Q, STEPS = 1.0, 0.1, 60
 

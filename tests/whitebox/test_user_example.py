@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from privaudit.defenders.registry import make_defender, spec_is_observable, validate_defender_spec
-from privaudit.whitebox_audit import defender_trainer, whitebox_audit
+from privaudit.audits.whitebox import defender_trainer, whitebox_audit
 
 
 def test_readme_user_trainer_is_audited_tightly_and_passes() -> None:

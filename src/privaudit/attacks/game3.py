@@ -1,35 +1,16 @@
 """The Game-3 adversary (Malek et al. 2021, App. B): abstain below τ, else guess the more
-confident of the two candidate labels; ε via Theorem B.1 from Clopper-Pearson and from the
-reliability-weighted ACGR over all C−2 alternative labels.
+confident of the two candidate labels (:func:`game3_guesses`); the reliability-weighted ACGR
+counts over all C−2 alternative labels (:func:`acgr_counts`).
 
-τ is chosen honestly over the grid ``[game3.tau_min, game3.tau_max]`` (``game3.tau_selection``):
-
-* ``bonferroni`` (default): every τ of the T-point grid gets its interval at level α/T on all
-  canaries and the largest lower end wins (:func:`privaudit.stats.bonferroni_max`, a union bound),
-  so no canary is spent on tuning — better than a split when T is small (10 by default);
-* ``split``: τ is picked on a random half of the canaries, the interval certified on the other half.
-
-(The paper reports the best τ on all canaries "omitting corrections for multiple hypothesis
-testing"; we do not.) ACGR (all C−2 alternatives, reliability-weighted) gets the same treatment;
-its interval (:func:`privaudit.stats.acgr_interval`) is valid for a bounded mean (the more
-conservative of a Student-t interval and Clopper-Pearson on the effective number of canaries).
-
-Error budget: every reported interval is two-sided at ``alpha`` (after the Bonferroni
-correction), so each ``eps_low`` (Clopper-Pearson and ACGR) is a one-sided lower bound failing
-with probability at most ``level = alpha / 2``; :func:`game3_audit` takes either ``alpha`` or the
-one-sided ``level`` and reports both.
-
-With ``game3.runs`` > 1 (Table 5: 10 runs × 100 canaries vs 1 × 1000) the canaries of all runs are
-pooled; :func:`game3_audit` also reports the per-run intervals.
+The audit that turns these guesses into an ε interval at the defender's share of ``gate.beta``
+(honest τ, Clopper-Pearson and ACGR, Theorem B.1) is :mod:`privaudit.audits.game3`; the statistics
+are :mod:`privaudit.stats.game3`.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
-from privaudit.stats import acgr_epsilon, bonferroni_max, game3_epsilon
 
 
 def game3_guesses(
@@ -71,99 +52,3 @@ def acgr_counts(
     guessed = alt_mask & (np.maximum(proba, p_trained) >= tau)
     correct = guessed & (p_trained > proba)
     return correct.sum(axis=1), guessed.sum(axis=1)
-
-
-def _cp(correct: np.ndarray, guessed: np.ndarray, t: int, alpha: float, delta: float = 0.0) -> tuple[float, float]:
-    """CP ε interval at threshold index ``t``. Under (ε, δ)-DP a canary's guess is right with
-    probability ≤ e^ε/(1+e^ε) + δ (per game); among the g of N canaries guessed, the rate excess is
-    at most δ N / g, which is the δ handed to Theorem B.1 (:func:`epsilon_from_accuracy`)."""
-    g = int(guessed[t].sum())
-    if g == 0:
-        return 0.0, float("inf")
-    return game3_epsilon(int(correct[t].sum()), g, alpha, delta=min(1.0, delta * guessed.shape[1] / g))
-
-
-def _acgr(proba: np.ndarray, true: np.ndarray, trained: np.ndarray, tau: float, alpha: float,
-          delta: float = 0.0) -> tuple[float, float]:
-    """ACGR ε interval (finite lower end: the interval never has zero width, see acgr_interval);
-    δ scaled by the share of alternatives guessed, as in :func:`_cp`."""
-    c_i, g_i = acgr_counts(proba, true, trained, tau)
-    if g_i.sum() == 0:
-        return 0.0, float("inf")
-    total = len(true) * max(1, proba.shape[1] - 2)
-    return acgr_epsilon(c_i, g_i, alpha, delta=min(1.0, delta * total / float(g_i.sum())))
-
-
-def game3_audit(run: dict[str, np.ndarray], taus: np.ndarray, alpha: float | None, rng: np.random.Generator,
-                tau_selection: str = "bonferroni", *, level: float | None = None,
-                delta: float = 0.0) -> dict[str, Any]:
-    """ε interval of the Game-3 canaries with an honestly chosen τ (see the module docstring).
-
-    Args:
-        run: ``proba (N, C)``, ``label_pair (N, 2)``, ``bit (N,)``, ``true_label (N,)`` and, with
-            several runs, ``run (N,)``.
-        taus: (T,) threshold grid in [0.5, 1].
-        alpha: two-sided miss probability of each reported interval (after correction); each
-            ``eps_low`` is then a one-sided lower bound failing with probability ``alpha / 2``.
-            May be None when ``level`` is given.
-        level: one-sided failure probability of each ``eps_low`` (``P(ε < eps_low) <= level``);
-            sets ``alpha = 2 * level``.  Giving both requires ``alpha == 2 * level``.
-        delta: the δ of the (ε, δ) claim the bounds are for (label-change neighbourhood); 0 = pure ε.
-    Returns:
-        ``{eps_low, eps_high, canaries, certified_canaries, tau, guesses, correct, alpha, level,
-        level_per_threshold, acgr: {eps_low, eps_high, tau}, tau_selection, runs, per_run?}``;
-        ``level = alpha / 2`` and ``level_per_threshold`` is the one-sided level each τ candidate
-        was certified at (``level / T`` with Bonferroni).
-    """
-    if level is not None:
-        if not 0.0 < level < 0.5:
-            raise ValueError(f"level (one-sided) must lie in (0, 0.5), got {level!r}")
-        if alpha is not None and not np.isclose(alpha, 2.0 * level, rtol=1e-12, atol=0.0):
-            raise ValueError(f"game3.alpha={alpha} is two-sided and must equal 2 * level={2 * level} (or be None)")
-        alpha = 2.0 * level
-    if alpha is None:
-        raise ValueError("give game3.alpha (two-sided) or level (one-sided)")
-    proba, pair, bit, true = run["proba"], run["label_pair"], run["bit"], run["true_label"]
-    n = len(bit)
-    if tau_selection not in ("bonferroni", "split"):
-        raise ValueError(f"game3.tau_selection must be 'bonferroni' or 'split', got {tau_selection!r}")
-    if tau_selection == "split" and n < 4:
-        raise ValueError(f"game3.canaries must be >= 4 to tune and certify on separate halves, got {n}")
-    trained = pair[np.arange(n), bit]
-    guessed, correct = game3_guesses(proba, pair, bit, taus)
-    if tau_selection == "bonferroni":
-        cert = np.arange(n)
-        T = len(taus)
-        low, t_best = bonferroni_max(lambda t, a: _cp(correct, guessed, t, a, delta)[0], list(range(T)), alpha)
-        eps_low, eps_high = _cp(correct, guessed, t_best, alpha / T, delta)
-        a_low, tau_a = bonferroni_max(lambda t, a: _acgr(proba, true, trained, t, a, delta)[0],
-                                      [float(t) for t in taus], alpha)
-        acgr_low, acgr_high = _acgr(proba, true, trained, tau_a, alpha / T, delta)
-        how = f"max over {T} thresholds, each interval at alpha/{T} (Bonferroni) on all {n} canaries"
-    else:
-        perm = rng.permutation(n)
-        tune, cert = perm[: n // 2], perm[n // 2:]
-        t_best = int(np.argmax([_cp(correct[:, tune], guessed[:, tune], t, alpha, delta)[0]
-                                if guessed[t, tune].any() else -1.0 for t in range(len(taus))]))
-        eps_low, eps_high = _cp(correct[:, cert], guessed[:, cert], t_best, alpha, delta)
-        tau_a = float(taus[t_best])
-        acgr_low, acgr_high = _acgr(proba[cert], true[cert], trained[cert], tau_a, alpha, delta)
-        how = "tau tuned on a random half of the canaries, interval certified on the other half"
-    out: dict[str, Any] = {
-        "eps_low": eps_low, "eps_high": eps_high, "canaries": n, "certified_canaries": int(len(cert)),
-        "tau": float(taus[t_best]), "guesses": int(guessed[t_best, cert].sum()),
-        "correct": int(correct[t_best, cert].sum()), "alpha": alpha, "level": alpha / 2.0,
-        "level_per_threshold": alpha / 2.0 / (len(taus) if tau_selection == "bonferroni" else 1),
-        "acgr": {"eps_low": acgr_low, "eps_high": acgr_high, "tau": tau_a},
-        "tau_selection": how, "runs": 1, "delta": delta,
-    }
-    if "run" in run and len(np.unique(run["run"])) > 1:
-        runs = np.unique(run["run"])
-        out["runs"] = int(len(runs))
-        out["per_run"] = [
-            {k: v for k, v in game3_audit({key: run[key][run["run"] == r] for key in
-                                           ("proba", "label_pair", "bit", "true_label")},
-                                          taus, alpha, rng, tau_selection, delta=delta).items()
-             if k in ("eps_low", "eps_high")}
-            for r in runs]
-    return out

@@ -24,7 +24,7 @@ from __future__ import annotations
 import time
 
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import numpy as np
 import pandas as pd
@@ -48,7 +48,6 @@ from privaudit.attacks.ltu_scores import BestScoreAttacker, BoundedLossAttacker,
 from privaudit.attacks.mia_lira import LiraAttacker
 from privaudit.attacks.mia_rmia import RmiaAttacker
 from privaudit.attacks.sample_risk import RiskOptions, SampleRisk, sample_risk
-from privaudit.config import check_attacker_names
 from privaudit.stats import ltu_theorem1_bound, ltu_theorem2_bound
 from privaudit.seeding import draw_seed
 from privaudit.losses import cross_entropy
@@ -86,6 +85,19 @@ ATTACKERS: dict[str, Callable[[AttackerOptions], LtuAttacker]] = {
 
 #: attackers that need the features / trainer (the ltu stage then loads features and split)
 NEEDS_FEATURES = frozenset({"retrain", "lira", "rmia", "gradient"})
+
+
+def check_attacker_names(names: Sequence[str]) -> None:
+    """Raise ValueError naming ``ltu.attackers`` and the unknown or repeated entry.
+
+    The same names are accepted by ``privaudit.config`` (``ATTACKER_NAMES``, a torch-free copy that
+    ``tests/attacks/test_ltu_evaluation.py`` keeps equal to :data:`ATTACKERS`); attacks import no config.
+    """
+    for n in names:
+        if n not in ATTACKERS:
+            raise ValueError(f"ltu.attackers: unknown attacker {n!r}; allowed: {sorted(ATTACKERS)}")
+    if len(set(names)) != len(names):
+        raise ValueError(f"ltu.attackers lists an attacker twice: {list(names)}")
 
 
 def make_attacker(name: str, options: AttackerOptions | None = None) -> LtuAttacker:

@@ -9,12 +9,67 @@ hashes: :func:`privaudit.canaries.shards.shard_dir`).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Literal, Protocol
 
-from privaudit.config import ComputeParams, Game3Params, LidpParams, Params
 from privaudit.defenders.specs import DefenderSpecBase
 
-__all__ = ["CanaryPlan"]
+__all__ = ["CanaryPlan", "ComputeSettings", "Game3TrialSettings", "LidpTrialSettings", "ParamsWithCanaries"]
+
+
+class Game3TrialSettings(Protocol):
+    """What the canary experiments read of the ``game3`` params block (``privaudit.config.Game3Params``)."""
+
+    canaries: int | Literal["auto"]
+    runs: int
+    tau_selection: str
+
+
+class LidpTrialSettings(Protocol):
+    """What the canary experiments read of the ``lidp`` params block (``privaudit.config.LidpParams``)."""
+
+    trials: int
+    canaries: int | Literal["auto"]
+    null_canaries: int | Literal["auto"]
+    canary_type: str
+    neighbourhood: str
+    clipbkd_alpha: float
+    clipbkd_pool: int
+    gradient_norm: float | None
+    gradient_reference: int
+    tau_selection: str
+    tune_fraction: float
+
+    def k_canaries(self) -> int: ...
+
+    def m_null(self) -> int: ...
+
+
+class ComputeSettings(Protocol):
+    """What the canary experiments read of the ``compute`` params block (``privaudit.config.ComputeParams``)."""
+
+    scheduler: str
+    shard_trials: int
+    block_trials: int
+    n_jobs: int
+
+
+class _Base(Protocol):
+    seed: int
+    device: str
+
+
+class ParamsWithCanaries(Protocol):
+    """The validated params as :meth:`CanaryPlan.of` reads them (``privaudit.config.Params``; canaries import no
+    config: the stage glue hands the params in)."""
+
+    base: _Base
+    game3: Game3TrialSettings
+    lidp: LidpTrialSettings
+    compute: ComputeSettings
+
+    def audited_defenders(self) -> Sequence[DefenderSpecBase]: ...
 
 
 @dataclass(frozen=True)
@@ -31,12 +86,12 @@ class CanaryPlan:
     seed: int
     device: str
     defenders: tuple[DefenderSpecBase, ...]
-    game3: Game3Params
-    lidp: LidpParams
-    compute: ComputeParams
+    game3: Game3TrialSettings
+    lidp: LidpTrialSettings
+    compute: ComputeSettings
 
     @classmethod
-    def of(cls, params: Params) -> "CanaryPlan":
+    def of(cls, params: ParamsWithCanaries) -> "CanaryPlan":
         return cls(seed=params.base.seed, device=params.base.device, defenders=tuple(params.audited_defenders()),
                    game3=params.game3, lidp=params.lidp, compute=params.compute)
 

@@ -1,7 +1,7 @@
 """Audit report and release gate, over the typed metrics files (:mod:`privaudit.metrics_files`).
 
 - :mod:`privaudit.report.gate`: :func:`evaluate_gate` (``metrics/gate.json``); the theory check
-  it shares with the report is in :mod:`privaudit.report.theory_check`.
+  it shares with the report is in :mod:`privaudit.audits.theory`.
 - :mod:`privaudit.report.plots`: matplotlib figures as PNG bytes and
   :func:`write_plot_files` (PNGs + tidy CSVs for ``dvc plots``).
 - :mod:`privaudit.report.render`: :func:`build_report` writes the self-contained

@@ -26,7 +26,8 @@ Checks, per defender (every defender named in any of the three files):
    membership-inference accuracy upper bound implied by the claim for the LTU swap game
    (Thudi, Yeom, Erlingsson, Sablayrolles, and Izzo's 1/2 + η) by more than z standard errors,
    z = max(2, Φ⁻¹(1 − level/A)) with ``level`` the theory check's budget share
-   (:func:`privaudit.report.theory_check.theory_z`). Exceeding a bound that holds for every attacker
+   (:func:`privaudit.audits.theory.theory_check`, the same check as ``exceeds_theory`` in
+   ``metrics/bounds.json``). Exceeding a bound that holds for every attacker
    means the implementation or the privacy accounting is wrong.
 
 Error bars (``gate.use_error_bars``). A release gate must not be easier to pass with a
@@ -62,7 +63,7 @@ from privaudit.metrics_files import (
     GateResult,
     LtuEntry,
 )
-from privaudit.report.theory_check import theory_violations, theory_z
+from privaudit.audits.theory import theory_check
 
 #: marks a reason saying that a DP claim could not be audited (the report shows it in red)
 NOT_AUDITED = "[NOT AUDITED]"
@@ -145,7 +146,7 @@ def _claim_reasons(defender: str, claim: PrivacyClaim, entry: AuditEntry, params
     if not bounds:
         reasons.append(
             f"{defender}: claimed ε = {fmt_value(claim.epsilon)} but no audited ε lower bound "
-            "(whitebox, one_run, game3, lidp) is available to check it against gate.max_epsilon_excess = "
+            f"({', '.join(EPSILON_BOUNDS)}) is available to check it against gate.max_epsilon_excess = "
             f"{fmt_value(params.max_epsilon_excess)} {NOT_AUDITED}"
         )
     elif entry.budget is not None and missing:
@@ -203,12 +204,12 @@ def _theory_reasons(
             f"{defender}: claimed ε = {fmt_value(claim.epsilon)} but {missing}, so the theory check "
             "(gate.fail_on_theory_violation = true) cannot be done"
         ]
-    stderr = bounds_entry.accuracy_error(ltu_entry) if params.use_error_bars else None
     audit_entry = metrics.audit.get(defender)
     levels = audit_entry.budget.levels if audit_entry is not None and audit_entry.budget is not None else {}
-    z = theory_z(levels.get("theory", params.beta), max(1, len(ltu_entry.attackers) if ltu_entry else 0))
+    exceeded, z, stderr = theory_check(bounds_entry, ltu_entry, level=levels.get("theory", params.beta),
+                                       use_error_bars=params.use_error_bars)
     reasons = []
-    for kind, bound in theory_violations(bounds, accuracy, stderr, z).items():
+    for kind, bound in exceeded.items():
         shown = (
             f"empirical_accuracy - {z:.3g} stderr = {fmt_value(accuracy)} - {z:.3g} x {fmt_value(stderr)} = "
             f"{fmt_value(accuracy - z * stderr)}"

@@ -40,7 +40,7 @@ from privaudit.report.tables import (
     risk_note,
     risk_summary,
 )
-from privaudit.report.theory_check import theory_violations
+from privaudit.audits.theory import theory_violations
 
 __all__ = ["build_document"]
 

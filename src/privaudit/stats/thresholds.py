@@ -303,7 +303,7 @@ def certify_bonferroni(
     Uses all trials for both choosing and certifying; valid because every candidate is certified
     at the corrected level -- provided the grid itself was fixed without looking at these trials
     (a grid of quantiles of the same scores is not; build it on separate pilot trials, as
-    :func:`privaudit.lidp_audit.lidp_audit` does).
+    :func:`privaudit.audits.lidp.lidp_audit` does).
 
     >>> rng = np.random.default_rng(2)
     >>> c = certify_bonferroni(rng.normal(2, 1, (300, 4)), rng.normal(0, 1, (300, 4)), np.linspace(-1, 3, 9), 1e-5)

@@ -94,15 +94,17 @@ Violations, and what happens (tests/whitebox/test_estimator.py):
 from __future__ import annotations
 
 import math
-import warnings
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal, Sequence
+from typing import Sequence
 
 import numpy as np
-from numpy.typing import ArrayLike, NDArray
-from scipy import optimize, special, stats
+from numpy.typing import NDArray
+from scipy import special, stats
 
 from ._checks import check_int, check_positive, check_prob
+from .accounting import ACCOUNTANTS as _ACCOUNTANTS
+from .accounting import PRV_MAX_POINTS, compose_epsilon, subsampled_gaussian_one_step_epsilon
+from .observations import RunObservations
 
 __all__ = [
     "ASSUMPTION",
@@ -118,8 +120,6 @@ __all__ = [
     "subsampled_gaussian_one_step_epsilon",
 ]
 
-Accountant = Literal["rdp", "prv", "gdp"]
-_ACCOUNTANTS = ("rdp", "prv", "gdp")
 
 ASSUMPTION = (
     "each step is a Poisson-subsampled Gaussian mechanism: noise i.i.d. N(0, s²) per coordinate, "
@@ -140,112 +140,8 @@ LEVEL_SHARES = (
     "poisson_sampling",
 )
 
-#: opacus's PRV accountant is skipped (one-step exact fallback) above this many grid points
-PRV_MAX_POINTS = 4_000_000
 
 _GRID = 1.02  # per-step fallback: noise bounds rounded up to powers of this ratio
-
-
-def _readonly(a: NDArray[Any]) -> NDArray[Any]:
-    a = np.array(a, copy=True)
-    a.flags.writeable = False
-    return a
-
-
-@dataclass(frozen=True)
-class RunObservations:
-    """What :mod:`privaudit.hooks` saw in one training run (T observed steps, d noise coordinates).
-
-    Attributes:
-        batch_rows: (T,) per-example gradient rows clipped at each step (``B_t``; the canary
-            excluded; summed over virtual steps when opacus accumulates).
-        sensitivity: (T,) ``Δ_t = ‖S(data + canary) − S(data)‖₂`` of the clipped sums; NaN where
-            the hook could not measure it.
-        noise_sq: (T,) ``‖N_t‖²``.
-        noise_quartic: (T,) ``Σ_j N_tj⁴``.
-        noise_cos: (T,) ``cos(N_{t−1}, N_t)``; NaN at t = 0 or when a norm is 0.
-        coord_sq: (d,) ``Σ_t N_tj²`` per coordinate.
-        declared_dataset_size: what the trainer passed to ``hooks.watch`` (not trusted).
-        declared_noise_multiplier: the optimizer's ``noise_multiplier`` attribute (not trusted).
-        declared_max_grad_norm: the optimizer's ``max_grad_norm`` (the C of the canary).
-    """
-
-    batch_rows: NDArray[np.int64]
-    sensitivity: NDArray[np.float64]
-    noise_sq: NDArray[np.float64]
-    noise_quartic: NDArray[np.float64]
-    noise_cos: NDArray[np.float64]
-    coord_sq: NDArray[np.float64]
-    declared_dataset_size: int | None = None
-    declared_noise_multiplier: float | None = None
-    declared_max_grad_norm: float | None = None
-
-    def __post_init__(self) -> None:
-        rows = np.asarray(self.batch_rows)
-        if rows.ndim != 1 or rows.size < 1:
-            raise ValueError(f"batch_rows must be a non-empty 1-D array (one entry per step), got shape {rows.shape}")
-        if not np.issubdtype(rows.dtype, np.number) or np.any(rows < 0) or np.any(rows != np.round(rows)):
-            raise ValueError("batch_rows must hold non-negative integers (rows per step)")
-        T = rows.size
-        arrays: dict[str, NDArray[Any]] = {"batch_rows": rows.astype(np.int64)}
-        for name in ("sensitivity", "noise_sq", "noise_quartic", "noise_cos"):
-            a = np.asarray(getattr(self, name), dtype=np.float64)
-            if a.shape != (T,):
-                raise ValueError(f"{name} must have shape ({T},) like batch_rows, got {a.shape}")
-            arrays[name] = a
-        for name in ("noise_sq", "noise_quartic"):
-            a = arrays[name]
-            if not np.all(np.isfinite(a)) or np.any(a < 0):
-                raise ValueError(f"{name} must be finite and >= 0 (a sum of powers of the noise)")
-        sens = arrays["sensitivity"]
-        if np.any(sens[np.isfinite(sens)] < 0):
-            raise ValueError("sensitivity must be >= 0 where measured (NaN where not)")
-        cos = arrays["noise_cos"]
-        if np.any(np.abs(cos[np.isfinite(cos)]) > 1.0 + 1e-9):
-            raise ValueError("noise_cos must lie in [-1, 1] (NaN where undefined)")
-        arrays["noise_cos"] = np.clip(cos, -1.0, 1.0)
-        coord = np.asarray(self.coord_sq, dtype=np.float64)
-        if coord.ndim != 1 or coord.size < 2:
-            raise ValueError(f"coord_sq must be a 1-D array over d >= 2 noise coordinates, got shape {coord.shape}")
-        if not np.all(np.isfinite(coord)) or np.any(coord < 0):
-            raise ValueError("coord_sq must be finite and >= 0")
-        arrays["coord_sq"] = coord
-        for name, a in arrays.items():
-            object.__setattr__(self, name, _readonly(a))
-
-    @property
-    def steps(self) -> int:
-        """Number of observed steps T."""
-        return int(self.batch_rows.size)
-
-    @property
-    def dimension(self) -> int:
-        """Number of noise coordinates d (trainable parameters)."""
-        return int(self.coord_sq.size)
-
-    @classmethod
-    def from_noise(cls, noise: ArrayLike, batch_rows: ArrayLike, sensitivity: ArrayLike | float,
-                   **declared: Any) -> "RunObservations":
-        """Summaries of an explicit (T, d) noise matrix (simulations, tests).
-
-        >>> obs = RunObservations.from_noise(np.ones((3, 4)), [5, 6, 7], 1.0)
-        >>> obs.steps, obs.dimension, float(obs.noise_sq[0]), float(obs.noise_cos[1])
-        (3, 4, 4.0, 1.0)
-        """
-        N = np.asarray(noise, dtype=np.float64)
-        if N.ndim != 2:
-            raise ValueError(f"noise must be a (T, d) matrix, got shape {N.shape}")
-        sq = (N * N).sum(axis=1)
-        norms = np.sqrt(sq)
-        cos = np.full(N.shape[0], np.nan)
-        if N.shape[0] > 1:
-            dots = (N[1:] * N[:-1]).sum(axis=1)
-            den = norms[1:] * norms[:-1]
-            with np.errstate(invalid="ignore", divide="ignore"):
-                cos[1:] = np.where(den > 0, dots / np.where(den > 0, den, 1.0), np.nan)
-        sens = np.broadcast_to(np.asarray(sensitivity, dtype=np.float64), (N.shape[0],))
-        return cls(batch_rows=np.asarray(batch_rows), sensitivity=sens, noise_sq=sq,
-                   noise_quartic=(N ** 4).sum(axis=1), noise_cos=cos, coord_sq=(N * N).sum(axis=0), **declared)
 
 
 @dataclass(frozen=True)
@@ -341,145 +237,6 @@ class WhiteboxResult:
     def overclaims(self, epsilon: float) -> bool:
         """True when a claimed ``epsilon`` is refuted: ε̂ > epsilon or a model check failed."""
         return bool(self.epsilon > float(epsilon) or not self.checks_passed)
-
-
-# --------------------------------------------------------------------------------------------
-# exact one-step epsilon and composition through opacus
-
-
-def _hockey_stick_remove(a: float, z: float, q: float) -> float:
-    """H_a(P‖Q), P = (1−q)N(0,z²) + qN(1,z²), Q = N(0,z²) (likelihood ratio increasing in x)."""
-    x = z * z * math.log((a - (1.0 - q)) / q) + 0.5
-    sf0, sf1 = stats.norm.sf(x / z), stats.norm.sf((x - 1.0) / z)
-    return float(max(0.0, (1.0 - q) * sf0 + q * sf1 - a * sf0))
-
-
-def _hockey_stick_add(a: float, z: float, q: float) -> float:
-    """H_a(Q‖P) for the same pair (region where Q/P > a, x below a threshold)."""
-    inv = 1.0 / a - (1.0 - q)
-    if inv <= 0.0:
-        return 0.0
-    x = z * z * math.log(inv / q) + 0.5
-    cdf0, cdf1 = stats.norm.cdf(x / z), stats.norm.cdf((x - 1.0) / z)
-    return float(max(0.0, cdf0 - a * ((1.0 - q) * cdf0 + q * cdf1)))
-
-
-def subsampled_gaussian_one_step_epsilon(noise_multiplier: float, sample_rate: float, delta: float) -> float:
-    """Exact ε(δ) of ONE Poisson-subsampled Gaussian step (add/remove, sensitivity 1).
-
-    The smallest ε with ``H_{e^ε}(P‖Q) ≤ δ`` and ``H_{e^ε}(Q‖P) ≤ δ`` for
-    ``P = (1−q) N(0, z²) + q N(1, z²)``, ``Q = N(0, z²)`` (the dominating pair of the subsampled
-    Gaussian mechanism); the likelihood ratio is monotone, so each hockey-stick divergence is a
-    closed form in Φ.  Composition never lowers ε, so this lower-bounds the ε of any number of
-    such steps.  At q = 1 it is the analytic Gaussian mechanism (Balle & Wang 2018, Theorem 8).
-
-    >>> round(subsampled_gaussian_one_step_epsilon(1.0, 1.0, 1e-5), 3)
-    4.377
-    >>> subsampled_gaussian_one_step_epsilon(1.0, 0.0, 1e-5)
-    0.0
-    >>> subsampled_gaussian_one_step_epsilon(0.0, 0.5, 1e-5)
-    inf
-    """
-    z = float(noise_multiplier)
-    if math.isnan(z) or z < 0:
-        raise ValueError(f"noise_multiplier must be >= 0, got {noise_multiplier!r}")
-    q = check_prob("sample_rate", sample_rate)
-    delta = check_prob("delta", delta, open_low=True, open_high=True)
-    if q == 0.0 or math.isinf(z):
-        return 0.0
-    if z == 0.0:
-        return math.inf
-    out = 0.0
-    for h in (_hockey_stick_remove, _hockey_stick_add):
-        if h(1.0, z, q) <= delta:
-            continue
-        hi = 1.0
-        while h(math.exp(hi), z, q) > delta:
-            hi *= 2.0
-            if hi > 1e4:
-                return math.inf
-        eps = optimize.brentq(lambda e: h(math.exp(e), z, q) - delta, 0.0, hi, xtol=1e-10)
-        out = max(out, float(eps))
-    return out
-
-
-def _prv_points(history: list[tuple[float, float, int]], delta: float) -> float:
-    """Grid size opacus's PRV accountant would allocate for ``history`` (its own sizing rule)."""
-    from opacus.accountants.analysis.prv import PoissonSubsampledGaussianPRV, compute_safe_domain_size
-
-    eps_error, delta_error = 0.01, delta / 1000
-    total = sum(k for _, _, k in history)
-    L = compute_safe_domain_size(prvs=[PoissonSubsampledGaussianPRV(q, z) for z, q, _ in history],
-                                 max_self_compositions=[k for _, _, k in history],
-                                 eps_error=eps_error, delta_error=delta_error)
-    mesh = eps_error / math.sqrt(total * math.log(12 / delta_error) / 2)
-    return float(2 * L / mesh)
-
-
-def compose_epsilon(history: Sequence[tuple[float, float, int]], delta: float,
-                    accountant: str = "prv") -> tuple[float, str]:
-    """ε of a composition of Poisson-subsampled Gaussian steps by opacus's ``accountant``.
-
-    ``history`` lists ``(noise_multiplier, sample_rate, steps)``.  Returns ``(ε, method)``:
-    method ``"accountant"``; ``"no noise"`` (ε = ∞, some z = 0); or ``"one-step exact"`` when the
-    accountant cannot run (PRV grid > :data:`PRV_MAX_POINTS`, or it raises) — then ε is the exact
-    ε of the worst single step, a lower bound on the composition's true ε.  'gdp' only supports
-    one (z, q): a varying history is replaced by the z with the same Σ (e^{1/z²} − 1), which is
-    what opacus's GDP formula composes.
-
-    >>> eps, how = compose_epsilon([(1.0, 0.1, 100)], 1e-5, "rdp")
-    >>> how, round(eps, 2)
-    ('accountant', 7.9)
-    >>> compose_epsilon([(0.0, 0.1, 1), (1.0, 0.1, 9)], 1e-5, "rdp")
-    (inf, 'no noise')
-    """
-    if accountant not in _ACCOUNTANTS:
-        raise ValueError(f"accountant must be one of {_ACCOUNTANTS}, got {accountant!r}")
-    delta = check_prob("delta", delta, open_low=True, open_high=True)
-    hist: list[tuple[float, float, int]] = []
-    for z, q, k in history:
-        z, q, k = float(z), check_prob("sample_rate", q), check_int("steps", k)
-        if math.isnan(z) or z < 0:
-            raise ValueError(f"noise multipliers must be >= 0, got {z!r}")
-        if q > 0 and k > 0 and not math.isinf(z):
-            hist.append((z, q, k))
-    if not hist:
-        return 0.0, "accountant"
-    if any(z == 0.0 for z, _, _ in hist):
-        return math.inf, "no noise"
-    merged: dict[tuple[float, float], int] = {}
-    for z, q, k in hist:
-        merged[(z, q)] = merged.get((z, q), 0) + k
-    hist = [(z, q, k) for (z, q), k in merged.items()]
-    if accountant == "gdp" and len(hist) > 1:
-        qs = {q for _, q, _ in hist}
-        if len(qs) == 1:
-            total = sum(k for _, _, k in hist)
-            with np.errstate(over="ignore"):
-                s = sum(k * math.expm1(min(1.0 / (z * z), 700.0)) for z, _, k in hist)
-            hist = [(1.0 / math.sqrt(math.log1p(s / total)), qs.pop(), total)]
-        else:  # not representable: worst step, all steps
-            zmin = min(z for z, _, _ in hist)
-            hist = [(zmin, max(q for _, q, _ in hist), sum(k for _, _, k in hist))]
-
-    def one_step() -> float:
-        return max(subsampled_gaussian_one_step_epsilon(z, q, delta) for z, q, _ in hist)
-
-    from opacus.accountants import create_accountant
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        try:
-            if accountant == "prv" and _prv_points(hist, delta) > PRV_MAX_POINTS:
-                return one_step(), "one-step exact"
-            acc = create_accountant(mechanism=accountant)
-            acc.history = list(hist)
-            eps = float(acc.get_epsilon(delta=delta))
-        except (MemoryError, OverflowError, ValueError, ArithmeticError, RuntimeError):
-            return one_step(), "one-step exact"
-    if not math.isfinite(eps):
-        return one_step(), "one-step exact"
-    return eps, "accountant"
 
 
 # --------------------------------------------------------------------------------------------
@@ -760,5 +517,5 @@ def estimate_whitebox(runs: Sequence[RunObservations], *, dataset_size: int, del
 
 
 def with_notes(result: WhiteboxResult, *notes: str) -> WhiteboxResult:
-    """``result`` with ``notes`` appended (used by :func:`privaudit.whitebox_audit.whitebox_audit`)."""
+    """``result`` with ``notes`` appended (used by :func:`privaudit.audits.whitebox.whitebox_audit`)."""
     return replace(result, notes=result.notes + tuple(notes))

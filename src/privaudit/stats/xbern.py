@@ -37,7 +37,7 @@ n      eps = 4: K = 1 / K = sqrt(n)                 eps = 2: K = 1 / K = sqrt(n)
 
 i.e. at most 0.04 in eps_hat, about 1% of eps_hat at n = 1024, 2-8% at n = 256 and more at
 n <= 64, where the Wilson bound's extra height is mostly its excess miss rate.  The LiDP audit
-(:func:`privaudit.lidp_audit.lidp_audit`) therefore uses Clopper-Pearson in place of
+(:func:`privaudit.audits.lidp.lidp_audit`) therefore uses Clopper-Pearson in place of
 every Wilson interval of effective order 1, at all n.
 
 Every bound is **one-sided at failure probability beta**: ``P(mu_1 < lower) <= beta`` and

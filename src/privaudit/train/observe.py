@@ -1,10 +1,10 @@
 """White-box observations of M DP-SGD heads trained together, without a per-model Python loop.
 
-The white-box audit (:mod:`privaudit.whitebox_audit`, after Nasr et al. 2023 "Tight auditing of
+The white-box audit (:mod:`privaudit.audits.whitebox`, after Nasr et al. 2023 "Tight auditing of
 differentially private machine learning", white-box threat model with gradient canaries) observes
 one opacus run per training: per step the batch size ``B_t``, the clipped canary's effect
 ``Δ_t = ‖S(data + canary) − S(data)‖`` and the noise ``N_t`` (summarised as ``‖N_t‖²``, ``Σ N_tj⁴``,
-``cos(N_{t−1}, N_t)`` and ``Σ_t N_tj²``; :class:`privaudit.stats.whitebox.RunObservations`).
+``cos(N_{t−1}, N_t)`` and ``Σ_t N_tj²``; :class:`privaudit.stats.observations.RunObservations`).
 
 :class:`HeadsObserver` does the same for every model of one :func:`privaudit.train.train_heads`
 call: each step it inserts a fresh random-direction gradient canary ``canary_scale · C · u`` into
@@ -23,7 +23,7 @@ import math
 
 import torch
 
-from privaudit.stats.whitebox import RunObservations
+from privaudit.stats.observations import RunObservations
 
 __all__ = ["HeadsObserver"]
 

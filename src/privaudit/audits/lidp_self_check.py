@@ -2,7 +2,7 @@
 
 :func:`gaussian_self_check` draws canary statistics of the Gaussian mechanism calibrated to
 (ε, δ) (:mod:`privaudit.mechanisms.gaussian`) and runs them through the same
-:func:`privaudit.lidp_audit.lidp_audit` the pipeline uses. A sound audit returns ε̂ ≤ ε except
+:func:`privaudit.audits.lidp.lidp_audit` the pipeline uses. A sound audit returns ε̂ ≤ ε except
 with probability ``beta``; ``python -m stages.lidp --self-check EPS`` prints the result and fails
 when ε̂ exceeds the true ε.
 """
@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from privaudit.lidp_audit import LidpSettings
+from privaudit.audits.lidp import LidpSettings
 from privaudit.mechanisms import gaussian_mechanism_sigma, simulate_gaussian_scores
 
 __all__ = ["SelfCheckResult", "gaussian_self_check"]

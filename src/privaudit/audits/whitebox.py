@@ -27,12 +27,14 @@ from typing import Any, Callable, Protocol
 
 import numpy as np
 
+from privaudit.audits.protocol import PURE_DELTA, AuditBound, AuditInputs, AuditRequest, finite_epsilon
 from privaudit import hooks
 from privaudit.defenders.specs import DefenderSpecBase, PythonSpec
 from privaudit.seeding import int_seed
 from privaudit.stats.whitebox import WhiteboxResult, estimate_whitebox, with_notes
 
-__all__ = ["whitebox_audit", "whitebox_audit_heads", "python_trainer", "defender_trainer", "WhiteboxResult"]
+__all__ = ["CITATION", "WhiteboxResult", "defender_trainer", "python_trainer", "run", "whitebox_audit", "whitebox_audit_heads",
+           "whitebox_metrics"]
 
 FitFn = Callable[[np.ndarray, np.ndarray, int], Any]
 
@@ -165,7 +167,7 @@ def whitebox_audit_heads(recipe: Any, X: np.ndarray, y: np.ndarray, n_classes: i
     The same estimator as :func:`whitebox_audit`, fed by :class:`privaudit.train.observe.HeadsObserver`
     instead of the opacus hook: ``models`` heads train together on ``X``, every step each gets its
     own gradient canary, and each head's batch sizes, canary effects and noise are one
-    :class:`~privaudit.stats.whitebox.RunObservations` (no per-model Python loop while training).
+    :class:`~privaudit.stats.observations.RunObservations` (no per-model Python loop while training).
 
     Args:
         recipe: a :class:`privaudit.train.HeadRecipe` with ``dp`` set (e.g. from ``recipe_from_spec``).
@@ -194,3 +196,80 @@ def whitebox_audit_heads(recipe: Any, X: np.ndarray, y: np.ndarray, n_classes: i
     n = int(X_arr.shape[0])
     return estimate_whitebox(observer.runs(dataset_size=n), dataset_size=n, delta=float(delta), level=float(level),
                              accountant=accountant, canary_scale=float(canary_scale))
+
+
+#: the paper and equation of the bound (shown in the report; the module docstring gives the derivation)
+CITATION = ("Nasr et al. 2023, 'Tight Auditing of Differentially Private Machine Learning' (white-box threat model, "
+            "gradient canaries); Andrew et al. 2024 (random canary); ε̂ = opacus accountant(s_U/Δ, q_L, T, δ) "
+            "with the bounds of privaudit.stats.whitebox")
+
+
+def run(request: AuditRequest, inputs: AuditInputs, settings: Any) -> AuditBound:
+    """The white-box audit of one observable defender (the audit protocol, :mod:`privaudit.audits.protocol`).
+
+    The trainer is run ``settings.runs`` times on the Defender set — the data the released model
+    is trained on — with :func:`privaudit.hooks.watch` recording its opacus ``DPOptimizer`` and a
+    gradient canary of norm ``settings.canary_scale`` × C, at ``request.level`` and the claim's δ
+    for add/remove. ``settings``: the ``whitebox`` params block (``runs``, ``canary_scale``).
+
+    Raises:
+        ValueError: the trainer never calls ``privaudit.hooks.watch`` (a ``kind: python`` defender
+            declared ``observable: true`` wrongly), naming the defender and the fix.
+    """
+    from privaudit.defenders.specs import DpSgdSpec
+
+    data = inputs.need_defender_data("whitebox")
+    spec = request.spec
+    delta = request.delta("add_remove")
+    try:
+        res = whitebox_audit(defender_trainer(request.trainer(data.n_classes)), data.X, data.y, runs=settings.runs,
+                             delta=max(delta, PURE_DELTA), level=request.level,
+                             accountant=spec.accountant if isinstance(spec, DpSgdSpec) else "prv", seed=request.int_seed("whitebox"),
+                             canary_scale=settings.canary_scale)
+    except hooks.WatchNotCalledError as err:
+        raise ValueError(f"defender {spec.name!r} declares observable: true but {err}; call "
+                         "privaudit.hooks.watch(optimizer, dataset_size=len(X)) in its training loop, or set "
+                         f"observable: false") from None
+    block = whitebox_metrics(res, delta=delta, level=request.level)
+    claimed = request.claim.epsilon if request.claim else None
+    line = (f"whitebox: {spec.name}: eps_hat={block['eps_lower_bound']:.4g} at delta={block['delta']:.3g} "
+            f"({block['runs']} runs, {block['steps']} steps; claimed {claimed}); "
+            f"checks {'passed' if not block['failed_checks'] else 'FAILED: ' + '; '.join(block['failed_checks'])}")
+    return AuditBound(epsilon=res.epsilon, level=request.level, delta=delta, neighbourhood=res.neighbourhood,
+                      threat_model=res.threat_model, assumption=res.assumption, checks=block["checks"],
+                      diagnostics=block, lines=(line,))
+
+
+def whitebox_metrics(res: WhiteboxResult, *, delta: float, level: float) -> dict[str, Any]:
+    """The ``whitebox`` block of ``metrics/audit.json`` for a :class:`~privaudit.stats.whitebox.WhiteboxResult`
+    computed for a claim at ``delta`` (add/remove) and budget share ``level``; ε̂ = +∞ (no noise seen,
+    or reused noise) is stored as :data:`~privaudit.audits.protocol.EPS_UNBOUNDED` with ``unbounded: true``."""
+    eps, unbounded = finite_epsilon(res.epsilon)
+    failed = [c for c in res.checks if not c.passed]
+    return {
+        "eps_lower_bound": eps,
+        "unbounded": unbounded,
+        "eps_point": finite_epsilon(res.epsilon_point)[0],
+        "delta": delta,
+        "neighbourhood": res.neighbourhood,
+        "threat_model": res.threat_model,
+        "assumption": res.assumption,
+        "runs": res.runs,
+        "steps": res.total_steps,
+        "level": level,
+        "accountant": res.accountant,
+        "noise_multiplier_upper": finite_epsilon(res.noise_multiplier)[0],
+        "noise_multiplier_point": finite_epsilon(res.noise_multiplier_point)[0],
+        "declared_noise_multiplier": res.declared_noise_multiplier,
+        "sensitivity": res.sensitivity,
+        "sample_rate_lower": res.sample_rate_lower,
+        "sample_rate_point": res.sample_rate_point,
+        "checks": {c.name: bool(c.passed) for c in res.checks},
+        "failed_checks": [_check_reason(c) for c in failed],
+        "method": res.epsilon_method,
+        "reasons": list(res.reasons),
+    }
+
+
+def _check_reason(check: Any) -> str:
+    return f"{check.name}: {check.detail}" if check.detail else check.name

@@ -39,11 +39,13 @@ on one model per trial (:func:`lidp_epsilon_lower_bound_replace_one`).
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from privaudit.audits.protocol import AuditBound, AuditInputs, AuditRequest
 from privaudit.stats import certify_bonferroni, certify_selected, effective_order, select_threshold
 
 ORDERS = (1, 2, 4)
@@ -209,3 +211,47 @@ class LidpSettings:
                                 pilot_fraction=self.pilot_fraction)
         res.update(canary_type=self.canary_type, level=beta)
         return res, curve
+
+
+#: the paper and equation of the bound
+CITATION = ("Pillutla et al. 2023, 'Unleashing the Power of Randomization in Auditing Differentially Private ML', "
+            "Algorithm 1 (lines 6-8) and eq. 4 (add/remove; App. B.2, eq. 12 for replace-one), XBern intervals of App. C, "
+            "honest threshold of App. E")
+
+#: what the LiDP auditor sees
+THREAT_MODEL = "black-box: final models' losses (or inner products) on the canaries"
+
+
+def load_lidp_stats(path: Path) -> tuple[np.ndarray, np.ndarray]:
+    """(members' statistics (n, K), null statistics (n, m)) of ``<canaries>/<name>/lidp.npz``, validated.
+
+    Loss statistics (``loss_in``/``loss_null``) or, for gradient canaries, signed inner products
+    (``stat_in``/``stat_null``); both are "lower = member" after the canaries stage.
+    """
+    from privaudit.validation import validate_canary_stats
+
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} not found (run the canaries stage)")
+    with np.load(path, allow_pickle=False) as z:
+        arrays = {k: z[k] for k in z.files}
+    validate_canary_stats("lidp", arrays)  # GX suite 'canaries' on the input
+    if "loss_in" in arrays:
+        return arrays["loss_in"], arrays["loss_null"]
+    return arrays["stat_in"], arrays["stat_null"]
+
+
+def run(request: AuditRequest, inputs: AuditInputs, settings: Any) -> AuditBound:
+    """The LiDP audit of one audited defender (the audit protocol, :mod:`privaudit.audits.protocol`).
+
+    Reads ``<canaries>/<name>/lidp.npz``; ``settings`` is the ``lidp`` params block
+    (:class:`LidpSettings`); the bound certifies ``lidp.neighbourhood`` at the claim's δ for it (or
+    ``lidp.delta``) and ``request.level``; the defender draws from ``rng_for(base.seed, "lidp", name)``.
+    ``table`` is the ε̂-vs-trials curve (columns ``trials, eps_k1, eps_ksqrt``).
+    """
+    lidp = LidpSettings.of(settings)
+    loss_in, loss_null = load_lidp_stats(inputs.need_canaries_dir("lidp") / request.name / "lidp.npz")
+    delta = request.delta(lidp.neighbourhood)
+    res, curve = lidp.audit(loss_in, loss_null, delta=delta, beta=request.level, rng=request.rng("lidp"))
+    return AuditBound(epsilon=res["eps_lower_bound"], level=request.level, delta=delta,
+                      neighbourhood=lidp.neighbourhood, threat_model=THREAT_MODEL, diagnostics=res,
+                      table=curve)

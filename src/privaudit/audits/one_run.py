@@ -57,6 +57,7 @@ from typing import Any, Callable, Literal, Protocol, Sequence
 
 import numpy as np
 
+from privaudit.audits.protocol import PURE_DELTA, AuditBound, AuditInputs, AuditRequest, finite_epsilon
 from privaudit.canaries.input_canaries import INPUT_DESIGNS, LABEL_RULES, cell_capacity, make_input_canaries
 from privaudit.stats.fdp_one_run import (
     fdp_one_run_epsilon_lower_bound,
@@ -67,8 +68,8 @@ from privaudit.stats.one_run import one_run_counts, one_run_epsilon_lower_bound
 from privaudit.seeding import draw_seed
 from privaudit.losses import cross_entropy
 
-__all__ = ["OneRunResult", "ScoreBounds", "one_run_audit", "bounds_from_losses", "auto_canaries", "DEFAULT_K_GRID",
-           "canary_guesses"]
+__all__ = ["CITATION", "DEFAULT_K_GRID", "OneRunResult", "ScoreBounds", "auto_canaries", "bounds_from_losses", "canary_guesses",
+           "one_run_audit", "one_run_metrics", "run"]
 
 #: (k+, k-) as fractions of m, fixed in advance; Bonferroni over the grid
 DEFAULT_K_GRID: tuple[tuple[float, float], ...] = ((0.05, 0.05), (0.1, 0.1), (0.25, 0.25), (0.5, 0.5))
@@ -367,3 +368,45 @@ def one_run_audit(
         included=int(included.sum()), guesses=b.guesses, correct=b.correct, k_plus=b.k_plus, k_minus=b.k_minus,
         design=desc, grid=b.grid, seconds=time.perf_counter() - start,
     )
+
+
+#: the paper and equation of the bound (the f-DP numbers beside it are diagnostics)
+CITATION = ("Steinke, Nasr & Jagielski 2023, 'Privacy Auditing with One (1) Training Run' (arXiv:2305.08846), "
+            "Algorithm 1 and the main theorem (Theorem 3 of arXiv v1); f-DP view: Mahloujifar, Melis & Chaudhuri "
+            "2024 (arXiv:2410.22235)")
+
+
+def run(request: AuditRequest, inputs: AuditInputs, settings: Any) -> AuditBound:
+    """The one-run black-box audit of one defender (the audit protocol, :mod:`privaudit.audits.protocol`).
+
+    Input-space canaries are appended to the Defender set as ordinary rows, so any trainer kind
+    accepts them. The gated value is ``eps_lower_bound`` (Steinke et al.'s theorem, no assumption
+    on the trainer); the f-DP numbers are shown beside it. ``settings``: the ``one_run`` params
+    block (``canaries``).
+    """
+    data = inputs.need_defender_data("one_run")
+    delta = request.delta("add_remove")
+    make = request.trainer(data.n_classes)
+    res = one_run_audit(lambda Xc, yc, s: make().fit(Xc, yc, s), data.X, data.y, data.n_classes,
+                        canaries=settings.canaries, level=request.level, delta=max(delta, PURE_DELTA),
+                        seed=request.int_seed("one_run"), method="fdp")
+    block = one_run_metrics(res, delta=delta, level=request.level)
+    claimed = request.claim.epsilon if request.claim else None
+    line = (f"one_run: {request.name}: eps_hat={block['eps_lower_bound']:.3f} at delta={block['delta']:.3g} "
+            f"({block['correct']}/{block['guesses']} guesses right, {block['canaries']} canaries); claimed {claimed}")
+    return AuditBound(epsilon=res.eps_lower_bound, level=request.level, delta=delta, neighbourhood=res.neighbourhood,
+                      threat_model=res.threat_model, diagnostics=block, lines=(line,))
+
+
+def one_run_metrics(res: OneRunResult, *, delta: float, level: float) -> dict[str, Any]:
+    """The ``one_run`` block of ``metrics/audit.json`` for a :class:`OneRunResult`
+    computed for a claim at ``delta`` (add/remove) and budget share ``level``."""
+    # wall time is not a metric: it would make metrics/audit.json differ between identical runs
+    block = {k: v for k, v in res.as_dict().items() if k not in ("grid", "seconds")}
+    block.update(eps_lower_bound=finite_epsilon(res.eps_lower_bound)[0], delta=delta, level=level,
+                 grid=[list(g) for g in res.grid])
+    # the GDP-shaped number is not a bound on an (ε, δ) claim: keep it out of the eps_* namespace
+    block["gdp_epsilon"] = block.pop("eps_lower_bound_fdp", None)
+    if block.get("eps_lower_bound_fdp_curve") is not None:
+        block["eps_lower_bound_fdp_curve"] = finite_epsilon(block["eps_lower_bound_fdp_curve"])[0]
+    return block

@@ -1,0 +1,77 @@
+"""The one stage body of every registered audit: ``python -m stages.<audit>`` (see ``stages/whitebox.py``).
+
+It loads what the audit's registry line says it reads (the Defender set for ``inputs: trainer``,
+``--canaries`` for ``inputs: canaries``), calls :func:`privaudit.audits.runner.run_audit` and writes
+``data/audit/<audit>.json`` (and, for an audit with per-defender tables, ``--tables/<defender>.csv``).
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Callable
+
+from privaudit.artifacts import atomic_dir, ensure_writable, write_json
+from privaudit.audit_registry import audit_line
+from privaudit.config import Params
+from privaudit.validation import validate_metrics
+
+
+def audit_arguments(name: str) -> Callable[[argparse.ArgumentParser], None]:
+    """The arguments of the audit stage ``name``."""
+
+    def add(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--features", type=Path, default=Path("data/features"))
+        p.add_argument("--split", type=Path, default=Path("data/split"))
+        p.add_argument("--canaries", type=Path, default=Path("data/canaries"))
+        p.add_argument("--defenders", type=Path, default=Path("data/defenders"))
+        p.add_argument("--out", type=Path, default=Path(f"data/audit/{name}.json"))
+        p.add_argument("--tables", type=Path, default=None, help="directory of the per-defender tables, if the audit has any")
+
+    return add
+
+
+def audit_body(name: str) -> Callable[[argparse.Namespace, Params], None]:
+    """The body of the audit stage ``name``: load its inputs, run it for every defender it applies to, write."""
+    line = audit_line(name)
+
+    def body(args: argparse.Namespace, params: Params) -> None:
+        from privaudit.audits.protocol import AuditInputs, DefenderData
+        from privaudit.audits.runner import run_audit
+
+        ensure_writable(*(p for p in (args.out, args.tables) if p is not None))
+        device = "cpu"
+        inputs = AuditInputs(canaries_dir=args.canaries)
+        if line.inputs == "trainer":
+            from privaudit.determinism import configure_determinism
+            from privaudit.features import resolve_device
+            from privaudit.features.feature_set import load_feature_set
+
+            device = resolve_device(params.base.device)
+            configure_determinism(device)
+            fs = load_feature_set(args.features, args.split)
+            X, y = fs.defender
+            inputs = AuditInputs(defender_data=DefenderData(X, y, fs.n_classes))
+        result = run_audit(name, params, inputs, defenders_dir=args.defenders, device=device)
+        print("\n".join(result.lines()))
+        blocks = result.blocks()
+        validate_metrics("audit", {d: {name: b} for d, b in blocks.items()})
+        tables = result.tables()
+        if tables and args.tables is None:
+            raise ValueError(f"the {name} audit writes per-defender tables: pass --tables DIR")
+        if args.tables is not None:
+            with atomic_dir(args.tables) as out:
+                for defender, table in tables.items():
+                    table.to_csv(out / f"{defender}.csv", index=False)
+        write_json(args.out, blocks)
+
+    body.__doc__ = f"Audit {name!r} of every defender it applies to, at its share of gate.beta (privaudit.audits.{name})."
+    return body
+
+
+def audit_stage(name: str, argv: list[str] | None = None) -> int:
+    """Run the audit stage ``name`` (exit code); trainer audits train many small models with one torch thread."""
+    from stages._runner import run_stage
+
+    threads = 1 if audit_line(name).inputs == "trainer" else None
+    return run_stage(name, audit_arguments(name), audit_body(name), argv, torch_threads=threads)
