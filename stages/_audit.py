@@ -17,8 +17,8 @@ from privaudit.config import Params
 from privaudit.validation import validate_metrics
 
 
-def audit_arguments(name: str) -> Callable[[argparse.ArgumentParser], None]:
-    """The arguments of the audit stage ``name``."""
+def audit_arguments(name: str, tables: Path | None = None) -> Callable[[argparse.ArgumentParser], None]:
+    """The arguments of the audit stage ``name`` (``tables``: default folder of its per-defender tables)."""
 
     def add(p: argparse.ArgumentParser) -> None:
         p.add_argument("--features", type=Path, default=Path("data/features"))
@@ -26,7 +26,8 @@ def audit_arguments(name: str) -> Callable[[argparse.ArgumentParser], None]:
         p.add_argument("--canaries", type=Path, default=Path("data/canaries"))
         p.add_argument("--defenders", type=Path, default=Path("data/defenders"))
         p.add_argument("--out", type=Path, default=Path(f"data/audit/{name}.json"))
-        p.add_argument("--tables", type=Path, default=None, help="directory of the per-defender tables, if the audit has any")
+        p.add_argument("--tables", type=Path, default=tables,
+                       help="folder of the per-defender tables <defender>.csv, for an audit that has them")
 
     return add
 
@@ -69,9 +70,9 @@ def audit_body(name: str) -> Callable[[argparse.Namespace, Params], None]:
     return body
 
 
-def audit_stage(name: str, argv: list[str] | None = None) -> int:
+def audit_stage(name: str, argv: list[str] | None = None, tables: Path | None = None) -> int:
     """Run the audit stage ``name`` (exit code); trainer audits train many small models with one torch thread."""
     from stages._runner import run_stage
 
     threads = 1 if audit_line(name).inputs == "trainer" else None
-    return run_stage(name, audit_arguments(name), audit_body(name), argv, torch_threads=threads)
+    return run_stage(name, audit_arguments(name, tables), audit_body(name), argv, torch_threads=threads)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from privaudit.audits.lidp import LidpSettings
 from privaudit.audits.lidp_self_check import SelfCheckResult, gaussian_self_check
@@ -22,8 +23,12 @@ def self_check_result(params: Params, epsilon: float, dim: int, level: float | N
                                canaries=lp.k_canaries(), null_canaries=lp.m_null(), dim=dim, rng=rng)
 
 
+#: the ε̂-vs-trials curves (read by the report's plots)
+CURVES = Path("data/audit/epsilon_vs_trials")
+
+
 def _self_check_args(p: argparse.ArgumentParser) -> None:
-    audit_arguments("lidp")(p)
+    audit_arguments("lidp", CURVES)(p)
     p.add_argument("--self-check", type=float, default=None, metavar="EPS",
                    help="audit a Gaussian mechanism with known epsilon EPS instead (writes nothing)")
     p.add_argument("--dim", type=int, default=100_000, help="self-check: dimension of the mechanism")
@@ -45,4 +50,4 @@ def _body(args: argparse.Namespace, params: Params) -> None:
 if __name__ == "__main__":
     if "--self-check" in sys.argv:
         sys.exit(run_stage("lidp", _self_check_args, _body))
-    sys.exit(audit_stage("lidp"))
+    sys.exit(audit_stage("lidp", tables=CURVES))

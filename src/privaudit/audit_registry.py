@@ -32,7 +32,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-__all__ = ["APPLICABILITY", "AUDITS", "BOUND_KINDS", "BOUND_LABELS", "EPSILON_BOUNDS", "INPUT_KINDS", "AuditLine",
+__all__ = ["APPLICABILITY", "AUDITS", "BOUND_KINDS", "BOUND_LABELS", "DEFAULT_GATED", "EPSILON_BOUNDS", "INPUT_KINDS", "AuditLine",
            "BoundLine", "audit_line", "block_audits", "bound_line"]
 
 Applicability = Literal["always", "observable", "canary_audited", "theory_gated"]
@@ -46,11 +46,13 @@ INPUT_KINDS: tuple[str, ...] = ("trainer", "canaries", "ltu")
 
 @dataclass(frozen=True)
 class BoundLine:
-    """One bound an audit produces: its ``gate.bounds`` kind, the key of its ε in the block, a label."""
+    """One bound an audit produces: its ``gate.bounds`` kind, the key of its ε in the block, a label, and
+    whether the default ``gate.bounds`` gates it (``False``: a diagnostic view unless the user gates it)."""
 
     kind: str
     epsilon_key: str | None
     label: str
+    gated_by_default: bool = True
 
 
 @dataclass(frozen=True)
@@ -74,7 +76,7 @@ AUDITS: tuple[AuditLine, ...] = (
               (BoundLine("one_run", "eps_lower_bound", "one-run black-box audit"),), "always", "trainer", "one_run"),
     AuditLine("lidp", "privaudit.audits.lidp",
               (BoundLine("lidp", "eps_lower_bound", "LiDP (K canaries)"),
-               BoundLine("lidp_k1", "eps_lower_bound_k1", "LiDP K=1 view")), "canary_audited", "canaries", "lidp"),
+               BoundLine("lidp_k1", "eps_lower_bound_k1", "LiDP K=1 view", gated_by_default=False)), "canary_audited", "canaries", "lidp"),
     AuditLine("game3", "privaudit.audits.game3",
               (BoundLine("game3", "eps_low", "Game 3"),), "canary_audited", "canaries", "game3"),
     AuditLine("theory", "privaudit.audits.theory",
@@ -87,6 +89,8 @@ BOUND_KINDS: tuple[str, ...] = tuple(b.kind for a in AUDITS for b in a.bounds)
 #: the ε lower bounds among them (the others compare something else, e.g. an attack accuracy)
 EPSILON_BOUNDS: tuple[str, ...] = tuple(b.kind for a in AUDITS for b in a.bounds if b.epsilon_key is not None)
 BOUND_LABELS: dict[str, str] = {b.kind: b.label for a in AUDITS for b in a.bounds}
+#: default ``gate.bounds``: every bound except the diagnostic views (the K = 1 LiDP view of the same trials)
+DEFAULT_GATED: tuple[str, ...] = tuple(b.kind for a in AUDITS for b in a.bounds if b.gated_by_default)
 
 
 def _check_registry(audits: tuple[AuditLine, ...]) -> None:

@@ -10,8 +10,10 @@ the ``canaries``/``gate`` settings): every gated bound that applies to a defende
 dependence between the bounds). Bounds that apply but are not in ``gate.bounds`` are computed at
 the same per-bound level and shown as "diagnostic, not gated".
 
-Every stage that computes a bound asks :func:`plan_budget` for its level, so the number recorded
-next to each bound in ``metrics/audit.json`` (``level``) is the one the gate relies on.
+The budget is planned once for every defender (:class:`BudgetPlan`, ``Params.budget_plan()``) and
+each audit gets its level from the plan (:func:`privaudit.audits.runner.run_audit`), so the number
+recorded next to each bound in ``metrics/audit.json`` (``level``) is the one the gate relies on.
+Which bounds exist and when they apply comes from :data:`privaudit.audit_registry.AUDITS`.
 """
 
 from __future__ import annotations
@@ -19,10 +21,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from privaudit.audit_registry import AUDITS, BOUND_KINDS, BOUND_LABELS, EPSILON_BOUNDS
-
-#: default ``gate.bounds``: every bound except the K = 1 LiDP view (a diagnostic of the same trials)
-DEFAULT_GATED: tuple[str, ...] = tuple(k for k in BOUND_KINDS if k != "lidp_k1")
+from privaudit.audit_registry import AUDITS, BOUND_KINDS, BOUND_LABELS, DEFAULT_GATED, EPSILON_BOUNDS
 
 __all__ = ["BOUND_KINDS", "BOUND_LABELS", "DEFAULT_GATED", "EPSILON_BOUNDS", "BudgetPlan", "ErrorBudget",
            "applicable_bounds", "check_bound_kinds", "plan_budget"]

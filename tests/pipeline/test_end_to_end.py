@@ -21,7 +21,7 @@ def _metrics(ws: Path) -> dict[str, bytes]:
 def test_pipeline_end_to_end(workspace: Path) -> None:
     ws = workspace
     out = run(DVC + ["repro"], ws)
-    for stage in ("ingest", "split", "featurize", "defenders", "ltu", "canaries", "game3", "lidp", "bounds", "report"):
+    for stage in ("ingest", "split", "featurize", "defenders", "ltu", "canaries", "game3", "lidp", "audit", "bounds", "report"):
         assert f"Running stage '{stage}'" in out.stdout, out.stdout
     for f in ("reports/audit.html", "reports/audit.md", *(f"metrics/{m}" for m in METRICS)):
         assert (ws / f).is_file(), f
@@ -74,7 +74,7 @@ def test_pipeline_end_to_end(workspace: Path) -> None:
     assert stale.returncode == 2 and "ltu.rounds changed" in stale.stderr and "dvc repro" in stale.stderr
     partial = run(DVC + ["repro"], ws)
     assert run(verdict, ws, check=False).returncode in (0, 1)
-    ran = {s for s in ("ingest", "split", "featurize", "defenders", "canaries", "game3", "lidp", "ltu", "bounds", "report")
+    ran = {s for s in ("ingest", "split", "featurize", "defenders", "canaries", "game3", "lidp", "audit", "ltu", "bounds", "report")
            if f"Running stage '{s}'" in partial.stdout}
     assert ran == {"ltu", "bounds", "report"}, partial.stdout
 

@@ -23,7 +23,7 @@ from privaudit.canaries.sizes import resolve_game3_canaries
 from tests.pipeline.conftest import make_workspace, merged_params, run
 
 DVC = [sys.executable, "-m", "dvc"]
-STAGES = ("ingest", "split", "featurize", "defenders", "ltu", "canaries", "game3", "lidp", "bounds", "report")
+STAGES = ("ingest", "split", "featurize", "defenders", "ltu", "canaries", "game3", "lidp", "audit", "bounds", "report")
 
 
 def _write_csv(path: Path, X: np.ndarray, labels: np.ndarray) -> None:
