@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Callable
 
 from privaudit.artifacts import atomic_dir, ensure_writable, write_json
-from privaudit.audit_registry import audit_line
+from privaudit.audit_registry import audit_line, block_audits
 from privaudit.config import Params
 from privaudit.validation import validate_metrics
 
@@ -56,7 +56,8 @@ def audit_body(name: str) -> Callable[[argparse.Namespace, Params], None]:
         result = run_audit(name, params, inputs, defenders_dir=args.defenders, device=device)
         print("\n".join(result.lines()))
         blocks = result.blocks()
-        validate_metrics("audit", {d: {name: b} for d, b in blocks.items()})
+        # each defender's block checked as a metrics/audit.json entry in which only this audit ran
+        validate_metrics("audit", {d: {a.name: None for a in block_audits()} | {name: b} for d, b in blocks.items()})
         tables = result.tables()
         if tables and args.tables is None:
             raise ValueError(f"the {name} audit writes per-defender tables: pass --tables DIR")

@@ -20,5 +20,7 @@ def test_scheduler_is_a_canaries_param() -> None:
 
 
 def test_budget_params_rerun_every_audit_that_uses_its_share() -> None:
-    for stage in ("game3", "lidp", "whitebox", "one_run"):
-        assert {"gate.beta", "gate.bounds", "gate.fail_on_theory_violation", "defenders"} <= _params(stage), stage
+    # the audit stages, the merge (its budget and violations) and bounds (the theory check's level)
+    for stage in ("game3", "lidp", "whitebox", "one_run", "audit", "bounds"):
+        assert {"gate.beta", "gate.bounds", "gate.fail_on_theory_violation", "defenders",
+                "canaries.defenders"} <= _params(stage), stage
