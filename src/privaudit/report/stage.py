@@ -9,7 +9,8 @@
    is written;
 4. load the optional report tables (per-sample scores and ROC curves of the ``ltu`` stage, LiDP ε̂
    vs trials, the Table 1 reproductions of ``report.table1``) and the provenance manifest;
-5. write ``audit.html``, ``audit.md`` and ``plots/`` (each replaced atomically);
+5. write ``audit.html``, ``audit.md`` and ``plots/`` (each replaced atomically), then
+   ``metrics/summary.json`` (:mod:`privaudit.report.summary`, what ``dvc metrics diff`` shows);
 6. write ``metrics/gate.json`` last, with its provenance stamp (``privaudit verdict`` checks it).
 """
 
@@ -29,6 +30,7 @@ from privaudit.provenance import build_manifest, provenance_stamp
 from privaudit.report.gate import evaluate_gate
 from privaudit.report.inputs import EPSILON_TRIALS_COLUMNS, ReportInputs
 from privaudit.report.render import build_report
+from privaudit.report.summary import build_summary
 
 __all__ = ["ReportPaths", "read_epsilon_curves", "read_ltu_tables", "read_table1", "run_report", "write_gate"]
 
@@ -47,6 +49,7 @@ class ReportPaths:
     ltu_scores: Path = Path("data/ltu")  # <defender>.scores.parquet and <defender>.roc.json
     curves: Path = Path("data/audit/epsilon_vs_trials")  # <defender>.csv (trials, eps_k1, eps_ksqrt)
     gate: Path = Path("metrics/gate.json")
+    summary: Path = Path("metrics/summary.json")
     out: Path = Path("reports")
     repo: Path = Path(".")
 
@@ -98,7 +101,7 @@ def run_report(paths: ReportPaths, params: Params) -> GateResult:
     """
     from privaudit.validation import validate_metrics
 
-    ensure_writable(paths.gate, paths.out / "audit.html")
+    ensure_writable(paths.gate, paths.summary, paths.out / "audit.html")
     metrics = read_metrics(paths.ltu, paths.audit, paths.bounds, contract=True)
     gate = evaluate_gate(metrics, params.gate)
     validate_metrics("gate", gate.to_json())  # the output, before anything is written
@@ -109,6 +112,7 @@ def run_report(paths: ReportPaths, params: Params) -> GateResult:
     inputs = ReportInputs(metrics, gate, manifest, privacy_scores=scores or None, roc=roc or None,
                           epsilon_vs_trials=curves or None, table1=table1 or None)
     build_report(inputs, paths.out, title=params.report.title, most_exposed=params.report.most_exposed)
+    write_json(paths.summary, build_summary(metrics, gate).to_json())
     # ties the verdict to the inputs/params/dvc.lock it was computed from (privaudit verdict checks it)
     write_gate(paths.gate, gate, provenance_stamp(paths.repo, "report"))
     return gate
