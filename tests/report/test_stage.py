@@ -22,7 +22,7 @@ def paths_in(tmp_path: Path) -> ReportPaths:
         shutil.copy(ROOT / "metrics" / f"{name}.json", tmp_path / f"{name}.json")
     return ReportPaths(ltu=tmp_path / "ltu.json", audit=tmp_path / "audit.json", bounds=tmp_path / "bounds.json",
                        ltu_scores=tmp_path / "ltu", curves=tmp_path / "curves", gate=tmp_path / "out" / "gate.json",
-                       out=tmp_path / "reports", repo=ROOT)
+                       summary=tmp_path / "out" / "summary.json", out=tmp_path / "reports", repo=ROOT)
 
 
 def test_run_report_reproduces_the_committed_verdict(tmp_path: Path) -> None:
@@ -33,6 +33,8 @@ def test_run_report_reproduces_the_committed_verdict(tmp_path: Path) -> None:
     assert gate.to_json() == {k: v for k, v in committed.items() if k != "provenance"}
     assert written == {**gate.to_json(), "provenance": written["provenance"]}
     assert written["provenance"]["stage"] == "report"
+    # the review-sized metrics file: the committed one is what the stage writes from the committed metrics
+    assert paths.summary.read_text() == (ROOT / "metrics" / "summary.json").read_text()
     assert {p.name for p in paths.out.iterdir()} == {"audit.html", "audit.md", "plots"}
     assert not [p for p in paths.out.iterdir() if p.name.startswith(".")]  # no temporary left behind
 
@@ -44,7 +46,7 @@ def test_a_broken_contract_writes_nothing(tmp_path: Path) -> None:
     paths.ltu.write_text(json.dumps(ltu))
     with pytest.raises(ValidationFailed):
         run_report(paths, load_params(ROOT / "params.yaml"))
-    assert not paths.gate.exists() and not any(paths.out.iterdir())  # folders made early, nothing written
+    assert not paths.gate.exists() and not paths.summary.exists() and not any(paths.out.iterdir())  # folders made early, nothing written
 
 
 def test_optional_tables_are_read_where_present(tmp_path: Path) -> None:
