@@ -11,7 +11,7 @@ from privaudit.artifacts import atomic_dir, ensure_writable, read_json, write_js
 from privaudit.audit_metrics import build_audit_metrics
 from privaudit.config import Params
 from privaudit.lidp_audit import LidpSettings
-from privaudit.lidp_self_check import SelfCheckResult, gaussian_self_check
+from privaudit.lidp_self_check import SELF_CHECK_TRIALS, SelfCheckResult, gaussian_self_check
 from privaudit.seeding import rng_for
 from privaudit.validation import validate_metrics
 from stages._runner import run_stage
@@ -28,10 +28,16 @@ def _args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--self-check", type=float, default=None, metavar="EPS",
                    help="audit a Gaussian mechanism with known epsilon EPS instead (writes nothing)")
     p.add_argument("--dim", type=int, default=100_000, help="self-check: dimension of the mechanism")
+    p.add_argument("--trials", type=int, default=SELF_CHECK_TRIALS,
+                   help="self-check: simulated trial pairs (lidp.trials is for trained models; too few here)")
 
 
-def self_check_result(params: Params, epsilon: float, dim: int) -> SelfCheckResult:
-    lp, rng = params.lidp, rng_for(params.base.seed, "lidp", "self_check")
+def self_check_result(params: Params, epsilon: float, dim: int, trials: int = SELF_CHECK_TRIALS) -> SelfCheckResult:
+    if trials < 2:
+        raise ValueError(f"--trials must be at least 2 (got {trials}); the default is {SELF_CHECK_TRIALS}")
+    # the lidp block with the self-check's trials, validated (K = auto follows them)
+    lp = type(params.lidp).model_validate({**params.lidp.model_dump(), "trials": trials})
+    rng = rng_for(params.base.seed, "lidp", "self_check")
     return gaussian_self_check(epsilon, settings=LidpSettings.of(lp), delta=lp.delta, beta=lp.beta, trials=lp.trials,
                                canaries=lp.k_canaries(), null_canaries=lp.m_null(), dim=dim, rng=rng)
 
@@ -39,7 +45,7 @@ def self_check_result(params: Params, epsilon: float, dim: int) -> SelfCheckResu
 def _body(args: argparse.Namespace, params: Params) -> None:
     """Algorithm 1 of Pillutla et al. with tau chosen honestly, at each defender's own delta and budget."""
     if args.self_check is not None:
-        result = self_check_result(params, args.self_check, args.dim)
+        result = self_check_result(params, args.self_check, args.dim, args.trials)
         print(result.summary())
         return result.raise_if_failed()
     ensure_writable(args.out, args.curves)
