@@ -20,7 +20,7 @@ import numpy as np
 
 from privaudit.audit_metrics import audit_delta
 from privaudit.claims import PrivacyClaim
-from privaudit.defenders.specs import DefenderSpecBase, DpSgdSpec
+from privaudit.defenders.specs import DefenderSpecBase, DpSgdSpec, PythonSpec
 
 __all__ = ["EPS_UNBOUNDED", "one_run_block", "one_run_metrics", "whitebox_block", "whitebox_metrics"]
 
@@ -60,7 +60,7 @@ def whitebox_block(spec: DefenderSpecBase, X: np.ndarray, y: np.ndarray, n_class
     try:
         res = whitebox_audit(defender_trainer(_factory(spec, n_classes, device)), X, y, runs=runs,
                              delta=max(delta, _PURE_DELTA), level=level,
-                             accountant=spec.accountant if isinstance(spec, DpSgdSpec) else "prv", seed=seed, canary_scale=canary_scale)
+                             accountant=spec.accountant if isinstance(spec, (DpSgdSpec, PythonSpec)) else "prv", seed=seed, canary_scale=canary_scale)
     except WatchNotCalledError as err:
         raise ValueError(f"defender {spec.name!r} declares observable: true but {err}; call "
                          "privaudit.hooks.watch(optimizer, dataset_size=len(X)) in its training loop, or set "
