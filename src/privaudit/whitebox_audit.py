@@ -28,6 +28,7 @@ from typing import Any, Callable, Protocol
 import numpy as np
 
 from privaudit import hooks
+from privaudit.compat.opacus_warnings import opacus_noise_filtered
 from privaudit.defenders.specs import DefenderSpecBase, PythonSpec
 from privaudit.seeding import int_seed
 from privaudit.stats.whitebox import WhiteboxResult, estimate_whitebox, with_notes
@@ -152,8 +153,9 @@ def whitebox_audit(trainer: FitFn | _HasFit, X: np.ndarray, y: np.ndarray, *, ru
             notes.append(f"run {i}: the trainer declared dataset_size={bad} to hooks.watch but trained on "
                          f"len(X)={n}; the audit uses {n}")
         observed.append(obs)
-    result = estimate_whitebox(observed, dataset_size=n, delta=float(delta), level=float(level),
-                               accountant=accountant, canary_scale=float(canary_scale))
+    with opacus_noise_filtered(accountant):  # PRV's domain sizing warns through RDP (privaudit.compat.opacus_warnings)
+        result = estimate_whitebox(observed, dataset_size=n, delta=float(delta), level=float(level),
+                                   accountant=accountant, canary_scale=float(canary_scale))
     return with_notes(result, *notes) if notes else result
 
 
@@ -192,5 +194,6 @@ def whitebox_audit_heads(recipe: Any, X: np.ndarray, y: np.ndarray, n_classes: i
     gen = torch.Generator(device=device).manual_seed(int_seed(int(seed), "whitebox", "heads"))
     train_heads(recipe, data, int(n_classes), gen, observer=observer)
     n = int(X_arr.shape[0])
-    return estimate_whitebox(observer.runs(dataset_size=n), dataset_size=n, delta=float(delta), level=float(level),
-                             accountant=accountant, canary_scale=float(canary_scale))
+    with opacus_noise_filtered(accountant):
+        return estimate_whitebox(observer.runs(dataset_size=n), dataset_size=n, delta=float(delta),
+                                 level=float(level), accountant=accountant, canary_scale=float(canary_scale))
