@@ -30,12 +30,14 @@ class LinearHead(torch.nn.Module):
             return torch.softmax(self(torch.as_tensor(X, dtype=torch.float32)), 1).double().numpy()
 
 
-def train(X, y, n_classes, seed, epsilon=1.0, delta=1e-5, epochs=20, batch_size=64, lr=0.5, max_grad_norm=1.0):
-    """DP-SGD with Poisson batches; σ calibrated by opacus's PRV accountant for (epsilon, delta)."""
+def train(X, y, n_classes, seed, epsilon=1.0, delta=1e-5, epochs=20, batch_size=64, lr=0.5, max_grad_norm=1.0,
+          accountant="prv"):
+    """DP-SGD with Poisson batches; σ calibrated by opacus's ``accountant`` for (epsilon, delta)
+    (declare the same ``accountant`` in the defender spec)."""
     rng, gen = np.random.default_rng(seed), torch.Generator().manual_seed(seed)
     q, steps = batch_size / len(X), epochs * round(len(X) / batch_size)
     sigma = get_noise_multiplier(target_epsilon=epsilon, target_delta=delta, sample_rate=q, steps=steps,
-                                 accountant="prv")
+                                 accountant=accountant)
     head = LinearHead(X.shape[1], n_classes)
     model = GradSampleModule(head)
     opt = DPOptimizer(torch.optim.SGD(model.parameters(), lr=lr), noise_multiplier=sigma,

@@ -8,16 +8,22 @@ import sys
 from pathlib import Path
 
 from privaudit.audits.lidp import LidpSettings
-from privaudit.audits.lidp_self_check import SelfCheckResult, gaussian_self_check
+from privaudit.audits.lidp_self_check import SELF_CHECK_TRIALS, SelfCheckResult, gaussian_self_check
 from privaudit.config import Params
 from privaudit.seeding import rng_for
 from stages._audit import audit_arguments, audit_body, audit_stage
 from stages._runner import run_stage
 
 
-def self_check_result(params: Params, epsilon: float, dim: int, level: float | None = None) -> SelfCheckResult:
-    """The self-check at ``level`` (default ``gate.beta``, the whole error budget: it audits one mechanism)."""
-    lp, rng = params.lidp, rng_for(params.base.seed, "lidp", "self_check")
+def self_check_result(params: Params, epsilon: float, dim: int, level: float | None = None,
+                      trials: int = SELF_CHECK_TRIALS) -> SelfCheckResult:
+    """The self-check at ``level`` (default ``gate.beta``, the whole error budget: it audits one mechanism)
+    over ``trials`` simulated trial pairs (``lidp.trials`` is sized for trained models: far too few here)."""
+    if trials < 2:
+        raise ValueError(f"--trials must be at least 2 (got {trials}); the default is {SELF_CHECK_TRIALS}")
+    # the lidp block with the self-check's trials, validated (K = auto follows them)
+    lp = type(params.lidp).model_validate({**params.lidp.model_dump(), "trials": trials})
+    rng = rng_for(params.base.seed, "lidp", "self_check")
     return gaussian_self_check(epsilon, settings=LidpSettings.of(lp), delta=lp.delta,
                                beta=params.gate.beta if level is None else level, trials=lp.trials,
                                canaries=lp.k_canaries(), null_canaries=lp.m_null(), dim=dim, rng=rng)
@@ -34,6 +40,8 @@ def _self_check_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dim", type=int, default=100_000, help="self-check: dimension of the mechanism")
     p.add_argument("--level", type=float, default=None,
                    help="self-check: failure probability of the bound (default: gate.beta)")
+    p.add_argument("--trials", type=int, default=SELF_CHECK_TRIALS,
+                   help="self-check: simulated trial pairs (lidp.trials is for trained models; too few here)")
 
 
 def _body(args: argparse.Namespace, params: Params) -> None:
@@ -42,7 +50,7 @@ def _body(args: argparse.Namespace, params: Params) -> None:
         return audit_body("lidp")(args, params)
     if args.level is not None and not 0.0 < args.level < 1.0:
         raise ValueError(f"--level must be in (0, 1), got {args.level}")
-    result = self_check_result(params, args.self_check, args.dim, args.level)
+    result = self_check_result(params, args.self_check, args.dim, args.level, args.trials)
     print(result.summary())
     return result.raise_if_failed()
 

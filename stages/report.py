@@ -25,6 +25,8 @@ def _args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--audit", type=Path, default=DEFAULTS.audit)
     p.add_argument("--bounds", type=Path, default=DEFAULTS.bounds)
     p.add_argument("--gate", type=Path, default=DEFAULTS.gate)
+    p.add_argument("--summary", type=Path, default=DEFAULTS.summary,
+                   help="the review-sized metrics file that `dvc metrics diff` shows")
     p.add_argument("--out", type=Path, default=DEFAULTS.out)
     p.add_argument("--repo", type=Path, default=DEFAULTS.repo)
 
@@ -32,7 +34,7 @@ def _args(p: argparse.ArgumentParser) -> None:
 def _body(args: argparse.Namespace, params: Params) -> None:
     """Evaluate the release gate and write the self-contained audit report."""
     paths = ReportPaths(ltu=args.ltu, audit=args.audit, bounds=args.bounds, ltu_scores=args.ltu_scores,
-                        curves=args.curves, gate=args.gate, out=args.out, repo=args.repo)
+                        curves=args.curves, gate=args.gate, summary=args.summary, out=args.out, repo=args.repo)
     gate = run_report(paths, params)
     print(f"report: verdict {'PASS' if gate.passed else 'FAIL'} → {args.out / 'audit.html'}")
 

@@ -263,6 +263,9 @@ class ReportParams(_Strict):
     #: CSVs of the LTU Table 1 reproduction (benchmarks/ltu_table1.py) shown in the report, one per
     #: data set (a single path is accepted), or null / [] for none
     table1: list[str] | None = None
+    #: show the tables of report.table1 that belong to another data set than dataset.name too (by
+    #: default a table1_<name>.csv is shown only on an audit of data set <name>)
+    table1_other_datasets: bool = False
 
     @field_validator("table1", mode="before")
     @classmethod

@@ -48,11 +48,15 @@ __all__ = [
     "EpsilonBlock",
     "GateResult",
     "LtuEntry",
+    "LtuSummary",
+    "DefenderSummary",
+    "MetricsSummary",
     "parse_entries",
     "parse_entry",
     "parse_gate",
     "read_gate",
     "read_metrics",
+    "read_summary",
 ]
 
 #: Keys of a ``metrics/bounds.json`` entry that are upper bounds on membership-inference accuracy.
@@ -150,6 +154,7 @@ class EpsilonBlock(_Open):
     neighbourhood: str | None = None
     level: Number | None = None
     failed_checks: tuple[str, ...] | None = None
+    threat_model: str | None = None
 
 
 class Game3Block(EpsilonBlock):
@@ -448,3 +453,58 @@ def read_gate(path: str | Path) -> GateResult:
     except (OSError, UnicodeDecodeError) as exc:
         raise ValueError(f"gate file {path} cannot be read: {exc}") from exc
     return parse_gate(raw, where=str(path))
+
+
+# --------------------------------------------------------------------------- metrics/summary.json
+
+#: a number that is absent/null or finite and ≥ 0 (an ε̂, a claimed ε)
+_NonNegative = Annotated[Number, Field(ge=0)]
+#: a number that is absent/null or in [0, 1] (a probability, LTU privacy/utility, a standard error)
+_Unit = Annotated[Number, Field(ge=0, le=1)]
+
+
+class LtuSummary(_Closed):
+    """The strongest LTU attacker's headline numbers (the top level of a ``metrics/ltu.json`` entry)."""
+
+    attacker: str | None = None
+    privacy: _Unit | None = None
+    privacy_stderr: _Unit | None = None
+    utility: _Unit | None = None
+    utility_stderr: _Unit | None = None
+
+
+class DefenderSummary(_Closed):
+    """One defender of ``metrics/summary.json``: the verdict and the numbers a reviewer compares.
+
+    ``eps_hat`` is the best (largest) ε lower bound per threat model (``white_box``, ``black_box``),
+    ``eps_hat_bound`` the bound that gave it (``whitebox``, ``one_run``, ``lidp``, ``game3``); each
+    bound certifies its own neighbourhood and δ, which ``metrics/audit.json`` records.
+    """
+
+    passed: StrictBool
+    reasons: Annotated[int, Field(ge=0)]
+    claimed_epsilon: _NonNegative | None = None
+    claimed_delta: _Unit | None = None
+    eps_hat: dict[str, _NonNegative] = Field(default_factory=dict)
+    eps_hat_bound: dict[str, str] = Field(default_factory=dict)
+    ltu: LtuSummary | None = None
+
+
+class MetricsSummary(_Closed):
+    """``metrics/summary.json`` (:func:`privaudit.report.summary.build_summary`): the one metrics file
+    ``dvc metrics diff`` shows; the details stay in ``metrics/{ltu,audit,bounds,gate}.json``."""
+
+    passed: StrictBool
+    defenders: dict[str, DefenderSummary]
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``metrics/summary.json`` object (null values left out: DVC shows no row for them)."""
+        return self.model_dump(mode="json", exclude_none=True)
+
+
+def read_summary(path: str | Path) -> MetricsSummary:
+    """Read ``metrics/summary.json`` (``ValueError`` naming the file and the key)."""
+    raw = read_json(path)
+    if not isinstance(raw, Mapping):
+        raise ValueError(f"{path} must be an object, got {type(raw).__name__}")
+    return parse_entry(MetricsSummary, raw, str(path))

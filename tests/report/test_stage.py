@@ -10,7 +10,14 @@ import pandas as pd
 import pytest
 
 from privaudit.config import load_params
-from privaudit.report.stage import ReportPaths, read_epsilon_curves, read_ltu_tables, read_table1, run_report
+from privaudit.report.stage import (
+    ReportPaths,
+    read_epsilon_curves,
+    read_ltu_tables,
+    read_table1,
+    run_report,
+    select_table1,
+)
 from privaudit.validation import ValidationFailed
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -22,7 +29,7 @@ def paths_in(tmp_path: Path) -> ReportPaths:
         shutil.copy(ROOT / "metrics" / f"{name}.json", tmp_path / f"{name}.json")
     return ReportPaths(ltu=tmp_path / "ltu.json", audit=tmp_path / "audit.json", bounds=tmp_path / "bounds.json",
                        ltu_scores=tmp_path / "ltu", curves=tmp_path / "curves", gate=tmp_path / "out" / "gate.json",
-                       out=tmp_path / "reports", repo=ROOT)
+                       summary=tmp_path / "out" / "summary.json", out=tmp_path / "reports", repo=ROOT)
 
 
 def test_run_report_reproduces_the_committed_verdict(tmp_path: Path) -> None:
@@ -33,6 +40,8 @@ def test_run_report_reproduces_the_committed_verdict(tmp_path: Path) -> None:
     assert gate.to_json() == {k: v for k, v in committed.items() if k != "provenance"}
     assert written == {**gate.to_json(), "provenance": written["provenance"]}
     assert written["provenance"]["stage"] == "report"
+    # the review-sized metrics file: the committed one is what the stage writes from the committed metrics
+    assert paths.summary.read_text() == (ROOT / "metrics" / "summary.json").read_text()
     assert {p.name for p in paths.out.iterdir()} == {"audit.html", "audit.md", "plots"}
     assert not [p for p in paths.out.iterdir() if p.name.startswith(".")]  # no temporary left behind
 
@@ -44,7 +53,7 @@ def test_a_broken_contract_writes_nothing(tmp_path: Path) -> None:
     paths.ltu.write_text(json.dumps(ltu))
     with pytest.raises(ValidationFailed):
         run_report(paths, load_params(ROOT / "params.yaml"))
-    assert not paths.gate.exists() and not any(paths.out.iterdir())  # folders made early, nothing written
+    assert not paths.gate.exists() and not paths.summary.exists() and not any(paths.out.iterdir())  # folders made early, nothing written
 
 
 def test_optional_tables_are_read_where_present(tmp_path: Path) -> None:
@@ -65,3 +74,31 @@ def test_table1_files_are_keyed_by_data_set(tmp_path: Path) -> None:
     assert list(read_table1([str(tmp_path / "table1_digits.csv")])) == ["digits"]
     with pytest.raises(FileNotFoundError, match=r"report\.table1: .*nope\.csv not found .*set it to null"):
         read_table1([str(tmp_path / "nope.csv")])
+
+
+def test_table1_of_another_data_set_is_left_out() -> None:
+    tables = {"digits": pd.DataFrame({"a": [1]}), "location": pd.DataFrame({"a": [2]})}
+    shown, left_out = select_table1(tables, "csv")
+    assert shown == {} and left_out == ("digits", "location")
+    shown, left_out = select_table1(tables, "location")
+    assert list(shown) == ["location"] and left_out == ("digits",)
+    shown, left_out = select_table1(tables, "csv", other_datasets=True)
+    assert list(shown) == ["digits", "location"] and left_out == ()
+
+
+def test_report_on_other_data_shows_no_benchmark_table_and_says_so(tmp_path: Path) -> None:
+    """The shipped report.table1 lists the digits and Location tables: an audit of a user's own data
+    set (here `csv`) shows neither, and says why and how to show them."""
+    paths = paths_in(tmp_path)
+    params = load_params(ROOT / "params.yaml")
+    assert params.report.table1 and not params.report.table1_other_datasets
+    own = params.model_copy(update={"dataset": params.dataset.model_copy(update={"name": "csv"})})
+    run_report(paths, own)
+    md = (paths.out / "audit.md").read_text().replace("\\", "")  # Markdown escapes dropped
+    section = md[md.index("LTU Table 1 reproduction"):]
+    assert "Not shown: the reproduction(s) of digits, location listed in report.table1" in section
+    assert "this audit's (csv)" in section and "report.table1_other_datasets: true" in section
+    assert "unseeded privacy" not in md  # no Table 1 pivot rendered
+    run_report(paths, params)  # the default digits audit: its own table, Location's left out
+    md = (paths.out / "audit.md").read_text().replace("\\", "")
+    assert "unseeded privacy" in md and "Not shown: the reproduction(s) of location listed" in md

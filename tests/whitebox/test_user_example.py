@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
+from privaudit.audits import whitebox
+from privaudit.audits.protocol import AuditInputs, AuditRequest, DefenderData
+from privaudit.claims import PrivacyClaim
 from privaudit.defenders.registry import make_defender, spec_is_observable, validate_defender_spec
 from privaudit.audits.whitebox import defender_trainer, whitebox_audit
+from privaudit.config import WhiteboxParams
 
 
 def test_readme_user_trainer_is_audited_tightly_and_passes() -> None:
@@ -22,3 +27,31 @@ def test_readme_user_trainer_is_audited_tightly_and_passes() -> None:
                          level=0.05, accountant="prv", seed=1)
     assert res.checks_passed, res.failed_checks
     assert 0.6 * 2.0 < res.epsilon <= 2.0 + 1e-9  # tight, and no more than the accountant's ε for the loop
+
+
+def test_python_spec_declares_its_accountant() -> None:
+    base = {"name": "mine", "kind": "python", "target": "examples/opacus_user_trainer.py:train"}
+    assert validate_defender_spec(base).accountant == "prv"  # the default, as before the key existed
+    assert validate_defender_spec({**base, "accountant": "rdp"}).accountant == "rdp"
+    with pytest.raises(ValueError, match=r"accountant.*'prv', 'rdp' or 'gdp'"):
+        validate_defender_spec({**base, "accountant": "moments"})
+
+
+@pytest.mark.parametrize("accountant", ["rdp", "gdp"])
+def test_whitebox_block_audits_with_the_declared_accountant(accountant: str) -> None:
+    """A trainer calibrated with RDP (or GDP) is audited with that accountant, not PRV: the block
+    records it and ε̂ is tight against the claim (PRV at the RDP-calibrated σ would give less)."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, 8)).astype(np.float32)
+    y = rng.integers(3, size=200)
+    options = {"epsilon": 2.0, "epochs": 3, "batch_size": 20, "accountant": accountant}
+    spec = validate_defender_spec({"name": "mine", "kind": "python", "observable": True, "accountant": accountant,
+                                   "target": "examples/opacus_user_trainer.py:train",
+                                   "loader": "examples/opacus_user_trainer.py:load",
+                                   "claimed_epsilon": 2.0, "claimed_delta": 1e-5, "options": options})
+    claim = PrivacyClaim(2.0, 1e-5, "add_remove")
+    request = AuditRequest(spec=spec, claim=claim, level=0.05, default_delta=1e-5, seed=1)
+    block = whitebox.run(request, AuditInputs(defender_data=DefenderData(X, y, 3)), WhiteboxParams(runs=1)).block()
+    assert block["accountant"] == accountant and f"opacus's {accountant}" in block["assumption"]
+    assert not block["failed_checks"]
+    assert 0.6 * 2.0 < block["eps_lower_bound"] <= 2.0 + 1e-9

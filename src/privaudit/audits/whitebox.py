@@ -29,6 +29,7 @@ import numpy as np
 
 from privaudit.audits.protocol import PURE_DELTA, AuditBound, AuditInputs, AuditRequest, finite_epsilon
 from privaudit import hooks
+from privaudit.compat.opacus_warnings import opacus_noise_filtered
 from privaudit.defenders.specs import DefenderSpecBase, PythonSpec
 from privaudit.seeding import int_seed
 from privaudit.stats.whitebox import WhiteboxResult, estimate_whitebox, with_notes
@@ -154,8 +155,9 @@ def whitebox_audit(trainer: FitFn | _HasFit, X: np.ndarray, y: np.ndarray, *, ru
             notes.append(f"run {i}: the trainer declared dataset_size={bad} to hooks.watch but trained on "
                          f"len(X)={n}; the audit uses {n}")
         observed.append(obs)
-    result = estimate_whitebox(observed, dataset_size=n, delta=float(delta), level=float(level),
-                               accountant=accountant, canary_scale=float(canary_scale))
+    with opacus_noise_filtered(accountant):  # PRV's domain sizing warns through RDP (privaudit.compat.opacus_warnings)
+        result = estimate_whitebox(observed, dataset_size=n, delta=float(delta), level=float(level),
+                                   accountant=accountant, canary_scale=float(canary_scale))
     return with_notes(result, *notes) if notes else result
 
 
@@ -194,8 +196,9 @@ def whitebox_audit_heads(recipe: Any, X: np.ndarray, y: np.ndarray, n_classes: i
     gen = torch.Generator(device=device).manual_seed(int_seed(int(seed), "whitebox", "heads"))
     train_heads(recipe, data, int(n_classes), gen, observer=observer)
     n = int(X_arr.shape[0])
-    return estimate_whitebox(observer.runs(dataset_size=n), dataset_size=n, delta=float(delta), level=float(level),
-                             accountant=accountant, canary_scale=float(canary_scale))
+    with opacus_noise_filtered(accountant):
+        return estimate_whitebox(observer.runs(dataset_size=n), dataset_size=n, delta=float(delta),
+                                 level=float(level), accountant=accountant, canary_scale=float(canary_scale))
 
 
 #: the paper and equation of the bound (shown in the report; the module docstring gives the derivation)
@@ -216,7 +219,7 @@ def run(request: AuditRequest, inputs: AuditInputs, settings: Any) -> AuditBound
         ValueError: the trainer never calls ``privaudit.hooks.watch`` (a ``kind: python`` defender
             declared ``observable: true`` wrongly), naming the defender and the fix.
     """
-    from privaudit.defenders.specs import DpSgdSpec
+    from privaudit.defenders.specs import DpSgdSpec, PythonSpec
 
     data = inputs.need_defender_data("whitebox")
     spec = request.spec
@@ -224,7 +227,7 @@ def run(request: AuditRequest, inputs: AuditInputs, settings: Any) -> AuditBound
     try:
         res = whitebox_audit(defender_trainer(request.trainer(data.n_classes)), data.X, data.y, runs=settings.runs,
                              delta=max(delta, PURE_DELTA), level=request.level,
-                             accountant=spec.accountant if isinstance(spec, DpSgdSpec) else "prv", seed=request.int_seed("whitebox"),
+                             accountant=spec.accountant if isinstance(spec, (DpSgdSpec, PythonSpec)) else "prv", seed=request.int_seed("whitebox"),
                              canary_scale=settings.canary_scale)
     except hooks.WatchNotCalledError as err:
         raise ValueError(f"defender {spec.name!r} declares observable: true but {err}; call "

@@ -30,6 +30,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from privaudit.compat.opacus_warnings import opacus_noise_filtered
 from privaudit.defenders.registry import register
 from privaudit.defenders.specs import DpSgdSpec
 from privaudit.defenders.torch_head import TorchHeadDefender, build_mlp
@@ -40,8 +41,9 @@ from privaudit.seeding import draw_seed
 def _sigma(epsilon: float, delta: float, q: float, steps: int, accountant: str) -> float:
     from opacus.accountants.utils import get_noise_multiplier  # opacus is imported only to train
 
-    return float(get_noise_multiplier(target_epsilon=epsilon, target_delta=delta, sample_rate=q,
-                                      steps=steps, accountant=accountant))
+    with opacus_noise_filtered(accountant):
+        return float(get_noise_multiplier(target_epsilon=epsilon, target_delta=delta, sample_rate=q,
+                                          steps=steps, accountant=accountant))
 
 
 def noise_multiplier(spec: DpSgdSpec, n_train: int) -> float:
@@ -56,7 +58,8 @@ def accountant_epsilon(sigma: float, q: float, steps: int, delta: float, account
 
     acc = create_accountant(mechanism=accountant)
     acc.history = [(sigma, q, steps)]
-    return float(acc.get_epsilon(delta=delta))
+    with opacus_noise_filtered(accountant):
+        return float(acc.get_epsilon(delta=delta))
 
 
 @register("dp_sgd")
@@ -116,19 +119,21 @@ class DpSgdDefender(TorchHeadDefender[DpSgdSpec]):
         yt = torch.as_tensor(y, dtype=torch.long, device=self.device)
         loss_fn = nn.CrossEntropyLoss()
         params = [p for p in gsm.parameters() if p.requires_grad]
-        for _ in range(steps):
-            idx = np.flatnonzero(rng.random(n) < q)
-            opt.zero_grad(set_to_none=True)
-            if len(idx) == 0:  # an empty Poisson batch: the update is noise only
-                with torch.no_grad():
-                    for p in params:
-                        noise = torch.normal(0.0, sigma * self.spec.max_grad_norm, size=p.shape,
-                                             generator=noise_gen, device=self.device)
-                        p.add_(noise / self.spec.batch_size, alpha=-self.spec.lr)
-                continue
-            it = torch.as_tensor(idx, device=self.device)
-            loss_fn(gsm(Xt[it]), yt[it]).backward()
-            opt.step()
+        # torch warns on every run that the hook fires on the data layer: noise (privaudit.compat.opacus_warnings)
+        with opacus_noise_filtered():
+            for _ in range(steps):
+                idx = np.flatnonzero(rng.random(n) < q)
+                opt.zero_grad(set_to_none=True)
+                if len(idx) == 0:  # an empty Poisson batch: the update is noise only
+                    with torch.no_grad():
+                        for p in params:
+                            noise = torch.normal(0.0, sigma * self.spec.max_grad_norm, size=p.shape,
+                                                 generator=noise_gen, device=self.device)
+                            p.add_(noise / self.spec.batch_size, alpha=-self.spec.lr)
+                    continue
+                it = torch.as_tensor(idx, device=self.device)
+                loss_fn(gsm(Xt[it]), yt[it]).backward()
+                opt.step()
         gsm.zero_grad(set_to_none=True)
         gsm.remove_hooks()
         for p in net.parameters():

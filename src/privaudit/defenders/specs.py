@@ -233,6 +233,9 @@ class PythonSpec(DefenderSpecBase):
         "add_remove", description="what the claim protects: add/remove a record (DP-SGD), replace one, or one label")
     observable: bool = Field(False, description="the trainer calls privaudit.hooks.watch(optimizer, ...) on its "
                                                 "opacus DPOptimizer, so the white-box audit applies")
+    accountant: Literal["prv", "rdp", "gdp"] = Field(
+        "prv", description="the opacus accountant the trainer calibrates its noise with; the white-box audit "
+                           "turns the observed noise into eps with the same one")
     trusted_types: list[str] = Field(default_factory=list, description="extra skops types to trust on load")
 
     def observable_training(self) -> bool:

@@ -35,6 +35,9 @@ class ReportInputs:
         table1: the LTU Table 1 reproduction (columns model, randomness, utility, privacy, and
             optionally utility_stderr, privacy_stderr, trials, rounds): one DataFrame, or one per
             data set keyed by its name.
+        table1_left_out: names of the Table 1 reproductions listed in ``report.table1`` but not
+            shown because they belong to another data set than ``dataset`` (the report says so).
+        dataset: the audited data set (``dataset.name``).
     """
 
     metrics: AuditMetrics
@@ -44,6 +47,8 @@ class ReportInputs:
     roc: dict[str, dict[str, dict[str, Any]]] | None = None
     epsilon_vs_trials: dict[str, pd.DataFrame] | None = None
     table1: pd.DataFrame | dict[str, pd.DataFrame] | None = None
+    table1_left_out: tuple[str, ...] = ()
+    dataset: str | None = None
 
     def __post_init__(self) -> None:
         """Validate types and the columns of the optional tables (``ValueError`` naming them)."""

@@ -381,6 +381,11 @@ def _table1_section(inputs: ReportInputs) -> Section:
     """The LTU Table 1 reproduction (model × randomness → utility, privacy), one table per data set."""
     section = Section("LTU Table 1 reproduction")
     tables = {k: v for k, v in inputs.table1_by_dataset().items() if not v.empty}
+    if inputs.table1_left_out:
+        section.blocks.append(Note(
+            f"Not shown: the reproduction(s) of {', '.join(inputs.table1_left_out)} listed in report.table1, "
+            f"which belong to another data set than this audit's ({inputs.dataset or 'unknown'}); "
+            "set report.table1_other_datasets: true to show them."))
     if not tables:
         section.blocks.append(Note(MISSING, missing=True))
         return section

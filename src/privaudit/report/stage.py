@@ -8,8 +8,10 @@
 3. evaluate the release gate and check its result against the ``gate`` contract, before anything
    is written;
 4. load the optional report tables (per-sample scores and ROC curves of the ``ltu`` stage, LiDP ε̂
-   vs trials, the Table 1 reproductions of ``report.table1``) and the provenance manifest;
-5. write ``audit.html``, ``audit.md`` and ``plots/`` (each replaced atomically);
+   vs trials, the Table 1 reproductions of ``report.table1`` of the audited data set, see
+   :func:`select_table1`) and the provenance manifest;
+5. write ``audit.html``, ``audit.md`` and ``plots/`` (each replaced atomically), then
+   ``metrics/summary.json`` (:mod:`privaudit.report.summary`, what ``dvc metrics diff`` shows);
 6. write ``metrics/gate.json`` last, with its provenance stamp (``privaudit verdict`` checks it).
 """
 
@@ -29,8 +31,10 @@ from privaudit.provenance import build_manifest, provenance_stamp
 from privaudit.report.gate import evaluate_gate
 from privaudit.report.inputs import EPSILON_TRIALS_COLUMNS, ReportInputs
 from privaudit.report.render import build_report
+from privaudit.report.summary import build_summary
 
-__all__ = ["ReportPaths", "read_epsilon_curves", "read_ltu_tables", "read_table1", "run_report", "write_gate"]
+__all__ = ["ReportPaths", "read_epsilon_curves", "read_ltu_tables", "read_table1", "run_report", "select_table1",
+           "write_gate"]
 
 #: the upstream data folders whose hashes the provenance manifest records
 MANIFEST_DATA: dict[str, Path] = {
@@ -47,6 +51,7 @@ class ReportPaths:
     ltu_scores: Path = Path("data/ltu")  # <defender>.scores.parquet and <defender>.roc.json
     curves: Path = Path("data/audit/epsilon_vs_trials")  # <defender>.csv (trials, eps_k1, eps_ksqrt)
     gate: Path = Path("metrics/gate.json")
+    summary: Path = Path("metrics/summary.json")
     out: Path = Path("reports")
     repo: Path = Path(".")
 
@@ -85,6 +90,14 @@ def read_table1(paths: Iterable[str]) -> dict[str, pd.DataFrame]:
     return tables
 
 
+def select_table1(tables: dict[str, pd.DataFrame], dataset: str, *, other_datasets: bool = False
+                  ) -> tuple[dict[str, pd.DataFrame], tuple[str, ...]]:
+    """``(shown, left out)``: the tables of data set ``dataset`` (all with ``other_datasets``); the
+    others are left out, so a report on a user's own data shows no digits/Location benchmark table."""
+    shown = {name: frame for name, frame in tables.items() if other_datasets or name == dataset}
+    return shown, tuple(name for name in tables if name not in shown)
+
+
 def write_gate(path: Path, gate: GateResult, provenance: dict[str, Any]) -> None:
     """Write ``metrics/gate.json``: the verdict with the provenance it was computed from."""
     write_json(path, {**gate.to_json(), "provenance": provenance})
@@ -98,17 +111,20 @@ def run_report(paths: ReportPaths, params: Params) -> GateResult:
     """
     from privaudit.validation import validate_metrics
 
-    ensure_writable(paths.gate, paths.out / "audit.html")
+    ensure_writable(paths.gate, paths.summary, paths.out / "audit.html")
     metrics = read_metrics(paths.ltu, paths.audit, paths.bounds, contract=True)
     gate = evaluate_gate(metrics, params.gate)
     validate_metrics("gate", gate.to_json())  # the output, before anything is written
     scores, roc = read_ltu_tables(paths.ltu_scores, metrics.ltu)
     curves = read_epsilon_curves(paths.curves, metrics.audit)
-    table1 = read_table1(params.report.table1 or [])
+    table1, left_out = select_table1(read_table1(params.report.table1 or []), params.dataset.name,
+                                     other_datasets=params.report.table1_other_datasets)
     manifest = build_manifest(paths.repo, params.model_dump(mode="json"), params.base.seed, MANIFEST_DATA)
     inputs = ReportInputs(metrics, gate, manifest, privacy_scores=scores or None, roc=roc or None,
-                          epsilon_vs_trials=curves or None, table1=table1 or None)
+                          epsilon_vs_trials=curves or None, table1=table1 or None,
+                          table1_left_out=left_out, dataset=params.dataset.name)
     build_report(inputs, paths.out, title=params.report.title, most_exposed=params.report.most_exposed)
+    write_json(paths.summary, build_summary(metrics, gate).to_json())
     # ties the verdict to the inputs/params/dvc.lock it was computed from (privaudit verdict checks it)
     write_gate(paths.gate, gate, provenance_stamp(paths.repo, "report"))
     return gate
