@@ -456,13 +456,14 @@ USER_CODE_FILE = "data/user_code.json"
 
 def user_code_drift(repo: Path, stages: Sequence[str], params_file: str = "params.yaml",
                     lock_file: str = "dvc.lock") -> list[str]:
-    """User trainer files (``kind: python``) edited since the ``user_code`` stage last hashed them.
+    """User code (``kind: python`` target/loader files and the local modules they import) edited since
+    the ``user_code`` stage last hashed it; each finding names the defender and the changed files.
 
     Only when one of ``stages`` writes :data:`USER_CODE_FILE` in ``dvc.lock``: that stage is
     ``always_changed``, so its lock entry cannot tell; the files are re-hashed here (small).
     """
     from privaudit.artifacts import read_json
-    from privaudit.user_code import UserCodeError, user_code_manifest
+    from privaudit.user_code import UserCodeError, changed_files, user_code_manifest
 
     repo = Path(repo)
     lock_path, recorded_path, params_path = repo / lock_file, repo / USER_CODE_FILE, repo / params_file
@@ -479,5 +480,5 @@ def user_code_drift(repo: Path, stages: Sequence[str], params_file: str = "param
     except (UserCodeError, ValueError, OSError) as exc:
         return [f"user code cannot be hashed: {exc}"]
     changed = sorted(n for n in set(recorded) | set(now) if recorded.get(n) != now.get(n))
-    return [f"user code of defender '{n}' changed ({(now.get(n) or recorded.get(n) or {}).get('target_file', '?')})"
-            for n in changed]
+    return [f"user code of defender '{n}' changed "
+            f"({', '.join(changed_files(recorded.get(n), now.get(n))) or 'its target/loader'})" for n in changed]

@@ -180,3 +180,19 @@ def test_without_dvc_yaml_the_whole_params_file_counts(tmp_path: Path) -> None:
     assert provenance_drift(stamp, tmp_path) == []
     (tmp_path / "params.yaml").write_text("a: 2\n")
     assert provenance_drift(stamp, tmp_path) == ["the gate's params changed since it was computed (params.yaml)"]
+
+
+def test_edited_helper_module_of_the_trainer_is_stale(repo: Path) -> None:
+    """Issue 28 item 1: an edit one import away from the trainer makes the gate stale, naming the file."""
+    (repo / "trainer.py").write_text("from mylib import lr\ndef train(*a):\n    return lr.LR\n")
+    (repo / "mylib").mkdir()
+    (repo / "mylib" / "__init__.py").write_text("")
+    (repo / "mylib" / "lr.py").write_text("LR = 0.3\n")
+    from privaudit.artifacts import write_json
+    from privaudit.user_code import user_code_manifest
+
+    write_json(repo / "data" / "user_code.json", user_code_manifest(PARAMS, repo))  # the user_code stage ran
+    stamp = _stamp(repo)
+    assert provenance_drift(stamp, repo) == []
+    (repo / "mylib" / "lr.py").write_text("LR = 0.2\n")
+    assert provenance_drift(stamp, repo) == ["user code of defender 'u' changed (mylib/lr.py)"]
