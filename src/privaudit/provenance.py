@@ -447,7 +447,59 @@ def provenance_drift(provenance: Any, repo: Path) -> list[str]:
     if _params_digest(repo, files) != stamped_params:
         keys = ", ".join(k for f, ks in files.items() for k in (ks or [f]))
         problems.append(f"the gate's params changed since it was computed ({keys})")
-    return problems + lock_drift(repo, pipeline) + user_code_drift(repo, pipeline)
+    stage = str(provenance.get("stage") or "")
+    return (problems + lock_drift(repo, pipeline) + user_code_drift(repo, pipeline)
+            + output_drift(repo, [stage] if stage in pipeline else [], ignore=ignore))
+
+
+def dvc_md5(path: Path, ignore: Any = None, repo: Path | None = None) -> str | None:
+    """DVC 3's ``md5`` of a file (of its bytes) or folder (``<md5 of the sorted entry list>.dir``); None when absent.
+
+    The folder hash is DVC's (``dvc_data`` ``Tree.digest``): md5 of ``json.dumps([{"md5", "relpath"}, …],
+    sort_keys=True)`` over its files sorted by relative path, ``.dvcignore``d files left out.
+    """
+    if path.is_file():
+        return _md5_file(path)
+    if not path.is_dir():
+        return None
+    entries = []
+    for p in sorted(q for q in path.rglob("*") if q.is_file()):
+        if ignore is not None and repo is not None and ignore.match_file(p.relative_to(repo).as_posix()):
+            continue
+        entries.append({"md5": _md5_file(p), "relpath": p.relative_to(path).as_posix()})
+    entries.sort(key=lambda e: e["relpath"])
+    return hashlib.md5(json.dumps(entries, sort_keys=True).encode("utf-8")).hexdigest() + ".dir"
+
+
+def _md5_file(path: Path, chunk: int = 1 << 20) -> str:
+    h = hashlib.md5()
+    with path.open("rb") as fh:
+        while block := fh.read(chunk):
+            h.update(block)
+    return h.hexdigest()
+
+
+def output_drift(repo: Path, stages: Sequence[str], lock_file: str = "dvc.lock", ignore: Any = None) -> list[str]:
+    """Outputs of ``stages`` (the gate's own stage: the gate and the report) missing from the workspace or
+    not the version ``dvc.lock`` recorded (e.g. ``git checkout <rev> -- dvc.lock metrics`` followed by a
+    ``dvc checkout`` that could not restore them). Entries without ``hash: md5`` (older DVC) are only
+    checked for existence.
+    """
+    repo = Path(repo)
+    lock_path = repo / lock_file
+    if not stages or not lock_path.is_file():
+        return []
+    entries = (load_yaml(lock_path) or {}).get("stages") or {}
+    problems: list[str] = []
+    for name in stages:
+        for out in (entries.get(name) or {}).get("outs") or []:
+            rel = _norm(out.get("path", ""))
+            now = dvc_md5(repo / rel, ignore, repo)
+            if now is None:
+                problems.append(f"{rel} is missing (an output of stage '{name}' in {lock_file})")
+            elif out.get("hash") == "md5" and out.get("md5") and now != out["md5"]:
+                problems.append(f"{rel} is not the version {lock_file} records for stage '{name}'")
+    return problems
 
 
 #: written by the ``user_code`` stage (:mod:`privaudit.user_code`); always rerun by ``dvc repro``

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
@@ -47,6 +48,10 @@ PARAMS = {"prep": {"n": 3}, "score": {"k": 1.0e-5, "opts": [1, {"a": None}]}, "o
           "defenders": [{"name": "u", "kind": "python", "target": "trainer.py:train"}]}
 
 
+#: the gate the report stage wrote, as recorded in dvc.lock (md5 of its bytes, as DVC 3 records it)
+GATE = b'{"passed": true}\n'
+
+
 def _lock(prep_md5: str = "p1", score_dep_prep: str = "p1", params: dict | None = None) -> dict:
     p = params or PARAMS
     return {"schema": "2.0", "stages": {
@@ -60,7 +65,7 @@ def _lock(prep_md5: str = "p1", score_dep_prep: str = "p1", params: dict | None 
                   "outs": [{"path": "data/scores", "md5": "s1.dir"}, {"path": "metrics/score.json", "md5": "m1"}]},
         "report": {"cmd": "x", "deps": [{"path": "data/scores", "md5": "s1.dir"}, {"path": "metrics/score.json", "md5": "m1"}],
                    "params": {"params.yaml": {"gate.min": p["gate"]["min"]}, "extra.yaml": {"title": "t"}},
-                   "outs": [{"path": "metrics/gate.json", "md5": "g-old"}]},
+                   "outs": [{"path": "metrics/gate.json", "hash": "md5", "md5": hashlib.md5(GATE).hexdigest()}]},
     }}
 
 
@@ -76,6 +81,7 @@ def repo(tmp_path: Path) -> Path:
     (tmp_path / "data" / "scores" / "a.parquet").write_bytes(b"scores")
     (tmp_path / "metrics").mkdir()
     (tmp_path / "metrics" / "score.json").write_text('{"s": 1}\n')
+    (tmp_path / "metrics" / "gate.json").write_bytes(GATE)
     (tmp_path / "trainer.py").write_text("def train(*a):\n    pass\n")
     from privaudit.artifacts import write_json
     from privaudit.user_code import user_code_manifest
@@ -196,3 +202,35 @@ def test_edited_helper_module_of_the_trainer_is_stale(repo: Path) -> None:
     assert provenance_drift(stamp, repo) == []
     (repo / "mylib" / "lr.py").write_text("LR = 0.2\n")
     assert provenance_drift(stamp, repo) == ["user code of defender 'u' changed (mylib/lr.py)"]
+
+
+def test_gate_or_report_not_the_one_dvc_lock_records_is_stale(repo: Path) -> None:
+    """Issue 28 item 2: `git checkout <rev> -- dvc.lock metrics && dvc checkout` failing on the report
+    (not in a fresh clone's cache) deleted it, and the old gate still read PASS."""
+    stamp = _stamp(repo)
+    lock = _lock()
+    (repo / "reports").mkdir()
+    (repo / "reports" / "audit.html").write_text("<html>report</html>")
+    (repo / "reports" / "plots").mkdir()
+    (repo / "reports" / "plots" / "b.csv").write_text("x\n1\n")
+    (repo / "reports" / "plots" / "a.png").write_bytes(b"png")
+    (repo / "reports" / "plots" / "__pycache__").mkdir()  # .dvcignore'd: DVC leaves it out of the hash
+    (repo / "reports" / "plots" / "__pycache__" / "x.pyc").write_bytes(b"1")
+    files = [{"md5": hashlib.md5(b"png").hexdigest(), "relpath": "a.png"},
+             {"md5": hashlib.md5(b"x\n1\n").hexdigest(), "relpath": "b.csv"}]
+    plots_md5 = hashlib.md5(json.dumps(files, sort_keys=True).encode()).hexdigest() + ".dir"  # DVC's folder hash
+    lock["stages"]["report"]["outs"] += [
+        {"path": "reports/audit.html", "hash": "md5", "md5": hashlib.md5(b"<html>report</html>").hexdigest()},
+        {"path": "reports/plots", "hash": "md5", "md5": plots_md5}]
+    (repo / "dvc.lock").write_text(yaml.safe_dump(lock, sort_keys=False))
+    assert provenance_drift(stamp, repo) == []
+
+    (repo / "reports" / "audit.html").unlink()
+    assert provenance_drift(stamp, repo) == ["reports/audit.html is missing (an output of stage 'report' in dvc.lock)"]
+    (repo / "reports" / "audit.html").write_text("<html>another run</html>")
+    (repo / "reports" / "plots" / "a.png").write_bytes(b"other png")
+    (repo / "metrics" / "gate.json").write_text('{"passed": false}\n')  # a gate the lock does not record
+    assert provenance_drift(stamp, repo) == [
+        "metrics/gate.json is not the version dvc.lock records for stage 'report'",
+        "reports/audit.html is not the version dvc.lock records for stage 'report'",
+        "reports/plots is not the version dvc.lock records for stage 'report'"]
