@@ -159,8 +159,13 @@ def build_manifest(repo: Path, params: dict[str, Any], seed: int, data_paths: di
 #    read from the lock alone (no data re-hashed): a run that stopped at any stage leaves it
 #    unmet.
 #
-# Not covered: a new file under an external dependency (``data/external``) while params did not
-# change and the first stage failed (nothing recorded moved); run ``dvc status`` for that.
+# 3. at verdict time too: the source dependencies no stage writes (``src/privaudit``, ``stages/*.py``,
+#    ``data/external``, ``benchmarks/results``) re-hashed as DVC hashes them and compared with
+#    ``dvc.lock`` (:func:`dependency_drift`: changed code or raw data since the gate's pipeline ran),
+#    user code (:func:`user_code_drift`), and the gate stage's own outputs against ``dvc.lock``
+#    (:func:`output_drift`: the gate and the report on disk are the ones the lock records).
+#
+# Not covered: a raw data set outside ``data/external`` (``dataset.path`` elsewhere: not a DVC dep).
 
 PROVENANCE_VERSION = 1
 #: dvc.yaml deps that are code, not data: not stamped (editing code is what ``dvc status`` reports)
@@ -448,8 +453,40 @@ def provenance_drift(provenance: Any, repo: Path) -> list[str]:
         keys = ", ".join(k for f, ks in files.items() for k in (ks or [f]))
         problems.append(f"the gate's params changed since it was computed ({keys})")
     stage = str(provenance.get("stage") or "")
-    return (problems + lock_drift(repo, pipeline) + user_code_drift(repo, pipeline)
-            + output_drift(repo, [stage] if stage in pipeline else [], ignore=ignore))
+    return (problems + lock_drift(repo, pipeline) + dependency_drift(repo, pipeline, ignore=ignore)
+            + user_code_drift(repo, pipeline) + output_drift(repo, [stage] if stage in pipeline else [], ignore=ignore))
+
+
+def dependency_drift(repo: Path, stages: Sequence[str], lock_file: str = "dvc.lock", ignore: Any = None) -> list[str]:
+    """Source dependencies of ``stages`` (deps no stage writes: ``src/privaudit``, ``stages/*.py``,
+    ``data/external``, ``benchmarks/results``) whose workspace content is not what ``dvc.lock`` recorded
+    when the stage ran: the gate was computed from code or data that has changed since (DVC's own
+    "changed deps" test; each path hashed once). Entries without ``hash: md5`` (older DVC) are skipped.
+    """
+    repo = Path(repo)
+    lock_path = repo / lock_file
+    if not stages or not lock_path.is_file():
+        return []
+    entries = (load_yaml(lock_path) or {}).get("stages") or {}
+    produced = {_norm(o.get("path", "")) for e in entries.values() for o in (e or {}).get("outs") or []}
+    users: dict[str, list[str]] = {}
+    recorded: dict[str, set[Any]] = {}
+    for name in stages:
+        for dep in (entries.get(name) or {}).get("deps") or []:
+            path = _norm(dep.get("path", ""))
+            if path in produced or dep.get("hash") != "md5" or not dep.get("md5"):
+                continue
+            users.setdefault(path, []).append(name)
+            recorded.setdefault(path, set()).add(dep["md5"])
+    problems = []
+    for path in sorted(users):
+        now = dvc_md5(repo / path, ignore, repo)
+        if now is None or recorded[path] != {now}:
+            names = users[path]
+            shown = ", ".join(f"'{n}'" for n in names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+            what = "is missing" if now is None else "changed"
+            problems.append(f"{path} {what} since the gate's pipeline ran (a dependency of stage(s) {shown})")
+    return problems
 
 
 def dvc_md5(path: Path, ignore: Any = None, repo: Path | None = None) -> str | None:

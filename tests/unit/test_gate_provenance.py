@@ -234,3 +234,31 @@ def test_gate_or_report_not_the_one_dvc_lock_records_is_stale(repo: Path) -> Non
         "metrics/gate.json is not the version dvc.lock records for stage 'report'",
         "reports/audit.html is not the version dvc.lock records for stage 'report'",
         "reports/plots is not the version dvc.lock records for stage 'report'"]
+
+
+def test_changed_code_or_external_data_since_the_pipeline_ran_is_stale(repo: Path) -> None:
+    """Issue 28 item 1: a gate computed from code (or raw data) that has changed since is not served."""
+    from privaudit.provenance import _dvcignore, dvc_md5
+
+    (repo / "src" / "lib").mkdir(parents=True)
+    (repo / "src" / "lib" / "core.py").write_text("LR = 0.3\n")
+    (repo / "src" / "lib" / "__pycache__").mkdir()  # .dvcignore'd, as DVC ignores it
+    (repo / "src" / "lib" / "__pycache__" / "core.pyc").write_bytes(b"1")
+    (repo / "data" / "external").mkdir(parents=True)
+    (repo / "data" / "external" / "table.csv").write_text("a,b\n1,2\n")
+    lock = _lock()
+    ext = dvc_md5(repo / "data" / "external", None, repo)
+    lib = dvc_md5(repo / "src" / "lib", _dvcignore(repo), repo)
+    assert lib != dvc_md5(repo / "src" / "lib", None, repo)  # the .pyc is left out, as DVC leaves it out
+    lock["stages"]["prep"]["deps"] = [{"path": "data/external", "hash": "md5", "md5": ext}]
+    lock["stages"]["score"]["deps"].append({"path": "src/lib", "hash": "md5", "md5": lib})
+    lock["stages"]["report"]["deps"].append({"path": "src/lib", "hash": "md5", "md5": lib})
+    (repo / "dvc.lock").write_text(yaml.safe_dump(lock, sort_keys=False))
+    stamp = _stamp(repo)
+    assert provenance_drift(stamp, repo) == []
+
+    (repo / "src" / "lib" / "core.py").write_text("LR = 0.2\n")
+    (repo / "data" / "external" / "table.csv").write_text("a,b\n1,3\n")
+    assert provenance_drift(stamp, repo) == [
+        "data/external changed since the gate's pipeline ran (a dependency of stage(s) 'prep')",
+        "src/lib changed since the gate's pipeline ran (a dependency of stage(s) 'report', 'score')"]
