@@ -51,9 +51,10 @@ class CanaryPlan:
         defenders = tuple(params.audited_defenders())
         python = [spec.model_dump(mode="json") for spec in defenders if spec.kind == "python"]
         manifest = user_code_manifest({"defenders": python}, Path.cwd() if root is None else Path(root))
+        digests = {name: hashlib.sha256(dumps_json(entry).encode()).hexdigest() for name, entry in manifest.items()}
         return cls(seed=params.base.seed, device=params.base.device, defenders=defenders,
                    game3=params.game3, lidp=params.lidp, compute=params.compute,
-                   user_code=tuple(sorted((name, hashlib.sha256(dumps_json(entry).encode()).hexdigest()) for name, entry in manifest.items())))
+                   user_code=tuple(sorted(digests.items())))
 
     def user_code_of(self, name: str) -> str | None:
         """The digest of defender ``name``'s own code (``None``: not a ``kind: python`` defender)."""
