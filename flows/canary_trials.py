@@ -77,7 +77,7 @@ def shards_flow(repo: str, shards: list[Shard], device: str | None = None) -> li
     params = load_params(root / "params.yaml")
     fs = load_feature_set(root / "data" / "features", root / "data" / "split")
     store = root / DEFAULT_SHARD_ROOT
-    plan = CanaryPlan.of(params)
+    plan = CanaryPlan.of(params, root)
     futures = [compute_shard.submit(plan, fs, shard, device) for shard in shards]
     return [store_shard(store, plan, shard, future.result()) for shard, future in zip(shards, futures)]
 
@@ -119,7 +119,7 @@ def canary_trials_flow(
     with exclusive_pipeline(root, timeout_s):
         run_dvc(root, ["repro", "featurize", "split"], timeout_s)
         fs = load_feature_set(root / "data" / "features", root / "data" / "split")
-        todo = missing_shards(store, CanaryPlan.of(params), fs)
+        todo = missing_shards(store, CanaryPlan.of(params, root), fs)
         address = scheduler_address(dask_address, params)
         logger.info("%d shard(s) to compute on %s", len(todo), address or f"a LocalCluster of {n_workers} worker(s)")
         saved = []

@@ -10,7 +10,10 @@ Stale: the gate's ``provenance`` block (written by the report stage,
 :func:`privaudit.provenance.provenance_stamp`) no longer matches the workspace — an input of
 the report changed, a param changed that a stage of the pipeline has not run with, a stage's
 output was replaced but a later stage has not run on it (a failed ``dvc repro`` / ``dvc exp
-run``), or a user trainer file changed. The verdict then names what changed and asks for
+run``), code or raw data the pipeline depends on changed since it ran (``src/privaudit``,
+``stages/``, ``data/external``), a user trainer file or a local module it imports changed, or the gate or report on disk
+is missing or not the version ``dvc.lock`` records (e.g. a ``dvc checkout`` that could not restore
+the report after ``git checkout <rev> -- dvc.lock metrics``). The verdict then names what changed and asks for
 ``dvc repro``; ``--no-check`` prints the stored verdict anyway. A gate without provenance
 (older format) is refused the same way.
 """

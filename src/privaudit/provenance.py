@@ -159,8 +159,13 @@ def build_manifest(repo: Path, params: dict[str, Any], seed: int, data_paths: di
 #    read from the lock alone (no data re-hashed): a run that stopped at any stage leaves it
 #    unmet.
 #
-# Not covered: a new file under an external dependency (``data/external``) while params did not
-# change and the first stage failed (nothing recorded moved); run ``dvc status`` for that.
+# 3. at verdict time too: the source dependencies no stage writes (``src/privaudit``, ``stages/*.py``,
+#    ``data/external``, ``benchmarks/results``) re-hashed as DVC hashes them and compared with
+#    ``dvc.lock`` (:func:`dependency_drift`: changed code or raw data since the gate's pipeline ran),
+#    user code (:func:`user_code_drift`), and the gate stage's own outputs against ``dvc.lock``
+#    (:func:`output_drift`: the gate and the report on disk are the ones the lock records).
+#
+# Not covered: a raw data set outside ``data/external`` (``dataset.path`` elsewhere: not a DVC dep).
 
 PROVENANCE_VERSION = 1
 #: dvc.yaml deps that are code, not data: not stamped (editing code is what ``dvc status`` reports)
@@ -447,7 +452,91 @@ def provenance_drift(provenance: Any, repo: Path) -> list[str]:
     if _params_digest(repo, files) != stamped_params:
         keys = ", ".join(k for f, ks in files.items() for k in (ks or [f]))
         problems.append(f"the gate's params changed since it was computed ({keys})")
-    return problems + lock_drift(repo, pipeline) + user_code_drift(repo, pipeline)
+    stage = str(provenance.get("stage") or "")
+    return (problems + lock_drift(repo, pipeline) + dependency_drift(repo, pipeline, ignore=ignore)
+            + user_code_drift(repo, pipeline) + output_drift(repo, [stage] if stage in pipeline else [], ignore=ignore))
+
+
+def dependency_drift(repo: Path, stages: Sequence[str], lock_file: str = "dvc.lock", ignore: Any = None) -> list[str]:
+    """Source dependencies of ``stages`` (deps no stage writes: ``src/privaudit``, ``stages/*.py``,
+    ``data/external``, ``benchmarks/results``) whose workspace content is not what ``dvc.lock`` recorded
+    when the stage ran: the gate was computed from code or data that has changed since (DVC's own
+    "changed deps" test; each path hashed once). Entries without ``hash: md5`` (older DVC) are skipped.
+    """
+    repo = Path(repo)
+    lock_path = repo / lock_file
+    if not stages or not lock_path.is_file():
+        return []
+    entries = (load_yaml(lock_path) or {}).get("stages") or {}
+    produced = {_norm(o.get("path", "")) for e in entries.values() for o in (e or {}).get("outs") or []}
+    users: dict[str, list[str]] = {}
+    recorded: dict[str, set[Any]] = {}
+    for name in stages:
+        for dep in (entries.get(name) or {}).get("deps") or []:
+            path = _norm(dep.get("path", ""))
+            if path in produced or dep.get("hash") != "md5" or not dep.get("md5"):
+                continue
+            users.setdefault(path, []).append(name)
+            recorded.setdefault(path, set()).add(dep["md5"])
+    problems = []
+    for path in sorted(users):
+        now = dvc_md5(repo / path, ignore, repo)
+        if now is None or recorded[path] != {now}:
+            names = users[path]
+            shown = ", ".join(f"'{n}'" for n in names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+            what = "is missing" if now is None else "changed"
+            problems.append(f"{path} {what} since the gate's pipeline ran (a dependency of stage(s) {shown})")
+    return problems
+
+
+def dvc_md5(path: Path, ignore: Any = None, repo: Path | None = None) -> str | None:
+    """DVC 3's ``md5`` of a file (of its bytes) or folder (``<md5 of the sorted entry list>.dir``); None when absent.
+
+    The folder hash is DVC's (``dvc_data`` ``Tree.digest``): md5 of ``json.dumps([{"md5", "relpath"}, …],
+    sort_keys=True)`` over its files sorted by relative path, ``.dvcignore``d files left out.
+    """
+    if path.is_file():
+        return _md5_file(path)
+    if not path.is_dir():
+        return None
+    entries = []
+    for p in sorted(q for q in path.rglob("*") if q.is_file()):
+        if ignore is not None and repo is not None and ignore.match_file(p.relative_to(repo).as_posix()):
+            continue
+        entries.append({"md5": _md5_file(p), "relpath": p.relative_to(path).as_posix()})
+    entries.sort(key=lambda e: e["relpath"])
+    return hashlib.md5(json.dumps(entries, sort_keys=True).encode("utf-8")).hexdigest() + ".dir"
+
+
+def _md5_file(path: Path, chunk: int = 1 << 20) -> str:
+    h = hashlib.md5()
+    with path.open("rb") as fh:
+        while block := fh.read(chunk):
+            h.update(block)
+    return h.hexdigest()
+
+
+def output_drift(repo: Path, stages: Sequence[str], lock_file: str = "dvc.lock", ignore: Any = None) -> list[str]:
+    """Outputs of ``stages`` (the gate's own stage: the gate and the report) missing from the workspace or
+    not the version ``dvc.lock`` recorded (e.g. ``git checkout <rev> -- dvc.lock metrics`` followed by a
+    ``dvc checkout`` that could not restore them). Entries without ``hash: md5`` (older DVC) are only
+    checked for existence.
+    """
+    repo = Path(repo)
+    lock_path = repo / lock_file
+    if not stages or not lock_path.is_file():
+        return []
+    entries = (load_yaml(lock_path) or {}).get("stages") or {}
+    problems: list[str] = []
+    for name in stages:
+        for out in (entries.get(name) or {}).get("outs") or []:
+            rel = _norm(out.get("path", ""))
+            now = dvc_md5(repo / rel, ignore, repo)
+            if now is None:
+                problems.append(f"{rel} is missing (an output of stage '{name}' in {lock_file})")
+            elif out.get("hash") == "md5" and out.get("md5") and now != out["md5"]:
+                problems.append(f"{rel} is not the version {lock_file} records for stage '{name}'")
+    return problems
 
 
 #: written by the ``user_code`` stage (:mod:`privaudit.user_code`); always rerun by ``dvc repro``
@@ -456,13 +545,14 @@ USER_CODE_FILE = "data/user_code.json"
 
 def user_code_drift(repo: Path, stages: Sequence[str], params_file: str = "params.yaml",
                     lock_file: str = "dvc.lock") -> list[str]:
-    """User trainer files (``kind: python``) edited since the ``user_code`` stage last hashed them.
+    """User code (``kind: python`` target/loader files and the local modules they import) edited since
+    the ``user_code`` stage last hashed it; each finding names the defender and the changed files.
 
     Only when one of ``stages`` writes :data:`USER_CODE_FILE` in ``dvc.lock``: that stage is
     ``always_changed``, so its lock entry cannot tell; the files are re-hashed here (small).
     """
     from privaudit.artifacts import read_json
-    from privaudit.user_code import UserCodeError, user_code_manifest
+    from privaudit.user_code import UserCodeError, changed_files, user_code_manifest
 
     repo = Path(repo)
     lock_path, recorded_path, params_path = repo / lock_file, repo / USER_CODE_FILE, repo / params_file
@@ -479,5 +569,5 @@ def user_code_drift(repo: Path, stages: Sequence[str], params_file: str = "param
     except (UserCodeError, ValueError, OSError) as exc:
         return [f"user code cannot be hashed: {exc}"]
     changed = sorted(n for n in set(recorded) | set(now) if recorded.get(n) != now.get(n))
-    return [f"user code of defender '{n}' changed ({(now.get(n) or recorded.get(n) or {}).get('target_file', '?')})"
-            for n in changed]
+    return [f"user code of defender '{n}' changed "
+            f"({', '.join(changed_files(recorded.get(n), now.get(n))) or 'its target/loader'})" for n in changed]

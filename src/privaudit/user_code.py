@@ -10,9 +10,19 @@ byte-identical while no user file changed (sorted keys, no timestamps, paths rel
 repository), so DVC then skips everything downstream; editing a trainer changes its hash and
 reruns exactly the audits of the defenders it can affect.
 
-Only the file the import path resolves to is hashed, not the modules it imports in turn: a
-trainer split over several files should keep its recipe in the target file or re-state it in
-``options``.
+Besides the target and loader files, the user's **local modules they import** are hashed
+(:func:`local_imports`): every ``import``/``from … import`` statement of the file (anywhere in it,
+conditional ones included) is resolved, without executing anything, to a source file under the
+repository root (the stages' working directory, first on ``sys.path``) or next to the importing
+file, and followed recursively; a package's ``__init__.py`` files count too. Not seen (the limit,
+documented in the README): imports by computed names (``importlib.import_module(name)``,
+``__import__``), ``sys.path`` edits, installed packages outside the repository (their versions are
+the environment's business), non-Python files the trainer reads, and ``privaudit`` itself (a DVC
+dependency of every stage already).
+
+:func:`untracked_files` lists the hashed files git does not track: ``dvc exp run`` commits only
+tracked files, so such a file would silently be left out of the experiment; the stage refuses
+to run then.
 
 Resolution never imports torch or the user's module itself: a file path is taken as it is
 (relative to the repository root, as the stages run there), and a module path is located with
@@ -22,15 +32,18 @@ defender's own import would.
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import importlib.util
+import subprocess
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-__all__ = ["UserCodeError", "resolve_module_file", "user_code_manifest", "python_defenders"]
+__all__ = ["UserCodeError", "code_files", "local_imports", "python_defenders", "resolve_module_file",
+           "untracked_files", "user_code_manifest"]
 
 #: the spec keys that name user code, in the order they are reported
 CODE_KEYS = ("target", "loader")
@@ -116,8 +129,11 @@ def python_defenders(params: Mapping[str, Any]) -> list[tuple[str, dict[str, Any
     return found
 
 
-def user_code_manifest(params: Mapping[str, Any], root: Path) -> dict[str, dict[str, str]]:
-    """``{defender name: {target, target_file, sha256[, loader, loader_file, loader_sha256]}}``.
+def user_code_manifest(params: Mapping[str, Any], root: Path) -> dict[str, dict[str, Any]]:
+    """``{defender name: {target, target_file, sha256[, loader, loader_file, loader_sha256][, imports]}}``.
+
+    ``imports`` (only when there are any): ``{file: sha256}`` of the local modules the target and
+    loader import, directly or through each other (:func:`local_imports`).
 
     Args:
         params: the raw ``params.yaml`` mapping (unvalidated is fine; only ``defenders`` is read).
@@ -133,12 +149,13 @@ def user_code_manifest(params: Mapping[str, Any], root: Path) -> dict[str, dict[
             or two python defenders share a name.
     """
     root = Path(root)
-    manifest: dict[str, dict[str, str]] = {}
+    manifest: dict[str, dict[str, Any]] = {}
     for where, spec in python_defenders(params):
         name = str(spec.get("name") or where)
         if name in manifest:
             raise UserCodeError(f"{where}.name: defender name {name!r} is used twice")
         entry: dict[str, str] = {}
+        files: list[Path] = []
         for code_key in CODE_KEYS:
             value = spec.get(code_key)
             if value is None:
@@ -150,5 +167,134 @@ def user_code_manifest(params: Mapping[str, Any], root: Path) -> dict[str, dict[
             entry[code_key] = str(value)
             entry[f"{code_key}_file"] = _display(path, root)
             entry[f"{prefix}sha256"] = _sha256(path)
+            files.append(path)
+        imports = {_display(f, root): _sha256(f) for f in local_imports(files, root)}
+        if imports:  # absent for a self-contained trainer (its JSON stays as before)
+            entry["imports"] = imports  # type: ignore[assignment]
         manifest[name] = entry
     return manifest
+
+
+# --------------------------------------------------------------------------- local imports
+
+
+def _module_candidates(dotted: str, bases: Sequence[Path]) -> list[Path]:
+    """Source files ``dotted`` (``a.b.c``) can load under ``bases``: the module and its packages' ``__init__``."""
+    parts = dotted.split(".")
+    for base in bases:
+        found: list[Path] = []
+        for i in range(1, len(parts) + 1):
+            stem = base.joinpath(*parts[:i])
+            if (stem / "__init__.py").is_file():
+                found.append(stem / "__init__.py")
+            elif i == len(parts) and stem.with_suffix(".py").is_file():
+                found.append(stem.with_suffix(".py"))
+            elif i < len(parts) and stem.is_dir():
+                continue  # a namespace package: no file of its own
+            else:
+                break
+        else:
+            if found:
+                return found
+    return []
+
+
+def _imported_names(path: Path) -> list[tuple[int, str, list[str]]]:
+    """``(level, module, names)`` of every import statement in ``path`` (nothing is executed)."""
+    try:
+        tree = ast.parse(path.read_bytes(), filename=str(path))
+    except (SyntaxError, ValueError):
+        return []  # not parseable here: the import itself will fail loudly when the defender runs
+    found: list[tuple[int, str, list[str]]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [(0, alias.name, []) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            found.append((node.level, node.module or "", [alias.name for alias in node.names]))
+    return found
+
+
+def local_imports(files: Sequence[Path], root: Path) -> list[Path]:
+    """The repository's own source files that ``files`` import, directly or in turn (sorted, ``files`` left out).
+
+    A module is looked up under ``root`` (the stages' working directory, first on ``sys.path``)
+    and then next to the importing file; relative imports from the importing file's folder. Only
+    files inside ``root`` are returned, never ``privaudit`` itself (already a DVC dependency) nor
+    installed packages. Static: ``import``/``from … import`` statements only (see the module
+    docstring for what this cannot see).
+    """
+    root = Path(root).resolve()
+    seen = {Path(f).resolve() for f in files}
+    todo = list(seen)
+    found: set[Path] = set()
+    while todo:
+        current = todo.pop()
+        for level, module, names in _imported_names(current):
+            if level == 0 and module.split(".")[0] == "privaudit":
+                continue
+            if level:
+                base = current.parent  # ``from . import x``: the importing file's own package
+                for _ in range(level - 1):
+                    base = base.parent
+                bases = [base]
+            else:
+                bases = [root, current.parent]
+            targets = [module] if module else []
+            if names:  # ``from a import b``: b may be a submodule
+                targets += [f"{module}.{n}" if module else n for n in names if n != "*"]
+            for dotted in targets:
+                for cand in _module_candidates(dotted, bases):
+                    cand = cand.resolve()
+                    if cand in seen or not cand.is_relative_to(root):
+                        continue
+                    seen.add(cand)
+                    found.add(cand)
+                    todo.append(cand)
+    return sorted(found)
+
+
+def code_files(entry: Mapping[str, Any]) -> list[str]:
+    """Every file a :func:`user_code_manifest` entry hashes (target, loader, imports), as recorded."""
+    files = [entry[k] for k in ("target_file", "loader_file") if entry.get(k)]
+    return sorted(set(files) | set(entry.get("imports") or {}))
+
+
+def changed_files(before: Mapping[str, Any] | None, after: Mapping[str, Any] | None) -> list[str]:
+    """The files whose hash differs between two manifest entries of one defender (added/removed included)."""
+    def hashes(entry: Mapping[str, Any] | None) -> dict[str, str]:
+        if not entry:
+            return {}
+        out = dict(entry.get("imports") or {})
+        for file_key, hash_key in (("target_file", "sha256"), ("loader_file", "loader_sha256")):
+            if entry.get(file_key):
+                out[entry[file_key]] = entry.get(hash_key, "")
+        return out
+
+    a, b = hashes(before), hashes(after)
+    return sorted(f for f in set(a) | set(b) if a.get(f) != b.get(f))
+
+
+def untracked_files(manifest: Mapping[str, Mapping[str, Any]], root: Path) -> list[str]:
+    """The hashed files inside ``root`` that git does not track (``[]`` outside a git work tree or without git).
+
+    ``dvc exp run`` records only files git tracks: an untracked trainer or helper would be left
+    out of the experiment (and of ``--temp``/``--queue`` runs) without a word.
+    """
+    root = Path(root).resolve()
+    files = sorted({f for entry in manifest.values() for f in code_files(entry) if not Path(f).is_absolute()})
+    if not files:
+        return []
+    try:
+        inside = subprocess.run(["git", "rev-parse", "--is-inside-work-tree"], cwd=root, capture_output=True,
+                                text=True, timeout=30)
+        if inside.returncode != 0 or inside.stdout.strip() != "true":
+            return []
+        tracked = subprocess.run(["git", "ls-files", "--full-name", "-z", "--", *files], cwd=root,
+                                 capture_output=True, text=True, timeout=30, check=True)
+        top = subprocess.run(["git", "rev-parse", "--show-toplevel"], cwd=root, capture_output=True, text=True,
+                             timeout=30, check=True).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return []
+    prefix = root.relative_to(Path(top).resolve()).as_posix() if top else "."
+    known = {name for name in tracked.stdout.split("\0") if name}
+    return [f for f in files if (f if prefix == "." else f"{prefix}/{f}") not in known]

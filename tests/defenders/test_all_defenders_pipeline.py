@@ -25,6 +25,7 @@ def test_every_kind_trains_through_dvc(repo_root: Path, tmp_path: Path) -> None:
     assert {d["kind"] for d in params["defenders"]} == set(known_kinds())
     ws = make_workspace(repo_root, tmp_path / "ws", params)
     shutil.copytree(repo_root / "examples", ws / "examples", ignore=shutil.ignore_patterns("__pycache__"))
+    run(["git", "add", "examples"], ws)  # the user_code stage refuses trainer files git does not track
     run([sys.executable, "-m", "dvc", "repro", "defenders"], ws)
     out = ws / "data" / "defenders"
     for spec in params["defenders"]:

@@ -220,3 +220,29 @@ def test_accuracy_of_native_heads_matches_the_torch_path_on_digits(kernel) -> No
         acc[f] = float((logits.argmax(2) == ye).double().mean())
     assert acc["native"] > 0.85
     assert abs(acc["native"] - acc["gather"]) < 0.01
+
+
+def test_an_upgraded_compiler_gets_a_fresh_build(monkeypatch, tmp_path) -> None:
+    """Issue 28 item 1: the build cache is keyed on the compiler's ``--version`` too, not only its command."""
+    import shutil
+
+    real = shutil.which("cc") or shutil.which("gcc")
+    if real is None:
+        pytest.skip("no C compiler on this machine")
+    wrapper = tmp_path / "bin" / "mycc"
+    wrapper.parent.mkdir()
+    monkeypatch.setenv("CC", str(wrapper))
+    monkeypatch.setenv("PRIVAUDIT_NATIVE_CACHE", str(tmp_path / "cache"))
+    builds = []
+    for version in ("mycc 1.0", "mycc 1.0", "mycc 2.0"):
+        wrapper.write_text(f'#!/bin/sh\nif [ "$1" = --version ]; then echo "{version}"; exit 0; fi\nexec {real} "$@"\n')
+        wrapper.chmod(0o755)
+        native._reset()
+        try:
+            kernel = native.linear_dp_kernel()
+            assert kernel is not None, native.unavailable_reason()
+            builds.append(kernel.path)
+        finally:
+            native._reset()
+    assert builds[0] == builds[1] and builds[2] != builds[0]
+    assert len(list((tmp_path / "cache").rglob("*.so"))) == 2

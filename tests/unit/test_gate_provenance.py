@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
@@ -47,6 +48,10 @@ PARAMS = {"prep": {"n": 3}, "score": {"k": 1.0e-5, "opts": [1, {"a": None}]}, "o
           "defenders": [{"name": "u", "kind": "python", "target": "trainer.py:train"}]}
 
 
+#: the gate the report stage wrote, as recorded in dvc.lock (md5 of its bytes, as DVC 3 records it)
+GATE = b'{"passed": true}\n'
+
+
 def _lock(prep_md5: str = "p1", score_dep_prep: str = "p1", params: dict | None = None) -> dict:
     p = params or PARAMS
     return {"schema": "2.0", "stages": {
@@ -60,7 +65,7 @@ def _lock(prep_md5: str = "p1", score_dep_prep: str = "p1", params: dict | None 
                   "outs": [{"path": "data/scores", "md5": "s1.dir"}, {"path": "metrics/score.json", "md5": "m1"}]},
         "report": {"cmd": "x", "deps": [{"path": "data/scores", "md5": "s1.dir"}, {"path": "metrics/score.json", "md5": "m1"}],
                    "params": {"params.yaml": {"gate.min": p["gate"]["min"]}, "extra.yaml": {"title": "t"}},
-                   "outs": [{"path": "metrics/gate.json", "md5": "g-old"}]},
+                   "outs": [{"path": "metrics/gate.json", "hash": "md5", "md5": hashlib.md5(GATE).hexdigest()}]},
     }}
 
 
@@ -76,6 +81,7 @@ def repo(tmp_path: Path) -> Path:
     (tmp_path / "data" / "scores" / "a.parquet").write_bytes(b"scores")
     (tmp_path / "metrics").mkdir()
     (tmp_path / "metrics" / "score.json").write_text('{"s": 1}\n')
+    (tmp_path / "metrics" / "gate.json").write_bytes(GATE)
     (tmp_path / "trainer.py").write_text("def train(*a):\n    pass\n")
     from privaudit.artifacts import write_json
     from privaudit.user_code import user_code_manifest
@@ -180,3 +186,79 @@ def test_without_dvc_yaml_the_whole_params_file_counts(tmp_path: Path) -> None:
     assert provenance_drift(stamp, tmp_path) == []
     (tmp_path / "params.yaml").write_text("a: 2\n")
     assert provenance_drift(stamp, tmp_path) == ["the gate's params changed since it was computed (params.yaml)"]
+
+
+def test_edited_helper_module_of_the_trainer_is_stale(repo: Path) -> None:
+    """Issue 28 item 1: an edit one import away from the trainer makes the gate stale, naming the file."""
+    (repo / "trainer.py").write_text("from mylib import lr\ndef train(*a):\n    return lr.LR\n")
+    (repo / "mylib").mkdir()
+    (repo / "mylib" / "__init__.py").write_text("")
+    (repo / "mylib" / "lr.py").write_text("LR = 0.3\n")
+    from privaudit.artifacts import write_json
+    from privaudit.user_code import user_code_manifest
+
+    write_json(repo / "data" / "user_code.json", user_code_manifest(PARAMS, repo))  # the user_code stage ran
+    stamp = _stamp(repo)
+    assert provenance_drift(stamp, repo) == []
+    (repo / "mylib" / "lr.py").write_text("LR = 0.2\n")
+    assert provenance_drift(stamp, repo) == ["user code of defender 'u' changed (mylib/lr.py)"]
+
+
+def test_gate_or_report_not_the_one_dvc_lock_records_is_stale(repo: Path) -> None:
+    """Issue 28 item 2: `git checkout <rev> -- dvc.lock metrics && dvc checkout` failing on the report
+    (not in a fresh clone's cache) deleted it, and the old gate still read PASS."""
+    stamp = _stamp(repo)
+    lock = _lock()
+    (repo / "reports").mkdir()
+    (repo / "reports" / "audit.html").write_text("<html>report</html>")
+    (repo / "reports" / "plots").mkdir()
+    (repo / "reports" / "plots" / "b.csv").write_text("x\n1\n")
+    (repo / "reports" / "plots" / "a.png").write_bytes(b"png")
+    (repo / "reports" / "plots" / "__pycache__").mkdir()  # .dvcignore'd: DVC leaves it out of the hash
+    (repo / "reports" / "plots" / "__pycache__" / "x.pyc").write_bytes(b"1")
+    files = [{"md5": hashlib.md5(b"png").hexdigest(), "relpath": "a.png"},
+             {"md5": hashlib.md5(b"x\n1\n").hexdigest(), "relpath": "b.csv"}]
+    plots_md5 = hashlib.md5(json.dumps(files, sort_keys=True).encode()).hexdigest() + ".dir"  # DVC's folder hash
+    lock["stages"]["report"]["outs"] += [
+        {"path": "reports/audit.html", "hash": "md5", "md5": hashlib.md5(b"<html>report</html>").hexdigest()},
+        {"path": "reports/plots", "hash": "md5", "md5": plots_md5}]
+    (repo / "dvc.lock").write_text(yaml.safe_dump(lock, sort_keys=False))
+    assert provenance_drift(stamp, repo) == []
+
+    (repo / "reports" / "audit.html").unlink()
+    assert provenance_drift(stamp, repo) == ["reports/audit.html is missing (an output of stage 'report' in dvc.lock)"]
+    (repo / "reports" / "audit.html").write_text("<html>another run</html>")
+    (repo / "reports" / "plots" / "a.png").write_bytes(b"other png")
+    (repo / "metrics" / "gate.json").write_text('{"passed": false}\n')  # a gate the lock does not record
+    assert provenance_drift(stamp, repo) == [
+        "metrics/gate.json is not the version dvc.lock records for stage 'report'",
+        "reports/audit.html is not the version dvc.lock records for stage 'report'",
+        "reports/plots is not the version dvc.lock records for stage 'report'"]
+
+
+def test_changed_code_or_external_data_since_the_pipeline_ran_is_stale(repo: Path) -> None:
+    """Issue 28 item 1: a gate computed from code (or raw data) that has changed since is not served."""
+    from privaudit.provenance import _dvcignore, dvc_md5
+
+    (repo / "src" / "lib").mkdir(parents=True)
+    (repo / "src" / "lib" / "core.py").write_text("LR = 0.3\n")
+    (repo / "src" / "lib" / "__pycache__").mkdir()  # .dvcignore'd, as DVC ignores it
+    (repo / "src" / "lib" / "__pycache__" / "core.pyc").write_bytes(b"1")
+    (repo / "data" / "external").mkdir(parents=True)
+    (repo / "data" / "external" / "table.csv").write_text("a,b\n1,2\n")
+    lock = _lock()
+    ext = dvc_md5(repo / "data" / "external", None, repo)
+    lib = dvc_md5(repo / "src" / "lib", _dvcignore(repo), repo)
+    assert lib != dvc_md5(repo / "src" / "lib", None, repo)  # the .pyc is left out, as DVC leaves it out
+    lock["stages"]["prep"]["deps"] = [{"path": "data/external", "hash": "md5", "md5": ext}]
+    lock["stages"]["score"]["deps"].append({"path": "src/lib", "hash": "md5", "md5": lib})
+    lock["stages"]["report"]["deps"].append({"path": "src/lib", "hash": "md5", "md5": lib})
+    (repo / "dvc.lock").write_text(yaml.safe_dump(lock, sort_keys=False))
+    stamp = _stamp(repo)
+    assert provenance_drift(stamp, repo) == []
+
+    (repo / "src" / "lib" / "core.py").write_text("LR = 0.2\n")
+    (repo / "data" / "external" / "table.csv").write_text("a,b\n1,3\n")
+    assert provenance_drift(stamp, repo) == [
+        "data/external changed since the gate's pipeline ran (a dependency of stage(s) 'prep')",
+        "src/lib changed since the gate's pipeline ran (a dependency of stage(s) 'report', 'score')"]

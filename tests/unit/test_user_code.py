@@ -108,3 +108,58 @@ def test_stage_fails_cleanly_on_a_bad_target(tmp_path: Path, capsys: pytest.Capt
     assert main(["--params", str(params), "--out", str(tmp_path / "u.json"), "--repo", str(tmp_path)]) == 1
     assert "defenders[0].target" in capsys.readouterr().err
     assert not (tmp_path / "u.json").exists()
+
+
+def test_local_modules_the_trainer_imports_are_hashed(tmp_path: Path) -> None:
+    """Issue 28 item 1: a helper module of the user's own is part of the trainer's hash."""
+    pkg = f"helpers_{uuid.uuid4().hex[:8]}"
+    (tmp_path / "trainers").mkdir()
+    (tmp_path / pkg / "sub").mkdir(parents=True)
+    (tmp_path / pkg / "__init__.py").write_text("")
+    (tmp_path / pkg / "sub" / "__init__.py").write_text("from . import deep\n")
+    (tmp_path / pkg / "sub" / "deep.py").write_text("LR = 0.3\n")
+    (tmp_path / pkg / "sub" / "unused.py").write_text("X = 1\n")
+    (tmp_path / "trainers" / "sibling.py").write_text("import numpy as np\nimport privaudit.hooks\n")
+    (tmp_path / "trainers" / "mine.py").write_text(
+        f"import os, numpy\nfrom {pkg}.sub import deep\n"
+        "def train(X, y, n_classes, seed):\n    import sibling  # next to the file\n    return deep.LR\n")
+    params = _params({"name": "mine", "kind": "python", "target": "trainers/mine.py:train"})
+
+    entry = user_code_manifest(params, tmp_path)["mine"]
+    assert sorted(entry["imports"]) == [f"{pkg}/__init__.py", f"{pkg}/sub/__init__.py", f"{pkg}/sub/deep.py",
+                                        "trainers/sibling.py"]  # not numpy, os, privaudit, unused.py
+    (tmp_path / pkg / "sub" / "deep.py").write_text("LR = 0.2\n")  # the reported edit, one import away
+    again = user_code_manifest(params, tmp_path)["mine"]
+    assert again["sha256"] == entry["sha256"]
+    assert again["imports"][f"{pkg}/sub/deep.py"] != entry["imports"][f"{pkg}/sub/deep.py"]
+
+    single = user_code_manifest(_params({"name": "u", "kind": "python", "target": f"{pkg}/sub/deep.py:LR"}),
+                                tmp_path)["u"]
+    assert "imports" not in single  # a self-contained file keeps the old manifest entry
+
+
+def _git(root: Path, *args: str) -> None:
+    subprocess.run(["git", *args], cwd=root, check=True, capture_output=True, timeout=60)
+
+
+def test_stage_refuses_an_untracked_trainer_or_helper(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 28 item 3: `dvc exp run` leaves untracked files out; the user_code stage says so and how to fix it."""
+    from stages.user_code import main
+
+    _git(tmp_path, "init", "-q")
+    (tmp_path / "t.py").write_text("import helper\n" + TRAINER)
+    (tmp_path / "helper.py").write_text("K = 1\n")
+    params = tmp_path / "params.yaml"
+    params.write_text("defenders:\n  - {name: u, kind: python, target: 't.py:train'}\n")
+    out = tmp_path / "u.json"
+    argv = ["--params", str(params), "--out", str(out), "--repo", str(tmp_path)]
+
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert "helper.py, t.py (code of defender(s) u) not tracked by git" in err
+    assert "`git add helper.py t.py`" in err and not out.exists()
+    _git(tmp_path, "add", "t.py")
+    assert main(argv) == 1
+    assert "`git add helper.py`" in capsys.readouterr().err
+    _git(tmp_path, "add", "helper.py")  # staged is enough: dvc exp run commits tracked files
+    assert main(argv) == 0 and out.exists()

@@ -9,8 +9,10 @@ hashes: :func:`privaudit.canaries.shards.shard_dir`).
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Literal, Protocol
 
 from privaudit.defenders.specs import DefenderSpecBase
@@ -81,6 +83,9 @@ class CanaryPlan:
         device: ``base.device`` as set (``auto``/``cpu``/``cuda``; part of the shard key).
         defenders: the audited defenders' specs, in params order (``canaries.defenders``).
         game3, lidp, compute: the ``game3``, ``lidp`` and ``compute`` params blocks.
+        user_code: ``(defender name, digest)`` of every audited ``kind: python`` defender: a hash of
+            its :func:`privaudit.user_code.user_code_manifest` entry (target, loader and the local
+            modules they import), so an edited trainer never reuses another trainer's shards.
     """
 
     seed: int
@@ -89,11 +94,26 @@ class CanaryPlan:
     game3: Game3TrialSettings
     lidp: LidpTrialSettings
     compute: ComputeSettings
+    user_code: tuple[tuple[str, str], ...] = ()
 
     @classmethod
-    def of(cls, params: ParamsWithCanaries) -> "CanaryPlan":
-        return cls(seed=params.base.seed, device=params.base.device, defenders=tuple(params.audited_defenders()),
-                   game3=params.game3, lidp=params.lidp, compute=params.compute)
+    def of(cls, params: ParamsWithCanaries, root: Path | None = None) -> "CanaryPlan":
+        """The plan of ``params``; user trainer files are resolved against ``root`` (default: the working
+        directory, where the stages import them from) and hashed (:mod:`privaudit.user_code`)."""
+        from privaudit.artifacts import dumps_json
+        from privaudit.user_code import user_code_manifest
+
+        defenders = tuple(params.audited_defenders())
+        python = [spec.model_dump(mode="json") for spec in defenders if spec.kind == "python"]
+        manifest = user_code_manifest({"defenders": python}, Path.cwd() if root is None else Path(root))
+        digests = {name: hashlib.sha256(dumps_json(entry).encode()).hexdigest() for name, entry in manifest.items()}
+        return cls(seed=params.base.seed, device=params.base.device, defenders=defenders,
+                   game3=params.game3, lidp=params.lidp, compute=params.compute,
+                   user_code=tuple(sorted(digests.items())))
+
+    def user_code_of(self, name: str) -> str | None:
+        """The digest of defender ``name``'s own code (``None``: not a ``kind: python`` defender)."""
+        return dict(self.user_code).get(name)
 
     def defender(self, name: str) -> DefenderSpecBase:
         """The spec of audited defender ``name`` (ValueError naming ``canaries.defenders`` otherwise)."""

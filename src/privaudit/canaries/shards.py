@@ -14,10 +14,14 @@ stage's outs before re-running it, which would throw finished work away)::
     <root>/<key>/<defender>-<spec hash>/<experiment>-<start>-<stop>.npz
 
 ``root`` is ``data/.shards/canaries`` (git- and DVC-ignored) and ``key`` a hash of everything
-that decides the shards' numbers: the library code (:func:`code_fingerprint`), the params that
-enter the training (``base.seed``,
-``base.device``, ``compute.block_trials``, the ``game3``/``lidp`` keys of the canary draws),
-one sub-directory per defender keyed by its spec. The inputs (features + split) are
+that decides the shards' numbers: the code of the whole privaudit package
+(:func:`code_fingerprint`), the versions of the numeric packages, the resolved device and the
+``PRIVAUDIT_NATIVE`` switch (:func:`environment_fingerprint`), the params that enter the training
+(``base.seed``, ``base.device``, ``compute.block_trials``, the ``game3``/``lidp`` keys of the
+canary draws); one sub-directory per defender keyed by its spec and, for a ``kind: python``
+defender, by the content of its trainer/loader files and the local modules they import
+(:attr:`CanaryPlan.user_code`). The key is computed where the stage runs: Dask workers are
+expected to run the same code and packages (the same environment). The inputs (features + split) are
 fingerprinted into every shard (``inputs_fingerprint``); :func:`missing_shards` with ``fs``
 treats a shard of other inputs as missing (it is then recomputed and overwritten). A shard is
 written atomically (temporary file, then rename), so a killed process leaves either a complete
@@ -33,8 +37,10 @@ Shards of other keys (old params or code) and of defenders no longer in the para
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
+import os
 import shutil
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -108,23 +114,53 @@ def _digest(obj: object) -> str:
     return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
+#: installed packages whose numerics decide the shards (trainers, linear algebra, accountants)
+NUMERIC_PACKAGES = ("numpy", "scipy", "scikit-learn", "torch", "opacus")
+
+
+@functools.lru_cache(maxsize=1)
 def code_fingerprint() -> str:
-    """sha256 of the library code that decides shard numbers (canaries, train, defenders), so an
-    upgraded privaudit never reuses shards of an older version."""
+    """sha256 of the whole privaudit package's code (every ``*.py`` and the ``*.c`` kernel source), so a
+    changed privaudit, of whatever module, never reuses shards of the code before it. Computed once per
+    process: the code a process runs is the code it imported."""
     pkg = Path(__file__).resolve().parents[1]
     h = hashlib.sha256()
-    for sub in ("canaries", "train", "defenders"):
-        for f in sorted((pkg / sub).glob("*.py")):
-            h.update(f.name.encode())
-            h.update(f.read_bytes())
+    for f in sorted(p for ext in ("*.py", "*.c") for p in pkg.rglob(ext)):
+        h.update(f.relative_to(pkg).as_posix().encode())
+        h.update(b"\0")
+        h.update(f.read_bytes())
     return h.hexdigest()[:16]
+
+
+def environment_fingerprint(device: str) -> dict[str, object]:
+    """What outside the code decides a shard's bits: the numeric packages' versions, the device the
+    trials train on (``base.device`` resolved) and the ``PRIVAUDIT_NATIVE`` switch (the fused kernel and
+    the torch path differ in the last bits)."""
+    from privaudit.features import resolve_device
+
+    native = os.environ.get("PRIVAUDIT_NATIVE", "1").strip().lower() not in ("0", "false", "no", "off")
+    return {"packages": dict(_package_versions()), "device": resolve_device(device), "native": native}
+
+
+@functools.lru_cache(maxsize=1)
+def _package_versions() -> tuple[tuple[str, str | None], ...]:
+    from importlib import metadata
+
+    versions: list[tuple[str, str | None]] = []
+    for name in NUMERIC_PACKAGES:
+        try:
+            versions.append((name, metadata.version(name)))
+        except metadata.PackageNotFoundError:
+            versions.append((name, None))
+    return tuple(versions)
 
 
 def shard_dir(root: Path, plan: CanaryPlan) -> Path:
     """Directory of the finished shards for this plan under ``root`` (see the module docstring)."""
     g, lp = plan.game3, plan.lidp
     key = {
-        "format": 1, "code": code_fingerprint(), "seed": plan.seed, "device": plan.device,
+        "format": 2, "code": code_fingerprint(), "env": environment_fingerprint(plan.device), "seed": plan.seed,
+        "device": plan.device,
         "block_trials": plan.compute.block_trials,
         "game3": {"canaries": g.canaries, "runs": g.runs},
         "lidp": {"trials": lp.trials, "k": lp.k_canaries(), "m": lp.m_null(), "type": lp.canary_type,
@@ -136,8 +172,10 @@ def shard_dir(root: Path, plan: CanaryPlan) -> Path:
 
 def shard_path(root: Path, plan: CanaryPlan, shard: Shard) -> Path:
     """Where ``shard`` lives: ``shard_dir/<defender>-<spec hash>/<experiment>-<start>-<stop>.npz``."""
-    spec = plan.defender(shard.defender)
-    return shard_dir(root, plan) / f"{shard.defender}-{_digest(spec.model_dump(mode='json'))[:10]}" / shard.filename
+    spec = plan.defender(shard.defender).model_dump(mode="json")
+    user_code = plan.user_code_of(shard.defender)  # a kind: python trainer's own files (and local imports)
+    digest = _digest(spec if user_code is None else {"spec": spec, "user_code": user_code})
+    return shard_dir(root, plan) / f"{shard.defender}-{digest[:10]}" / shard.filename
 
 
 def run_shard(plan: CanaryPlan, fs: FeatureSet, shard: Shard, device: str) -> dict[str, np.ndarray]:

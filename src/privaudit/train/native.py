@@ -29,7 +29,8 @@ formulations do.
 ``-O3 -std=gnu11 -ffp-contract=off -fno-fast-math -fPIC -shared -fopenmp`` (+ ``-mavx2`` on x86-64
 CPUs that have it: the same results, 4× faster than SSE2 here; without ``-fopenmp`` if the compiler
 lacks it: one thread), into ``$PRIVAUDIT_NATIVE_CACHE`` (default
-``~/.cache/privaudit/native``) under a hash of the source, the compiler and the flags, written
+``~/.cache/privaudit/native``) under a hash of the source, the compiler (command and ``--version``)
+and the flags, written
 atomically (concurrent workers may build at once). ``PRIVAUDIT_NATIVE=0`` turns the kernel off.
 When it cannot be built (no compiler) the trainer uses the torch path and warns once.
 """
@@ -91,12 +92,25 @@ def _cache_dir() -> Path:
     return Path(root) if root else Path.home() / ".cache" / "privaudit" / "native"
 
 
+def _compiler_version(cc: list[str]) -> str:
+    """``cc --version`` (part of the build's cache key: an upgraded compiler gets a fresh build)."""
+    try:
+        res = subprocess.run([*cc, "--version"], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.SubprocessError) as err:
+        return f"unknown ({err})"
+    return res.stdout.strip() or res.stderr.strip()
+
+
 def _build() -> Path:
-    """Compile the kernel (with OpenMP, else without: then one thread) unless already in the cache."""
-    base = [*_compiler(), *_FLAGS, *_arch_flags()]
+    """Compile the kernel (with OpenMP, else without: then one thread) unless already in the cache.
+
+    Cache key: the source, the compiler command and its ``--version``, the flags, the machine."""
+    cc = _compiler()
+    base = [*cc, *_FLAGS, *_arch_flags()]
+    version = _compiler_version(cc)
     errors = []
     for cmd in ([*base, "-fopenmp"], base):
-        key = hashlib.sha256(_SOURCE.read_bytes() + "\0".join(cmd + [platform.machine(), sys.platform]).encode())
+        key = hashlib.sha256(_SOURCE.read_bytes() + "\0".join(cmd + [version, platform.machine(), sys.platform]).encode())
         out = _cache_dir() / key.hexdigest()[:20] / "liblinear_dp.so"
         if out.exists():
             return out
