@@ -143,3 +143,23 @@ def test_the_coverage_check_can_fail(tmp_path: Path) -> None:
     keys = [_key(s) for s in readme_snippets(readme)]
     assert keys == ["dvc repro", "python -m flows.brand_new --fast"]
     assert _entries_for(keys[0]) and not _entries_for(keys[1])
+
+
+#: every file of examples/ and the tests that run it (a new example needs a test here)
+EXAMPLES: dict[str, tuple[str, ...]] = {
+    "params-all-defenders.yaml": ("tests/unit/test_example_params.py::test_example_is_accepted_by_load_params",
+                                  "tests/defenders/test_all_defenders_pipeline.py::test_every_kind_trains_through_dvc"),
+    "user_trainer.py": ("tests/defenders/test_user.py",),
+    "opacus_user_trainer.py": ("tests/whitebox/test_user_example.py::test_readme_user_trainer_is_audited_tightly_and_passes",),
+}
+
+
+def test_every_example_file_is_run_by_a_test() -> None:
+    files = {p.name for p in (ROOT / "examples").iterdir() if p.is_file() and not p.name.startswith(".")}
+    assert files == set(EXAMPLES), f"examples/ files without a test entry: {sorted(files ^ set(EXAMPLES))}"
+    for name, tests in EXAMPLES.items():
+        for item in tests:
+            path, _, test = item.partition("::")
+            text = (ROOT / path).read_text(encoding="utf-8")
+            assert f"examples/{name}" in text or name.removesuffix(".py") in text, (name, path)
+            assert not test or re.search(rf"^def {test}\(", text, flags=re.M), item
