@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -97,5 +98,7 @@ def test_canary_trials_one_shot_after_removing_the_shards(ws: Path, tmp_path: Pa
     subprocess.run(rm.split(), cwd=ws, check=False)
     assert not (ws / "data" / ".shards").exists()
     proc = _one_shot([*_readme_command("python -m flows.canary_trials"), "--workers", "1"], ws, tmp_path / "home")
-    assert proc.returncode in (0, 1) and _last_line(proc).startswith("release gate"), proc.stdout[-3000:]
+    done = re.fullmatch(r"computed (\d+) shard\(s\); release gate (passed|failed: .+)", _last_line(proc))
+    assert done and int(done.group(1)) > 0, proc.stdout[-3000:]
+    assert proc.returncode == (0 if done.group(2) == "passed" else 1)
     assert any((ws / "data" / ".shards").rglob("*")), "the flow computed no shard"
