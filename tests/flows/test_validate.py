@@ -155,7 +155,7 @@ def test_one_shot_command_audits_here_without_a_deployment(micro_workspace: Path
     (``ObjectNotFound``) and recorded nothing. Now the audit flow runs here as a subflow, and the drop is recorded.
 
     The harness server holds no deployment named like the served one, exactly as a temporary server; the
-    audit flow is a stand-in here (the real one end to end: ``tests/docs/test_readme_commands.py``).
+    audit flow is a stand-in here (the real one end to end: ``tests/readme/test_one_shot_flows.py``).
     """
     from prefect import flow
     from prefect.states import Completed, Failed
