@@ -8,10 +8,14 @@ loader the ``ingest`` stage uses), runs the ``source`` Great Expectations suite
   range, duplicate ids): publishes markdown artifact ``privaudit-data-validation`` listing the
   failed expectations and ends **Failed**; no audit is started and the recorded hash is kept;
 - **passed, unchanged** (content hash equal to the last validated one): Completed, no audit;
-- **passed, changed**: starts the audit deployment (``run_deployment``, not waiting for it) with
-  ``force=True`` (the data file is not a DVC dependency of ``ingest``, so an unforced
-  ``dvc repro`` would not see the new content) and, where the drop's name/path/label column
-  differ from ``params.yaml``, the matching ``dataset_*`` overrides; then records the hash.
+- **passed, changed**: starts the audit with ``force=True`` (the data file is not a DVC
+  dependency of ``ingest``, so an unforced ``dvc repro`` would not see the new content) and,
+  where the drop's name/path/label column differ from ``params.yaml``, the matching
+  ``dataset_*`` overrides; then records the hash. With ``audit_deployment`` set (the served
+  deployment, ``flows/deploy.py``) the audit is a run of that deployment (``run_deployment``,
+  not waited for); with ``audit_deployment=None`` (the one-shot ``python -m flows.validate``,
+  which may run on Prefect's temporary local server, where no deployment exists) it is
+  :func:`flows.audit.audit_flow`, run here as a subflow until it ends.
 
 Where the last validated hash lives (decision): a small JSON state file,
 ``<repo>/.dvc/tmp/privaudit-validated.json`` by default (DVC's git-ignored scratch folder),
@@ -40,9 +44,11 @@ from prefect import flow, get_run_logger, task
 from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import NO_CACHE
 from prefect.deployments import run_deployment
+from prefect.exceptions import ObjectNotFound
 from prefect.states import Completed, Failed, State
 
 from flows._dvc import resolve_repo
+from flows.audit import audit_flow
 from privaudit.artifacts import read_json, write_json
 from privaudit.data.sources import DataSourceError, SourceData, load_source
 from privaudit.validation import ValidationFailed, validate_source
@@ -152,10 +158,10 @@ def validate_flow(
     label_column: str | None = None,
     min_rows: int = 2,
     repo: str | None = None,
-    audit_deployment: str = AUDIT_DEPLOYMENT,
+    audit_deployment: str | None = AUDIT_DEPLOYMENT,
     state_file: str | None = None,
 ) -> State:
-    """Validate a data drop; start ``audit_deployment`` when it passes and its content changed.
+    """Validate a data drop; start the audit when it passes and its content changed.
 
     Args:
         path: the drop (``dataset.path``: a CSV, the Location ``.tgz``, an image folder);
@@ -164,7 +170,8 @@ def validate_flow(
         label_column: ``dataset.label_column`` (csv only).
         min_rows: smallest acceptable number of rows.
         repo: the DVC repository the audit runs in (default: this checkout).
-        audit_deployment: ``"<flow name>/<deployment name>"`` to start.
+        audit_deployment: ``"<flow name>/<deployment name>"`` to start (needs a Prefect server
+            where it is registered); ``None``: run the audit flow here, as a subflow, and wait.
         state_file: JSON file with the last validated hashes (default ``<repo>/.dvc/tmp/privaudit-validated.json``).
     """
     logger = get_run_logger()
@@ -192,32 +199,55 @@ def validate_flow(
                          data={"sha256": digest, "audit_flow_run_id": None})
 
     parameters = audit_parameters(root, dataset_name, path, label_column)
-    run = run_deployment(audit_deployment, parameters=parameters, timeout=0, as_subflow=False)
-    logger.info("data drop %s changed (sha256 %s → %s); started %s run %s", key,
-                (last or "none")[:12], digest[:12], audit_deployment, run.id)
-    record_state(state_path, {**state, key: {"sha256": digest, "audit_flow_run_id": str(run.id)}})
+    audit_passed: bool | None = None  # unknown: a deployment run is not waited for
+    if audit_deployment:
+        try:
+            run = run_deployment(audit_deployment, parameters=parameters, timeout=0, as_subflow=False)
+        except ObjectNotFound:
+            message = (f"validation passed, but audit_deployment={audit_deployment!r} is not registered on this "
+                       f"Prefect server: register it with `python -m flows.deploy`, or run "
+                       f"`python -m flows.validate` without --audit-deployment to audit in this process")
+            return Failed(message=message)
+        run_id, started = str(run.id), f"started audit flow run {run.id} of {audit_deployment}"
+    else:  # the one-shot command: no deployment to look up, the audit runs here
+        audit_state = audit_flow(**parameters, return_state=True)
+        run_id, audit_passed = str(audit_state.state_details.flow_run_id), audit_state.is_completed()
+        started = f"audit flow run {run_id} ran here: {audit_state.name}: {audit_state.message}"
+    logger.info("data drop %s changed (sha256 %s → %s); %s", key, (last or "none")[:12], digest[:12], started)
+    record_state(state_path, {**state, key: {"sha256": digest, "audit_flow_run_id": run_id}})
     create_markdown_artifact(
         f"# Data validation passed: `{dataset_name}` at `{path}`\n\nContent changed "
-        f"(sha256 `{digest[:12]}`); started audit run `{run.id}` of `{audit_deployment}`.\n",
+        f"(sha256 `{digest[:12]}`); {started}.\n",
         key="privaudit-data-validation", description="data drop validation")
-    return Completed(message=f"validation passed; data changed; started audit flow run {run.id}",
-                     data={"sha256": digest, "audit_flow_run_id": str(run.id)})
+    return Completed(message=f"validation passed; data changed; {started}",
+                     data={"sha256": digest, "audit_flow_run_id": run_id, "audit_passed": audit_passed})
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m flows.validate PATH --dataset-name csv --label-column label``: one run, exit 1 on Failed."""
+    """``python -m flows.validate PATH --dataset-name csv --label-column label``: one run, exit 1 on Failed.
+
+    Without ``--audit-deployment`` a changed, valid drop is audited in this process (no Prefect
+    server or deployment needed); exit 1 also when that audit's release gate fails.
+    """
     summary = (validate_flow.description or "").split("\n")[0]
     parser = argparse.ArgumentParser(prog="python -m flows.validate", description=summary)
     parser.add_argument("path", nargs="?", default=None)
     parser.add_argument("--dataset-name", default="csv")
     parser.add_argument("--label-column", default=None)
     parser.add_argument("--repo", default=None)
-    parser.add_argument("--audit-deployment", default=AUDIT_DEPLOYMENT)
+    parser.add_argument("--state-file", default=None,
+                        help="last validated hashes (default: <repo>/.dvc/tmp/privaudit-validated.json)")
+    parser.add_argument("--audit-deployment", default=None,
+                        help=f"start this deployment instead of auditing here (needs a Prefect server; the "
+                             f"served one is {AUDIT_DEPLOYMENT})")
     args = parser.parse_args(argv)
     state = validate_flow(path=args.path, dataset_name=args.dataset_name, label_column=args.label_column,
-                          repo=args.repo, audit_deployment=args.audit_deployment, return_state=True)
+                          repo=args.repo, audit_deployment=args.audit_deployment, state_file=args.state_file,
+                          return_state=True)
     print(state.message)
-    return 0 if state.is_completed() else 1
+    if not state.is_completed():
+        return 1
+    return 1 if state.result().get("audit_passed") is False else 0
 
 
 if __name__ == "__main__":

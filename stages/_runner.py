@@ -2,7 +2,7 @@
 
 Expected errors (bad params, bad data, unwritable outputs, failed validation: ``ValueError``
 and ``OSError`` with their subclasses) end the process with exit code 1 and a one-paragraph
-message naming the stage and the problem; anything else — a ``KeyError``, ``TypeError`` or
+message naming the stage and the problem (capped by :func:`privaudit.messages.cap`); anything else — a ``KeyError``, ``TypeError`` or
 ``AttributeError`` is a bug, not bad input — propagates with its traceback. Either way
 ``dvc repro`` stops at the failing stage.
 """
@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Callable
 
 from privaudit.config import Params, load_params
+from privaudit.messages import cap
 
 os.environ.setdefault("DO_NOT_TRACK", "1")
 os.environ.setdefault("GX_ANALYTICS_ENABLED", "False")
@@ -52,7 +53,7 @@ def run_stage(
         params = load_params(args.params)
         body(args, params)
     except EXPECTED_ERRORS as err:
-        print(f"stage {name} failed: {err}", file=sys.stderr)
+        print(f"stage {name} failed: {cap(str(err))}", file=sys.stderr)
         return 1
     return 0
 

@@ -2,14 +2,19 @@
 
 ``always_changed`` in dvc.yaml: runs on every ``dvc repro``, rewrites nothing when no user file
 changed (the JSON is canonical), so DVC reruns the stages depending on it only after a trainer
-edit. Reads ``params.yaml`` as plain YAML (no torch, no import of the user's module); see
-:mod:`privaudit.user_code`. Refuses (exit 1) when a hashed file is not tracked by git: ``dvc exp
+edit. As the first stage that runs on every ``dvc repro``, it validates the whole params file
+first (:func:`privaudit.config.load_params`), so a bad value anywhere — ``defenders[i].claimed_epsilon:
+-1`` — stops the pipeline here, before any stage works, even when the only stage that reads the key
+would be a later one. Validation imports a ``kind: python`` target's module (as every stage's does);
+the hashes themselves come from the plain YAML (see :mod:`privaudit.user_code`).
+It also refuses (exit 1) when a hashed file is not tracked by git: ``dvc exp
 run`` would leave it out of the experiment without a word.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 from pathlib import Path
@@ -17,6 +22,8 @@ from pathlib import Path
 import yaml
 
 from privaudit.artifacts import write_json
+from privaudit.config import load_params
+from privaudit.messages import cap
 from privaudit.user_code import UserCodeError, code_files, untracked_files, user_code_manifest
 
 
@@ -27,7 +34,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repo", type=Path, default=Path("."), help="repository root (default: .)")
     args = parser.parse_args(argv)
     try:
-        raw = yaml.safe_load(args.params.read_text(encoding="utf-8")) or {}
+        params_file = args.params.resolve()
+        with contextlib.chdir(args.repo):  # targets are repository paths, as in every stage (dvc runs them there)
+            load_params(params_file)  # every params error, before any stage runs (ParamsError is a ValueError)
+        raw = yaml.safe_load(params_file.read_text(encoding="utf-8")) or {}
         if not isinstance(raw, dict):
             raise ValueError(f"{args.params} must hold a mapping")
         root = Path(os.path.abspath(args.repo))
@@ -40,7 +50,7 @@ def main(argv: list[str] | None = None) -> int:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         write_json(args.out, manifest)  # canonical JSON: same bytes while no user file changed
     except (UserCodeError, ValueError, OSError, yaml.YAMLError) as err:
-        print(f"stage user_code failed: {err}", file=sys.stderr)
+        print(f"stage user_code failed: {cap(str(err))}", file=sys.stderr)
         return 1
     print(f"user_code: {len(manifest)} python defender(s) → {args.out}")
     return 0

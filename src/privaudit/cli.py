@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
+from privaudit.messages import cap
 from privaudit.metrics_files import GateResult, read_gate
 
 __all__ = ["EXIT_FAIL", "EXIT_PASS", "EXIT_USAGE", "check_fresh", "find_repo", "main", "print_verdict"]
@@ -103,7 +104,7 @@ def check_fresh(gate: GateResult, gate_path: Path, repo: Path) -> str | None:
     if not problems:
         return None
     shown = problems[:5] + ([f"and {len(problems) - 5} more"] if len(problems) > 5 else [])
-    return f"gate file {gate_path} is stale: " + "; ".join(shown) + f"; {STALE_HINT}"
+    return cap(f"gate file {gate_path} is stale: " + "; ".join(shown)) + f"; {STALE_HINT}"
 
 
 def _plain_verdict(gate: GateResult, out: TextIO) -> None:

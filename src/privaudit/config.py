@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, SerializeAsAny, ValidationErr
 
 from privaudit.defenders.specs import DefenderSpecBase, validate_defender_spec
 from privaudit.error_budget import DEFAULT_GATED, BudgetPlan, ErrorBudget, applicable_bounds, check_bound_kinds, plan_budget
+from privaudit.messages import MAX_VALUE_CHARS, cap
 
 
 class ParamsError(ValueError):
@@ -35,6 +36,14 @@ class BaseParams(_Strict):
     device: Literal["auto", "cpu", "cuda"] = "auto"
 
 
+#: what ``dataset.path`` must point to, per data set that needs one (the fix named by the error)
+_PATH_HINT = {
+    "csv": "your CSV file (comma-separated with a header row; .tsv/.tab files tab-separated)",
+    "location": "the Location data set's .tgz",
+    "imagefolder": "a folder holding one sub-folder of images per class",
+}
+
+
 class DatasetParams(_Strict):
     name: str = "digits"
     path: str | None = None
@@ -48,15 +57,21 @@ class DatasetParams(_Strict):
         if v in allowed or (v.startswith("torchvision:") and len(v) > len("torchvision:")):
             return v
         raise ValueError(
-            f"unknown data set {v!r}; allowed: {sorted(allowed)} or 'torchvision:<Name>'"
+            f"unknown data set {cap(repr(v), MAX_VALUE_CHARS)}; allowed: {sorted(allowed)} or 'torchvision:<Name>'"
         )
 
     @model_validator(mode="after")
     def _path_when_needed(self) -> "DatasetParams":
         if self.name in {"location", "csv", "imagefolder"} and not self.path:
-            raise ValueError(f"dataset.path is required when dataset.name is {self.name!r}")
+            raise ValueError(
+                f"dataset.path is required when dataset.name is {self.name!r} (got {self.path!r}): set it to "
+                f"{_PATH_HINT[self.name]}, best under data/external/ so that DVC sees it change"
+            )
         if self.name == "csv" and not self.label_column:
-            raise ValueError("dataset.label_column is required when dataset.name is 'csv'")
+            raise ValueError(
+                f"dataset.label_column is required when dataset.name is 'csv' (got {self.label_column!r}): "
+                "set it to the name of the CSV column that holds the labels"
+            )
         return self
 
 
@@ -78,7 +93,7 @@ class FeaturizeParams(_Strict):
         ):
             return v
         raise ValueError(
-            f"unknown backbone {v!r}; allowed: 'identity', 'efficientnet_lite0', 'torchvision:<model>'"
+            f"unknown backbone {cap(repr(v), MAX_VALUE_CHARS)}; allowed: 'identity', 'efficientnet_lite0', 'torchvision:<model>'"
         )
 
 
@@ -93,7 +108,7 @@ def check_attacker_names(names: list[str]) -> None:
     """Raise ValueError naming ``ltu.attackers`` and the unknown entry."""
     for n in names:
         if n not in ATTACKER_NAMES:
-            raise ValueError(f"ltu.attackers: unknown attacker {n!r}; allowed: {sorted(ATTACKER_NAMES)}")
+            raise ValueError(f"ltu.attackers: unknown attacker {cap(repr(n), MAX_VALUE_CHARS)}; allowed: {sorted(ATTACKER_NAMES)}")
     if len(set(names)) != len(names):
         raise ValueError(f"ltu.attackers lists an attacker twice: {names}")
 
@@ -339,7 +354,7 @@ class Params(_Strict):
             for name in self.canaries.defenders:
                 if name not in known:
                     raise ValueError(
-                        f"canaries.defenders names {name!r}, which is not in defenders: {sorted(known)}"
+                        f"canaries.defenders names {cap(repr(name), MAX_VALUE_CHARS)}, which is not in defenders: {sorted(known)}"
                     )
         return self
 
@@ -371,14 +386,24 @@ class Params(_Strict):
 
 
 def _format_validation_error(err: ValidationError) -> str:
+    """One line: ``invalid params: <key>: <what is allowed> (got <value>)``, problems joined by ``; ``, capped.
+
+    A validator's own message that already names a deeper key (``defenders[2].epsilon: …``,
+    ``dataset.path is required …``) is kept as it is, without the enclosing block's whole value.
+    """
     lines = []
     for e in err.errors():
         loc = ".".join(str(p) if not isinstance(p, int) else f"[{p}]" for p in e["loc"]).replace(".[", "[")
         msg = e["msg"].removeprefix("Value error, ")
         if e["type"] == "extra_forbidden":
             msg = "unknown key (check the spelling; see params.yaml in the repository for all keys)"
-        lines.append(f"  {loc or '<root>'}: {msg}" + (f" (got {e['input']!r})" if e["type"] not in {"extra_forbidden", "missing"} and not isinstance(e.get("input"), dict) else ""))
-    return "invalid params:\n" + "\n".join(lines)
+        if loc and msg.startswith(tuple(loc + end for end in ".[:= ")):
+            lines.append(msg)
+            continue
+        quoted = e["type"] not in {"extra_forbidden", "missing"} and not isinstance(e.get("input"), dict)
+        lines.append(f"{loc or '<root>'}: {msg}" + (f" (got {cap(repr(e['input']), MAX_VALUE_CHARS)})" if quoted else ""))
+    head = "invalid params: " if len(lines) == 1 else f"invalid params ({len(lines)} problems): "
+    return cap(head + "; ".join(lines))
 
 
 def parse_params(raw: dict[str, Any]) -> Params:

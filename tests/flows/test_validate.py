@@ -146,3 +146,55 @@ def test_content_hash_sees_any_change(tmp_path: Path) -> None:
     flipped = a.y.copy()
     flipped[0] = 1 - flipped[0]
     assert content_hash(type(a)(X=a.X, y=flipped, ids=a.ids, meta=a.meta)) != content_hash(a)
+
+
+def test_one_shot_command_audits_here_without_a_deployment(micro_workspace: Path, tmp_path: Path,
+                                                           monkeypatch: pytest.MonkeyPatch,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 28: ``python -m flows.validate PATH ...`` looked up a deployment the temporary server cannot have
+    (``ObjectNotFound``) and recorded nothing. Now the audit flow runs here as a subflow, and the drop is recorded.
+
+    The harness server holds no deployment named like the served one, exactly as a temporary server; the
+    audit flow is a stand-in here (the real one end to end: ``tests/readme/test_one_shot_flows.py``).
+    """
+    from prefect import flow
+    from prefect.states import Completed, Failed
+
+    calls: list[dict[str, Any]] = []
+    gate = {"passed": True}
+
+    @flow(name="stand-in-audit")
+    def stand_in(repo: str, force: bool, overrides: dict[str, Any] | None = None) -> Any:
+        calls.append({"repo": repo, "force": force, "overrides": overrides})
+        return Completed(message="release gate passed") if gate["passed"] else Failed(message="release gate failed: x")
+
+    monkeypatch.setattr(validate, "audit_flow", stand_in)
+    drop, state_file = write_drop(tmp_path / "drop.csv"), tmp_path / "state.json"
+    argv = [str(drop), "--dataset-name", "csv", "--label-column", "label", "--repo", str(micro_workspace),
+            "--state-file", str(state_file)]
+
+    assert validate.main(argv) == 0
+    out = capsys.readouterr().out
+    assert "validation passed; data changed; audit flow run" in out and "release gate passed" in out
+    assert calls == [{"repo": str(micro_workspace), "force": True, "overrides": {
+        "dataset_name": "csv", "dataset_path": str(drop.resolve()), "dataset_label_column": "label"}}]
+    [entry] = json.loads(state_file.read_text()).values()  # recorded as validated
+    assert entry["sha256"] == content_hash(load_source("csv", str(drop), "label")) and entry["audit_flow_run_id"]
+
+    assert validate.main(argv) == 0 and "unchanged" in capsys.readouterr().out  # no second audit
+    assert len(calls) == 1
+
+    gate["passed"] = False  # a new drop whose audit fails the gate: exit 1, the drop is still recorded
+    write_drop(drop, seed=5)
+    assert validate.main(argv) == 1
+    assert "release gate failed: x" in capsys.readouterr().out and len(calls) == 2
+
+
+def test_unregistered_deployment_fails_in_one_line(micro_workspace: Path, tmp_path: Path) -> None:
+    """Asked for a deployment the server does not have: a Failed state naming it and both fixes, no traceback."""
+    drop, state_file = write_drop(tmp_path / "drop.csv"), tmp_path / "state.json"
+    state = _run(micro_workspace, drop, "csv", state_file, audit="privaudit-audit/no-such-deployment")
+    assert state.is_failed()
+    assert "'privaudit-audit/no-such-deployment' is not registered" in state.message
+    assert "python -m flows.deploy" in state.message and "without --audit-deployment" in state.message
+    assert "\n" not in state.message and not state_file.exists()

@@ -142,9 +142,14 @@ def _git(root: Path, *args: str) -> None:
     subprocess.run(["git", *args], cwd=root, check=True, capture_output=True, timeout=60)
 
 
-def test_stage_refuses_an_untracked_trainer_or_helper(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_stage_refuses_an_untracked_trainer_or_helper(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     """Issue 28 item 3: `dvc exp run` leaves untracked files out; the user_code stage says so and how to fix it."""
     from stages.user_code import main
+
+    # `python -m stages.user_code`, run by dvc in the repository, has the repository on sys.path: the
+    # params validation imports the trainer, which imports its helper from there
+    monkeypatch.syspath_prepend(str(tmp_path))
 
     _git(tmp_path, "init", "-q")
     (tmp_path / "t.py").write_text("import helper\n" + TRAINER)

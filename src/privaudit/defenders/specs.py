@@ -17,6 +17,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, SerializeAsAny, ValidationError, field_validator
 
 from privaudit.defenders.user_target import resolve_target
+from privaudit.messages import MAX_VALUE_CHARS, cap
 
 
 class DefenderSpecBase(BaseModel):
@@ -67,7 +68,9 @@ def validate_defender_spec(raw: Any, where: str = "defenders[?]") -> DefenderSpe
         for e in err.errors():
             key = ".".join(str(p) for p in e["loc"])
             msg = "unknown key" if e["type"] == "extra_forbidden" else e["msg"].removeprefix("Value error, ")
-            parts.append(f"{where}.{key}: {msg}")
+            quoted = e["type"] not in {"extra_forbidden", "missing"} and not isinstance(e.get("input"), dict)
+            got = f" (got {cap(repr(e['input']), MAX_VALUE_CHARS)})" if quoted else ""
+            parts.append(f"{where}.{key}: {msg}{got}")
         raise ValueError("; ".join(parts)) from None
 
 

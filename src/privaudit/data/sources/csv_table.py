@@ -14,6 +14,30 @@ import numpy as np
 import pandas as pd
 
 from privaudit.data.sources.base import DataSourceError, SourceData, encode_labels, make_ids
+from privaudit.messages import MAX_VALUE_CHARS, cap
+
+#: separators a one-column header gives away (privaudit reads ',' and, for *.tsv/*.tab, tab only)
+_OTHER_SEPARATORS = (";", "\t", "|")
+
+
+def _other_separator(columns: list[str], sep: str) -> str | None:
+    """The separator a header parsed as ONE column seems to use instead of ``sep`` (``None``: no sign of one)."""
+    if len(columns) != 1:
+        return None
+    return next((s for s in _OTHER_SEPARATORS if s != sep and s in columns[0]), None)
+
+
+def _separator_message(path: Path, header: str, other: str) -> str:
+    """One line: which separator the file seems to use, what privaudit reads, and how to convert it."""
+    shown = "tab" if other == "\t" else repr(other)
+    if other == "\t":
+        fix = "name it *.tsv (tab-separated files are read by that name) or re-save it with ',' between columns"
+    else:
+        fix = (f"re-save it with ',' between columns, e.g. pandas.read_csv(path, sep={other!r}).to_csv(new_path, "
+               "index=False) (add decimal=',' when its numbers use decimal commas)")
+    return (f"dataset.path={str(path)!r} looks {shown}-separated: its header parses as one column "
+            f"{cap(repr(header), MAX_VALUE_CHARS)}; privaudit reads comma-separated files (tab-separated when "
+            f"the name ends in .tsv or .tab): {fix}")
 
 
 def load_csv(path: Path, label_column: str | None) -> SourceData:
@@ -46,10 +70,14 @@ def load_csv(path: Path, label_column: str | None) -> SourceData:
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, OSError, EOFError) as exc:
         raise DataSourceError(f"dataset.path={str(path)!r} cannot be parsed as a table: {exc}") from exc
     frame.columns = [str(c).strip() for c in frame.columns]
+    other = _other_separator(list(frame.columns), sep)
+    if other is not None:
+        raise DataSourceError(_separator_message(path, frame.columns[0], other))
     if label_column not in frame.columns:
+        columns = cap(repr(list(frame.columns)), 300)
         raise DataSourceError(
-            f"dataset.label_column={label_column!r} is not a column of dataset.path={str(path)!r}; "
-            f"columns are {list(frame.columns)[:20]}"
+            f"dataset.label_column={label_column!r} is not a column of dataset.path={str(path)!r}: set it to "
+            f"the label column's name; columns are {columns}"
         )
     if len(frame) == 0:
         raise DataSourceError(f"dataset.path={str(path)!r} has a header but no rows")

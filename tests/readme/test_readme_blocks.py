@@ -1,0 +1,83 @@
+"""The README's code blocks and its quick commands, run as written (issue 28: a README that drifts fails CI).
+
+Slow commands (whole pipelines, flows) are in ``test_one_shot_flows.py`` and ``test_review_commands.py``;
+``test_readme_coverage.py`` maps every README command to its test.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+from privaudit.config import parse_params
+from tests.readme.commands import README, block_text, readme_snippets
+
+ROOT = README.parent
+
+
+def _block(kind: str, first_line: str) -> str:
+    [snippet] = [s for s in readme_snippets() if s.kind == kind and s.text.startswith(first_line)]
+    return block_text(snippet.line)
+
+
+def test_readme_opacus_trainer_block_trains() -> None:
+    """The ```python block (the white-box user trainer): it runs and trains a linear head, seeded."""
+    import torch
+
+    namespace: dict = {}
+    exec(compile(_block("block:python", "import numpy as np, torch"), "README.md", "exec"), namespace)
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(120, 6)).astype(np.float32)
+    y = (X[:, 0] > 0).astype(np.int64)
+    kwargs = dict(epochs=2, batch_size=16)
+    head = namespace["train"](X, y, 2, 11, **kwargs)
+    assert isinstance(head, torch.nn.Linear) and head.weight.shape == (2, 6)
+    again = namespace["train"](X, y, 2, 11, **kwargs)
+    assert torch.equal(head.weight, again.weight)  # all randomness from `seed`
+
+
+def test_readme_defenders_yaml_block_is_valid_params(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The ```yaml block, put into params.yaml as the README says, passes ``config`` (its target imports)."""
+    monkeypatch.chdir(ROOT)
+    block = yaml.safe_load(_block("block:yaml", "defenders:"))
+    raw = {**yaml.safe_load((ROOT / "params.yaml").read_text(encoding="utf-8")), **block}
+    [spec] = parse_params(raw).defenders
+    assert spec.kind == "python" and spec.observable is True and spec.claimed_epsilon == 1.0
+
+
+def _make_targets() -> set[str]:
+    return set(re.findall(r"^([A-Za-z][\w-]*):", (ROOT / "Makefile").read_text(encoding="utf-8"), flags=re.M))
+
+
+def test_every_make_target_the_readme_names_exists() -> None:
+    """``make <target>`` in the README: each target is in the Makefile (the targets themselves: see the coverage map)."""
+    named = {s.text.split()[1] for s in readme_snippets() if s.kind == "command" and s.text.startswith("make ")}
+    assert {"audit", "test", "setup", "verdict", "test-all", "test-server"} <= named
+    assert named <= _make_targets(), sorted(named - _make_targets())
+
+
+@pytest.mark.parametrize("script", ["ltu_table1.py", "bench_ltu_retrain.py", "bench_sample_risk.py"])
+def test_readme_benchmark_commands_parse(script: str) -> None:
+    """Benchmarks print measurements (minutes to hours) and are not run here; the flags the README gives them are real."""
+    flags = {flag for s in readme_snippets() if f"benchmarks/{script}" in s.text for flag in re.findall(r"--[\w-]+", s.text)}
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    flags |= {f for f in re.findall(r"`(--[\w-]+)", text) if script == "ltu_table1.py" and f in {"--dataset", "--location-path"}}
+    proc = subprocess.run([sys.executable, f"benchmarks/{script}", "--help"], cwd=ROOT, capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    missing = sorted(f for f in flags if f not in proc.stdout)
+    assert not missing, f"README gives benchmarks/{script} flags it does not have: {missing}"
+
+
+def test_lidp_self_check_command(tmp_path: Path) -> None:
+    """``python -m stages.lidp --self-check 2``: the auditor on a Gaussian mechanism with known ε = 2."""
+    [command] = {s.text for s in readme_snippets() if s.text.startswith("python -m stages.lidp --self-check")}
+    proc = subprocess.run([sys.executable, *command.split()[1:]], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert "lidp self-check: Gaussian mechanism with eps=2" in proc.stdout
