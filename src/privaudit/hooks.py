@@ -25,8 +25,9 @@ adds noise or accounts by itself.  Per step it records (:class:`~privaudit.stats
 * ``N_t = p.grad − p.summed_grad`` after the ORIGINAL ``add_noise``, over all d coordinates
   (kept as ``‖N_t‖²``, ``Σ N_tj⁴``, ``cos(N_{t−1}, N_t)`` and ``Σ_t N_tj²``; O(d) memory).
 
-Not observed: steps that bypass the optimizer (``dp_sgd``'s empty-batch branch adds noise by
-hand; an unobserved step only lowers ε̂), and everything after ``add_noise`` (``scale_grad``, the
+Not observed: steps that bypass the optimizer (a loop that adds noise by hand on an empty Poisson
+batch; ``dp_sgd`` routes empty batches through the optimizer, observed as B_t = 0; an unobserved
+step only lowers ε̂), and everything after ``add_noise`` (``scale_grad``, the
 base optimizer's update).  Ghost clipping (``DPOptimizerFastGradientClipping``) has no
 per-example rows and is refused.  The ``grad_sample`` tensors the user's code sees after the step
 are the original ones (marked processed, as opacus marks them).
