@@ -168,6 +168,13 @@ class RunObservations:
         declared_dataset_size: what the trainer passed to ``hooks.watch`` (not trusted).
         declared_noise_multiplier: the optimizer's ``noise_multiplier`` attribute (not trusted).
         declared_max_grad_norm: the optimizer's ``max_grad_norm`` (the C of the canary).
+        noise_scale: (T,) the optimizer's declared noise standard deviation ``σ_t·C_t`` at each
+            step (its ``noise_multiplier`` × ``max_grad_norm`` when it added the noise; opacus's
+            noise and clip schedulers change them). Not trusted: the estimator uses it only as the
+            *shape* of the noise across steps, and tests that the observed noise follows it.
+            ``None`` when unknown.
+        coord_sq_scaled: (d,) ``Σ_t N_tj² / (σ_t C_t)²`` per coordinate (``None`` when some
+            declared scale is 0 or unknown).
     """
 
     batch_rows: NDArray[np.int64]
@@ -179,6 +186,8 @@ class RunObservations:
     declared_dataset_size: int | None = None
     declared_noise_multiplier: float | None = None
     declared_max_grad_norm: float | None = None
+    noise_scale: NDArray[np.float64] | None = None
+    coord_sq_scaled: NDArray[np.float64] | None = None
 
     def __post_init__(self) -> None:
         rows = np.asarray(self.batch_rows)
@@ -210,6 +219,19 @@ class RunObservations:
         if not np.all(np.isfinite(coord)) or np.any(coord < 0):
             raise ValueError("coord_sq must be finite and >= 0")
         arrays["coord_sq"] = coord
+        if self.noise_scale is not None:
+            scale = np.asarray(self.noise_scale, dtype=np.float64)
+            if scale.shape != (T,) or not np.all(np.isfinite(scale)) or np.any(scale < 0):
+                raise ValueError(f"noise_scale must be a ({T},) array of finite values >= 0 (σ_t·C_t per step), "
+                                 f"got shape {scale.shape}")
+            arrays["noise_scale"] = scale
+        if self.coord_sq_scaled is not None:
+            cs = np.asarray(self.coord_sq_scaled, dtype=np.float64)
+            if cs.shape != coord.shape or not np.all(np.isfinite(cs)) or np.any(cs < 0):
+                raise ValueError(f"coord_sq_scaled must be a finite ({coord.size},) array >= 0 like coord_sq")
+            if self.noise_scale is None:
+                raise ValueError("coord_sq_scaled needs noise_scale (the per-step scales it is divided by)")
+            arrays["coord_sq_scaled"] = cs
         for name, a in arrays.items():
             object.__setattr__(self, name, _readonly(a))
 
@@ -762,3 +784,24 @@ def estimate_whitebox(runs: Sequence[RunObservations], *, dataset_size: int, del
 def with_notes(result: WhiteboxResult, *notes: str) -> WhiteboxResult:
     """``result`` with ``notes`` appended (used by :func:`privaudit.whitebox_audit.whitebox_audit`)."""
     return replace(result, notes=result.notes + tuple(notes))
+
+
+def with_release_changes(result: WhiteboxResult, changes: Sequence[str]) -> WhiteboxResult:
+    """``result`` with the check ``release_model_watched``: failed (ε̂ = ∞, the first changes as
+    reasons) when something reached the released model outside the watched DP steps.
+
+    The accountant's bound covers the watched steps only; a parameter or buffer of the returned
+    model that changed elsewhere (fine-tuning, a second optimizer, data statistics, another model)
+    makes the released model's ε unbounded by anything the audit saw.
+    """
+    changes = list(changes)
+    if not changes:
+        check = WhiteboxCheck("release_model_watched", 0.0, 1.0, 0.0, True,
+                              "every parameter and buffer of the returned model changed only in watched DP steps")
+        return replace(result, checks=result.checks + (check,))
+    shown = "; ".join(changes[:3]) + (f"; and {len(changes) - 3} more" if len(changes) > 3 else "")
+    check = WhiteboxCheck("release_model_watched", float(len(changes)), 0.0, 0.0, False,
+                          f"the released model changed outside the watched DP steps: {shown}")
+    return replace(result, epsilon=math.inf, bound_source="changes outside watched steps",
+                   epsilon_method="not computed", checks=result.checks + (check,),
+                   reasons=(check.detail,) + result.reasons)
