@@ -20,15 +20,24 @@ adds noise or accounts by itself.  Per step it records (:class:`~privaudit.stats
   ``canary_scale``, ``C`` = ``optimizer.max_grad_norm``) is appended to every parameter's
   ``grad_sample``.  The ORIGINAL ``clip_and_accumulate`` runs once on the data alone (its sum is
   copied, then ``summed_grad`` is restored) and once on data + canary (kept for the real step);
-  ``Δ_t = ‖S_with − S_data‖₂`` (= C when clipping works, M·C when it is skipped).  The canary
-  therefore takes part in the audit run's training — an audit run is not the release run;
+  ``Δ_t = ‖S_with − S_data‖₂`` (= C when clipping works, M·C when it is skipped).  The canary is
+  a *shadow*: the step goes on with the data-only sum, so a watched run releases the same bits as
+  an unwatched one (``tests/whitebox/test_release_watch.py``) and the release run itself can be
+  watched;
 * ``N_t = p.grad − p.summed_grad`` after the ORIGINAL ``add_noise``, over all d coordinates
-  (kept as ``‖N_t‖²``, ``Σ N_tj⁴``, ``cos(N_{t−1}, N_t)`` and ``Σ_t N_tj²``; O(d) memory).
+  (kept as ``‖N_t‖²``, ``Σ N_tj⁴``, ``cos(N_{t−1}, N_t)`` and ``Σ_t N_tj²``; O(d) memory), and the
+  optimizer's declared noise std ``σ_t·C_t`` at that step (schedulers change it);
+* what reaches the released model: the watched parameters right after every watched step (the
+  instance's ``step`` is wrapped too) and, through a global forward pre-hook, every parameter and
+  buffer as a training forward pass first used it. :meth:`Recording.release_changes` lists
+  whatever changed outside a watched step (O(d) memory for the copies).
 
 Not observed: steps that bypass the optimizer (a loop that adds noise by hand on an empty Poisson
 batch; ``dp_sgd`` routes empty batches through the optimizer, observed as B_t = 0; an unobserved
-step only lowers ε̂), and everything after ``add_noise`` (``scale_grad``, the
-base optimizer's update).  Ghost clipping (``DPOptimizerFastGradientClipping``) has no
+step only lowers ε̂); inside the step, what comes after ``add_noise`` (``scale_grad``, the
+base optimizer's update: momentum, weight decay, the lr) is taken as post-processing; a tensor set
+from the data *before* the recording's first forward pass (e.g. a normalisation computed up front)
+is indistinguishable from a constant.  Ghost clipping (``DPOptimizerFastGradientClipping``) has no
 per-example rows and is refused.  The ``grad_sample`` tensors the user's code sees after the step
 are the original ones (marked processed, as opacus marks them).
 """
