@@ -1,4 +1,8 @@
-"""Stage featurize: embeddings with ``featurize.backbone`` → ``data/features/`` (float32 n×d, ids)."""
+"""Stage featurize: embeddings with ``featurize.backbone`` → ``data/features/`` (float32 n×d, ids).
+
+What the feature map fits (the ``identity`` backbone's column statistics) is fitted on the Reserved
+rows of ``data/split`` only, so no Defender row shapes the features outside the audited recipe.
+"""
 
 from __future__ import annotations
 
@@ -11,6 +15,7 @@ import numpy as np
 from privaudit.artifacts import atomic_dir, dumps_json, ensure_writable
 from privaudit.config import Params
 from privaudit.data.sources import read_source
+from privaudit.data.split import read_membership, reserved_mask
 from privaudit.determinism import configure_determinism
 from privaudit.features import featurize, resolve_device
 from privaudit.validation import validate_features, validate_source
@@ -22,6 +27,7 @@ META_FILE = "meta.json"
 
 def _args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--source", type=Path, default=Path("data/source"))
+    p.add_argument("--split", type=Path, default=Path("data/split"))
     p.add_argument("--out", type=Path, default=Path("data/features"))
 
 
@@ -30,10 +36,12 @@ def _body(args: argparse.Namespace, params: Params) -> None:
     ensure_writable(args.out)
     data = read_source(args.source)
     validate_source(data)  # input
+    fit_rows = reserved_mask(read_membership(args.split), data.ids)
     f = params.featurize
     device = resolve_device(params.base.device)
     configure_determinism(device)
-    X = featurize(data, f.backbone, device=device, batch_size=f.batch_size, image_size=f.image_size)
+    X = featurize(data, f.backbone, device=device, batch_size=f.batch_size, image_size=f.image_size,
+                  fit_rows=fit_rows)
     expected_dim = int(data.X[0].size) if f.backbone == "identity" and data.n else None
     validate_features(X, data.ids, data.ids, expected_dim)  # output, before it is moved into place
     with atomic_dir(args.out) as tmp:
@@ -41,6 +49,9 @@ def _body(args: argparse.Namespace, params: Params) -> None:
         (tmp / META_FILE).write_text(dumps_json({
             "backbone": f.backbone, "dim": int(X.shape[1]), "n": int(X.shape[0]),
             "n_classes": int(data.meta["n_classes"]), "dataset": data.meta.get("name"),
+            # what the feature map fitted on this data: only Reserved rows, and only for identity
+            "fitted_on": "reserved" if f.backbone == "identity" else "none",
+            "fit_rows": int(fit_rows.sum()) if f.backbone == "identity" else 0,
         }))
     print(f"featurize: {X.shape[0]}×{X.shape[1]} features with {f.backbone!r} on {device} → {args.out}")
 

@@ -19,12 +19,10 @@ from privaudit.canaries.plan import CanaryPlan
 from privaudit.canaries.sizes import check_canary_sizes, game3_canaries
 from privaudit.config import Params
 from privaudit.data.sources import read_source
-from privaudit.data.split import stratified_split
+from privaudit.data.split import MEMBERSHIP_FILE, stratified_split
 from privaudit.seeding import rng_for
 from privaudit.validation import validate_membership, validate_source
 from stages._runner import run_stage
-
-MEMBERSHIP_FILE = "membership.parquet"
 
 
 def _args(p: argparse.ArgumentParser) -> None:

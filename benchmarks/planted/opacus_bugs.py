@@ -191,15 +191,18 @@ class PlantedRecipe:
     train: Callable[..., LinearHead]
     caught_by: str  # "epsilon" (ε̂ > claim) or the name of the check that must fail
 
-    def true_epsilon(self, n: int, **options: Any) -> float | str:
-        """ε of the recipe as implemented, by the accountant where it applies ('inf' / 'n/a' otherwise)."""
+    def true_epsilon(self, n: int, *, true_by: str | None = None, **options: Any) -> float | str:
+        """ε of the recipe as implemented ('inf' / 'n/a' where no accountant applies): σ calibrated
+        with ``options['accountant']``, ε of the resulting mechanism by ``true_by`` (default: the same
+        accountant; 'prv' gives a sound upper end of the true ε)."""
         r = recipe(n, **options)
+        acc = true_by or r["accountant"]
         if self.name == "correct":
-            return _acc(r["sigma"], r["q"], r["steps"], r["delta"], r["accountant"])
+            return _acc(r["sigma"], r["q"], r["steps"], r["delta"], acc)
         if self.name == "sigma_div4":
-            return _acc(r["sigma"] / 4, r["q"], r["steps"], r["delta"], r["accountant"])
+            return _acc(r["sigma"] / 4, r["q"], r["steps"], r["delta"], acc)
         if self.name == "sigma_10x_data":
-            return _acc(recipe(10 * n, **options)["sigma"], r["q"], r["steps"], r["delta"], r["accountant"])
+            return _acc(recipe(10 * n, **options)["sigma"], r["q"], r["steps"], r["delta"], acc)
         if self.name in ("no_clipping", "no_noise", "noise_once_per_epoch", "reused_noise"):
             return "inf"
         return "n/a"

@@ -20,14 +20,24 @@ adds noise or accounts by itself.  Per step it records (:class:`~privaudit.stats
   ``canary_scale``, ``C`` = ``optimizer.max_grad_norm``) is appended to every parameter's
   ``grad_sample``.  The ORIGINAL ``clip_and_accumulate`` runs once on the data alone (its sum is
   copied, then ``summed_grad`` is restored) and once on data + canary (kept for the real step);
-  ``Δ_t = ‖S_with − S_data‖₂`` (= C when clipping works, M·C when it is skipped).  The canary
-  therefore takes part in the audit run's training — an audit run is not the release run;
+  ``Δ_t = ‖S_with − S_data‖₂`` (= C when clipping works, M·C when it is skipped).  The canary is
+  a *shadow*: the step goes on with the data-only sum, so a watched run releases the same bits as
+  an unwatched one (``tests/whitebox/test_release_watch.py``) and the release run itself can be
+  watched;
 * ``N_t = p.grad − p.summed_grad`` after the ORIGINAL ``add_noise``, over all d coordinates
-  (kept as ``‖N_t‖²``, ``Σ N_tj⁴``, ``cos(N_{t−1}, N_t)`` and ``Σ_t N_tj²``; O(d) memory).
+  (kept as ``‖N_t‖²``, ``Σ N_tj⁴``, ``cos(N_{t−1}, N_t)`` and ``Σ_t N_tj²``; O(d) memory), and the
+  optimizer's declared noise std ``σ_t·C_t`` at that step (schedulers change it);
+* what reaches the released model: the watched parameters right after every watched step (the
+  instance's ``step`` is wrapped too) and, through a global forward pre-hook, every parameter and
+  buffer as a training forward pass first used it. :meth:`Recording.release_changes` lists
+  whatever changed outside a watched step (O(d) memory for the copies).
 
-Not observed: steps that bypass the optimizer (``dp_sgd``'s empty-batch branch adds noise by
-hand; an unobserved step only lowers ε̂), and everything after ``add_noise`` (``scale_grad``, the
-base optimizer's update).  Ghost clipping (``DPOptimizerFastGradientClipping``) has no
+Not observed: steps that bypass the optimizer (a loop that adds noise by hand on an empty Poisson
+batch; ``dp_sgd`` routes empty batches through the optimizer, observed as B_t = 0; an unobserved
+step only lowers ε̂); inside the step, what comes after ``add_noise`` (``scale_grad``, the
+base optimizer's update: momentum, weight decay, the lr) is taken as post-processing; a tensor set
+from the data *before* the recording's first forward pass (e.g. a normalisation computed up front)
+is indistinguishable from a constant.  Ghost clipping (``DPOptimizerFastGradientClipping``) has no
 per-example rows and is refused.  The ``grad_sample`` tensors the user's code sees after the step
 are the original ones (marked processed, as opacus marks them).
 """
@@ -120,8 +130,17 @@ class Recording:
         self._quart: list[float] = []
         self._cos: list[float] = []
         self._coord: Any = None  # float64 torch tensor (d,)
+        self._coord_scaled: Any = None  # Σ_t (N_t / (σ_t C_t))², float64 (d,); None once a scale is 0
+        self._scale: list[float] = []  # declared σ_t·C_t per step
         self._prev: Any = None  # previous step's noise (float64, d)
         self._pending: _Pending | None = None
+        # what reaches the released model (issue 27): the watched parameters right after every
+        # watched step, and every tensor a training forward pass used, as first seen
+        self._owned: list[Any] = []  # the watched optimizers' parameters
+        self._after: list[Any] = []  # their values after the last watched step (or at watch time)
+        self._seen: dict[int, tuple[str, Any, Any]] = {}  # id → (label, tensor, value when first used)
+        self.changes: list[str] = []  # changes outside a watched DP step, in the order they were seen
+        self._forward_hook: Any = None
 
     # -- public -------------------------------------------------------------------------------
     @property
@@ -144,6 +163,10 @@ class Recording:
             batch_rows=np.asarray(self._rows, dtype=np.int64), sensitivity=np.asarray(self._sens),
             noise_sq=np.asarray(self._sq), noise_quartic=np.asarray(self._quart), noise_cos=np.asarray(self._cos),
             coord_sq=self._coord.numpy().copy(),
+            noise_scale=(np.asarray(self._scale, dtype=np.float64)
+                         if len(self._scale) == len(self._rows) and all(math.isfinite(r) for r in self._scale)
+                         else None),
+            coord_sq_scaled=None if self._coord_scaled is None else self._coord_scaled.numpy().copy(),
             declared_dataset_size=self.declared_dataset_sizes[0] if self.declared_dataset_sizes else None,
             declared_noise_multiplier=self.declared_noise_multiplier,
             declared_max_grad_norm=self.declared_max_grad_norm)
@@ -174,6 +197,7 @@ class Recording:
         if self._d is None:
             self._d = d
             self._coord = torch.zeros(d, dtype=torch.float64)
+            self._coord_scaled = torch.zeros(d, dtype=torch.float64)
             self._gen = torch.Generator().manual_seed(self.seed)
         elif d != self._d:
             raise ValueError(f"all optimizers watched in one run must train the same parameters: {d} != {self._d}")
@@ -185,7 +209,10 @@ class Recording:
             self.declared_max_grad_norm = float(opt.max_grad_norm)
         orig_clip = opt.clip_and_accumulate
         orig_noise = opt.add_noise
+        orig_step = opt.step
         rec = self
+        self._owned.extend(params)
+        self._after.extend(p.detach().clone() for p in params)
 
         def clip_and_accumulate() -> None:
             if not rec.open:
@@ -200,9 +227,84 @@ class Recording:
             rec._noise(opt)
             return None
 
+        def step(*args: Any, **kwargs: Any) -> Any:
+            if not rec.open:
+                return orig_step(*args, **kwargs)
+            rec._check_unchanged(f"before watched step {rec.steps}")
+            out = orig_step(*args, **kwargs)
+            rec._snapshot()
+            return out
+
         opt.clip_and_accumulate = clip_and_accumulate
         opt.add_noise = add_noise
+        opt.step = step
         setattr(opt, _MARK, self)
+
+    # -- what reaches the released model ------------------------------------------------------
+    def _snapshot(self) -> None:
+        for p, a in zip(self._owned, self._after):
+            a.copy_(p.detach())
+
+    def _check_unchanged(self, when: str) -> None:
+        import torch
+
+        for i, (p, a) in enumerate(zip(self._owned, self._after)):
+            if not torch.equal(p.detach(), a):
+                label = self._seen.get(id(p), (f"watched parameter {i} {tuple(p.shape)}",))[0]
+                self.changes.append(f"{label} changed outside a watched DP step ({when})")
+                a.copy_(p.detach())  # report each change once
+
+    def _on_forward(self, module: Any, _inputs: Any) -> None:
+        """Global forward pre-hook: remember every parameter and buffer as first used in training."""
+        for kind, named in (("parameter", module.named_parameters(recurse=False)),
+                            ("buffer", module.named_buffers(recurse=False))):
+            for name, t in named:
+                if t is not None and id(t) not in self._seen:
+                    self._seen[id(t)] = (f"{kind} {type(module).__name__}.{name} {tuple(t.shape)}", t,
+                                         t.detach().clone())
+
+    def _start(self) -> None:
+        import torch
+
+        self._forward_hook = torch.nn.modules.module.register_module_forward_pre_hook(self._on_forward)
+
+    def _stop(self) -> None:
+        if self._forward_hook is not None:
+            self._forward_hook.remove()
+            self._forward_hook = None
+
+    def release_changes(self, model: Any) -> list[str]:
+        """What reached ``model`` (the trainer's return value) outside the watched DP steps.
+
+        Every parameter and buffer of ``model`` (an ``nn.Module``, or an object holding one as an
+        attribute, e.g. ``self.net``) must be either a watched parameter, equal to its value
+        right after the last watched step, or a tensor that training used and that never changed
+        (a frozen layer, a constant buffer).  Listed, each with its name and when it changed:
+        updates between or after watched steps (fine-tuning, a second optimizer), parameters the
+        watched optimizer does not own that changed, buffers updated from data in training
+        forward passes (running statistics), and tensors no training forward used (the returned
+        model is not the one trained).  A model that exposes no torch tensor is listed too.
+        """
+        import torch
+
+        self._check_unchanged("after the last watched step")
+        out = list(self.changes)
+        owned = {id(p): i for i, p in enumerate(self._owned)}
+        tensors = _model_tensors(model)
+        if not tensors:
+            return out + [f"the returned {type(model).__name__} exposes no torch parameters (an nn.Module or an "
+                          "attribute holding one): the white-box audit cannot see what was released"]
+        for name, t in tensors:
+            if id(t) in owned:
+                continue  # compared with the post-step value above
+            seen = self._seen.get(id(t))
+            if seen is None:
+                out.append(f"{name} {tuple(t.shape)} of the returned model was not used by any training forward "
+                           "pass: the returned model is not the one the watched optimizer trained")
+            elif not torch.equal(t.detach(), seen[2]):
+                out.append(f"{name} ({seen[0]}) changed during training but is not trained by the watched "
+                           "DPOptimizer (a second optimizer, or a buffer computed from the data)")
+        return out
 
     # -- per step -----------------------------------------------------------------------------
     def _clip(self, opt: Any, orig_clip: Any) -> None:
@@ -231,8 +333,9 @@ class Recording:
         for p, g in zip(params, gs):
             p.grad_sample = g.view_as(g) if isinstance(g, torch.Tensor) else [x.view_as(x) for x in g]
         orig_clip()
+        kept = [p.summed_grad for p in params]  # the data-only sum: what the step uses, untouched below
         s_data = [None if p.summed_grad is None else p.summed_grad.detach().to(torch.float64).clone() for p in params]
-        # data + canary pass, kept for the real step
+        # data + canary pass on a copy (a shadow): measured, then dropped, so the canary never trains
         C = float(opt.max_grad_norm)
         u = torch.randn(self._d, generator=self._gen, dtype=torch.float64)
         u = u * (self.canary_scale * C / torch.linalg.vector_norm(u))
@@ -247,7 +350,7 @@ class Recording:
                 last = g[-1]
                 p.grad_sample = [x.view_as(x) for x in g[:-1]] + [
                     torch.cat([last, row.to(dtype=last.dtype, device=last.device)], dim=0)]
-            p.summed_grad = s
+            p.summed_grad = None if s is None else s.clone()
         orig_clip()
         sq = 0.0
         ok = True
@@ -257,8 +360,9 @@ class Recording:
                 break
             sq += float(torch.sum((p.summed_grad.detach().to(torch.float64) - sd) ** 2))
         pend.sensitivity = math.sqrt(sq) if ok else math.nan
-        for p, g in zip(params, gs):  # the user's code sees its own grad_sample, processed
+        for p, g, k in zip(params, gs, kept):  # the user's code sees its own grad_sample, processed
             p.grad_sample = g
+            p.summed_grad = k  # the step goes on with the data-only sum, bit for bit an unwatched one
             _mark_as_processed(g)
         return None
 
@@ -292,6 +396,33 @@ class Recording:
             self._cos.append(math.nan)
         self._prev = (n, sq)
         self._coord += n * n
+        nm, C = getattr(opt, "noise_multiplier", None), getattr(opt, "max_grad_norm", None)
+        if isinstance(nm, (int, float)) and isinstance(C, (int, float)) and math.isfinite(nm * C) and nm * C >= 0:
+            r = float(nm) * float(C)
+            self._scale.append(r)
+            if self._coord_scaled is not None:
+                if r > 0:
+                    self._coord_scaled += (n / r) ** 2
+                else:
+                    self._coord_scaled = None
+        else:  # a subclass without the attributes: no declared shape
+            self._scale.append(math.nan)
+            self._coord_scaled = None
+
+
+def _model_tensors(model: Any, _depth: int = 0) -> list[tuple[str, Any]]:
+    """(name, tensor) of every parameter and buffer of ``model`` or of the ``nn.Module`` attributes it holds."""
+    from torch import nn
+
+    if isinstance(model, nn.Module):
+        return [*model.named_parameters(), *model.named_buffers()]
+    if _depth >= 2 or not hasattr(model, "__dict__"):
+        return []
+    out: list[tuple[str, Any]] = []
+    for attr, value in vars(model).items():
+        for name, t in _model_tensors(value, _depth + 1):
+            out.append((f"{attr}.{name}", t))
+    return out
 
 
 @contextmanager
@@ -311,8 +442,10 @@ def recording(*, seed: int, canary_scale: float = 4.0) -> Iterator[Recording]:
     rec = Recording(seed=seed, canary_scale=canary_scale)
     token = _ACTIVE.set(rec)
     rec.open = True
+    rec._start()
     try:
         yield rec
     finally:
+        rec._stop()
         rec.open = False
         _ACTIVE.reset(token)

@@ -73,3 +73,58 @@ def test_constant_column_with_inexact_mean_is_exactly_zero() -> None:
     Z = standardize(X)
     assert np.all(Z[:, 0] == 0.0)
     np.testing.assert_allclose(Z[:, 1], (np.arange(7) - 3) / 2, rtol=1e-6)
+
+
+# --- nothing of the feature map is fitted on rows under audit (issue 27, item 4) -------------------
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), row=st.integers(0, 19), shift=st.floats(-1e3, 1e3, allow_nan=False))
+def test_a_defender_row_changes_no_other_row(seed: int, row: int, shift: float) -> None:
+    """Changing one Defender row (not in ``fit_rows``) changes that row's features only."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(40, 5))
+    fit = np.zeros(40, dtype=bool)
+    fit[20:] = True  # rows 0..19 are under audit
+    Y = X.copy()
+    Y[row] += shift
+    a, b = standardize(X, fit), standardize(Y, fit)
+    others = np.arange(40) != row
+    assert a[others].tobytes() == b[others].tobytes()
+
+
+def test_statistics_come_from_fit_rows_only() -> None:
+    rng = np.random.default_rng(5)
+    X = np.column_stack([rng.normal(3, 2, 60), rng.normal(-1, 5, 60)])
+    fit = rng.random(60) < 0.5
+    Z = standardize(X, fit)
+    np.testing.assert_allclose(Z[fit].mean(axis=0), 0.0, atol=1e-6)
+    np.testing.assert_allclose(Z[fit].std(axis=0), 1.0, atol=1e-5)
+    expected = (X - X[fit].mean(axis=0)) / X[fit].std(axis=0)
+    np.testing.assert_allclose(Z, expected, rtol=1e-5, atol=1e-5)
+    # the all-rows fit is a different map: the planted leak the mask removes
+    assert not np.allclose(standardize(X), Z)
+
+
+def test_column_constant_on_fit_rows_is_zero_everywhere() -> None:
+    X = np.column_stack([np.r_[np.zeros(5), np.arange(5.0)], np.arange(10.0)])
+    fit = np.r_[np.ones(5, dtype=bool), np.zeros(5, dtype=bool)]
+    Z = standardize(X, fit)
+    assert np.all(Z[:, 0] == 0.0)  # varies only on the rows under audit: carries nothing
+
+
+def test_bad_fit_rows_are_refused() -> None:
+    X = np.ones((4, 2))
+    with pytest.raises(ValueError, match=r"fit_rows must be a boolean mask of shape \(4,\)"):
+        standardize(X, np.array([0, 1]))
+    with pytest.raises(ValueError, match="no Reserved row.*split.defender_fraction"):
+        standardize(X, np.zeros(4, dtype=bool))
+
+
+def test_featurize_passes_fit_rows_to_identity() -> None:
+    data = load_source("digits", max_samples=50, rng=np.random.default_rng(1))
+    fit = np.arange(50) % 2 == 0
+    np.testing.assert_array_equal(featurize(data, "identity", fit_rows=fit), standardize(data.X, fit))

@@ -72,9 +72,9 @@ def test_estimate_is_below_the_accountant_and_reports_the_model() -> None:
     true = compose_epsilon([(3.0, 0.1, 48)], 1e-5, "rdp")[0]
     assert 0.6 * true < res.epsilon <= true and res.checks_passed and not res.overclaims(true)
     assert (res.runs, res.steps, res.total_steps, res.dimension, res.dataset_size) == (2, 48, 98, 27, 200)
-    assert res.bound_source == "pooled" and res.epsilon_method == "accountant"
+    assert res.bound_source == "pooled" and res.epsilon_method == "prv lower"
     assert res.neighbourhood == "add_remove" and res.threat_model == "white-box: every intermediate update visible"
-    assert "Poisson-subsampled Gaussian" in res.assumption and res.assumption.endswith("opacus's rdp")
+    assert "Poisson-subsampled Gaussian" in res.assumption and res.assumption.endswith("the point estimate is opacus's rdp")
     assert res.noise_multiplier == pytest.approx(res.noise_std_upper / res.sensitivity)
     with pytest.raises(dataclasses.FrozenInstanceError):
         res.epsilon = 0.0  # type: ignore[misc]

@@ -105,9 +105,13 @@ def test_unclipped_canary_shows_scale_times_c() -> None:
     np.testing.assert_allclose(rec.observations().sensitivity, 4.0, rtol=1e-5)
 
 
-def test_user_code_sees_its_own_grad_sample_and_the_canary_trains() -> None:
-    gsm, opt, _ = _setup()
+def test_user_code_sees_its_own_grad_sample_and_the_canary_stays_out_of_the_step() -> None:
+    ref_gsm, ref_opt, _ = _setup()  # the same step, unwatched
     x, y = _batch(12)
+    ref_opt.zero_grad(set_to_none=True)
+    nn.functional.cross_entropy(ref_gsm(x), y).backward()
+    ref_opt.step()
+    gsm, opt, _ = _setup()
     with hooks.recording(seed=0) as rec:
         hooks.watch(opt, dataset_size=50)
         opt.zero_grad(set_to_none=True)
@@ -119,6 +123,8 @@ def test_user_code_sees_its_own_grad_sample_and_the_canary_trains() -> None:
     assert all(getattr(g, "_processed", False) for g in after)
     assert all(p.summed_grad.shape == p.shape for p in opt.params)
     assert rec.steps == 1
+    for p, r in zip(opt.params, ref_opt.params):  # the data-only clipped sum and the same update, bit for bit
+        assert torch.equal(p.summed_grad, r.summed_grad) and torch.equal(p, r)
 
 
 def test_virtual_steps_get_one_canary_and_summed_rows() -> None:

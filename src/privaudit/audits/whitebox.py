@@ -32,7 +32,7 @@ from privaudit import hooks
 from privaudit.compat.opacus_warnings import opacus_noise_filtered
 from privaudit.defenders.specs import DefenderSpecBase, PythonSpec
 from privaudit.seeding import int_seed
-from privaudit.stats.whitebox import WhiteboxResult, estimate_whitebox, with_notes
+from privaudit.stats.whitebox import WhiteboxResult, estimate_whitebox, with_notes, with_release_changes
 
 __all__ = ["CITATION", "WhiteboxResult", "defender_trainer", "python_trainer", "run", "whitebox_audit", "whitebox_audit_heads",
            "whitebox_metrics"]
@@ -135,9 +135,11 @@ def whitebox_audit(trainer: FitFn | _HasFit, X: np.ndarray, y: np.ndarray, *, ru
     n = int(X_arr.shape[0])
     observed = []
     notes: list[str] = []
+    changes: list[str] = []
     for i in range(int(runs)):
         with hooks.recording(seed=int_seed(int(seed), "whitebox", "canary", i), canary_scale=canary_scale) as rec:
-            fit(X, y, int_seed(int(seed), "whitebox", "fit", i))
+            model = fit(X, y, int_seed(int(seed), "whitebox", "fit", i))
+            changes.extend(f"run {i}: {c}" for c in rec.release_changes(model))
         if rec.optimizers == 0:
             raise hooks.WatchNotCalledError(
                 f"trainer {name} never called privaudit.hooks.watch(optimizer, dataset_size=len(X)) during audit "
@@ -158,6 +160,7 @@ def whitebox_audit(trainer: FitFn | _HasFit, X: np.ndarray, y: np.ndarray, *, ru
     with opacus_noise_filtered(accountant):  # PRV's domain sizing warns through RDP (privaudit.compat.opacus_warnings)
         result = estimate_whitebox(observed, dataset_size=n, delta=float(delta), level=float(level),
                                    accountant=accountant, canary_scale=float(canary_scale))
+    result = with_release_changes(result, changes)
     return with_notes(result, *notes) if notes else result
 
 

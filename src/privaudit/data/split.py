@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 from privaudit.seeding import draw_seed
@@ -54,3 +56,38 @@ def stratified_split(
     role = np.full(n, ROLE_RESERVED, dtype=object)
     role[def_idx] = ROLE_DEFENDER
     return pd.DataFrame({"id": ids.astype(str), "label": y.astype(np.int64), "role": role.astype(str)})
+
+
+MEMBERSHIP_FILE = "membership.parquet"
+
+
+def read_membership(split_dir: Path) -> pd.DataFrame:
+    """Read ``<split_dir>/membership.parquet`` (columns id, label, role); nothing is unpickled.
+
+    Raises:
+        FileNotFoundError: the file is missing (names it and the stage that writes it).
+        ValueError: the file is truncated or corrupt (names it).
+    """
+    path = Path(split_dir) / MEMBERSHIP_FILE
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} not found (run the split stage: dvc repro split)")
+    try:
+        return pd.read_parquet(path)
+    except Exception as err:  # pyarrow raises several types for a truncated/corrupt file
+        raise ValueError(f"{path} is truncated or corrupt: {err}") from None
+
+
+def reserved_mask(membership: pd.DataFrame, ids: np.ndarray) -> np.ndarray:
+    """``(n,)`` boolean mask of the samples ``ids`` that are Reserved (not under audit).
+
+    Raises:
+        ValueError: an id of ``ids`` is not in the membership table (the split is from another
+            source: rerun ``dvc repro split``).
+    """
+    roles = membership.set_index("id")["role"]
+    ids = np.asarray(ids).astype(str)
+    missing = np.setdiff1d(ids, roles.index.to_numpy().astype(str))
+    if len(missing):
+        raise ValueError(f"{len(missing)} sample ids are not in the split (e.g. {missing[:3].tolist()}): "
+                         f"the split is from another source; run dvc repro split")
+    return roles.loc[ids].to_numpy() == ROLE_RESERVED

@@ -118,20 +118,16 @@ class DpSgdDefender(TorchHeadDefender[DpSgdSpec]):
         Xt = torch.as_tensor(np.ascontiguousarray(X), dtype=torch.float32, device=self.device)
         yt = torch.as_tensor(y, dtype=torch.long, device=self.device)
         loss_fn = nn.CrossEntropyLoss()
-        params = [p for p in gsm.parameters() if p.requires_grad]
         # torch warns on every run that the hook fires on the data layer: noise (privaudit.compat.opacus_warnings)
         with opacus_noise_filtered():
             for _ in range(steps):
                 idx = np.flatnonzero(rng.random(n) < q)
                 opt.zero_grad(set_to_none=True)
-                if len(idx) == 0:  # an empty Poisson batch: the update is noise only
-                    with torch.no_grad():
-                        for p in params:
-                            noise = torch.normal(0.0, sigma * self.spec.max_grad_norm, size=p.shape,
-                                                 generator=noise_gen, device=self.device)
-                            p.add_(noise / self.spec.batch_size, alpha=-self.spec.lr)
-                    continue
-                it = torch.as_tensor(idx, device=self.device)
+                # An empty Poisson batch goes through the optimizer like any other: opacus sums zero
+                # per-example rows and adds the same noise (the mean loss of no row is NaN, but its
+                # per-example gradients have no row, so nothing NaN reaches the step). The white-box
+                # hook then observes the step as B_t = 0 instead of missing it.
+                it = torch.as_tensor(idx, dtype=torch.long, device=self.device)
                 loss_fn(gsm(Xt[it]), yt[it]).backward()
                 opt.step()
         gsm.zero_grad(set_to_none=True)

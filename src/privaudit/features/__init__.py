@@ -30,8 +30,13 @@ def featurize(
     device: str = "cpu",
     batch_size: int = 64,
     image_size: int | None = None,
+    fit_rows: np.ndarray | None = None,
 ) -> np.ndarray:
     """Embed every sample of ``data`` with ``featurize.backbone``.
+
+    Nothing of the feature map is fitted on rows under audit: the ``identity`` backbone takes its
+    column statistics from ``fit_rows`` (the featurize stage passes the Reserved rows), and the
+    pretrained backbones fit nothing on ``data`` (their weights come from public data sets).
 
     Args:
         data: the source; pretrained backbones need ``meta["modality"] == "image"``.
@@ -40,6 +45,9 @@ def featurize(
         batch_size: images per forward pass (pretrained backbones).
         image_size: side length images are resized to; ``None`` = what the backbone was
             trained at (224 for efficientnet-lite0/resnet/vgg, 384 for efficientnet_v2_s).
+        fit_rows: ``(n,)`` boolean mask of the rows not under audit that the ``identity``
+            backbone's statistics come from (:func:`~privaudit.features.identity.standardize`);
+            ``None`` = all rows (only right when no row is under audit).
 
     Returns:
         ``(n, d)`` float32 array, row ``i`` for ``data.ids[i]``.
@@ -51,7 +59,7 @@ def featurize(
     if not isinstance(backbone, str):
         raise ValueError(f"featurize.backbone must be one of {list(BACKBONES)}, got {backbone!r}")
     if backbone == "identity":
-        return standardize(data.X)
+        return standardize(data.X, fit_rows)
     if backbone != "efficientnet_lite0" and not backbone.startswith("torchvision:"):
         raise ValueError(f"featurize.backbone must be one of {list(BACKBONES)}, got {backbone!r}")
     if data.meta.get("modality") != "image":

@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from privaudit.artifacts import read_json
+from privaudit.data.split import read_membership
 
 __all__ = ["FeatureSet", "align_features", "load_feature_set", "read_feature_files"]
 
@@ -79,8 +80,8 @@ def read_feature_files(features_dir: Path, split_dir: Path) -> tuple[np.ndarray,
         FileNotFoundError: a file is missing (names it and the stage that writes it).
         ValueError: a file is truncated or corrupt (names it); nothing is unpickled.
     """
-    fpath, mpath, spath = features_dir / "features.npz", features_dir / "meta.json", split_dir / "membership.parquet"
-    for p in (fpath, mpath, spath):
+    fpath, mpath = features_dir / "features.npz", features_dir / "meta.json"
+    for p in (fpath, mpath):
         if not p.is_file():
             raise FileNotFoundError(f"{p} not found (run the featurize and split stages: dvc repro)")
     try:
@@ -88,10 +89,7 @@ def read_feature_files(features_dir: Path, split_dir: Path) -> tuple[np.ndarray,
             X, ids = z["X"], z["ids"]
     except (ValueError, OSError, EOFError, KeyError, zipfile.BadZipFile) as err:
         raise ValueError(f"{fpath} is truncated or corrupt: {err}") from None
-    try:
-        membership = pd.read_parquet(spath)
-    except Exception as err:  # pyarrow raises several types for a truncated/corrupt file
-        raise ValueError(f"{spath} is truncated or corrupt: {err}") from None
+    membership = read_membership(split_dir)
     meta = read_json(mpath)
     return X, ids, meta, membership
 

@@ -39,6 +39,13 @@ class RunObservations:
         declared_dataset_size: what the trainer passed to ``hooks.watch`` (not trusted).
         declared_noise_multiplier: the optimizer's ``noise_multiplier`` attribute (not trusted).
         declared_max_grad_norm: the optimizer's ``max_grad_norm`` (the C of the canary).
+        noise_scale: (T,) the optimizer's declared noise standard deviation ``σ_t·C_t`` at each
+            step (its ``noise_multiplier`` × ``max_grad_norm`` when it added the noise; opacus's
+            noise and clip schedulers change them). Not trusted: the estimator uses it only as the
+            *shape* of the noise across steps, and tests that the observed noise follows it.
+            ``None`` when unknown.
+        coord_sq_scaled: (d,) ``Σ_t N_tj² / (σ_t C_t)²`` per coordinate (``None`` when some
+            declared scale is 0 or unknown).
     """
 
     batch_rows: NDArray[np.int64]
@@ -50,6 +57,8 @@ class RunObservations:
     declared_dataset_size: int | None = None
     declared_noise_multiplier: float | None = None
     declared_max_grad_norm: float | None = None
+    noise_scale: NDArray[np.float64] | None = None
+    coord_sq_scaled: NDArray[np.float64] | None = None
 
     def __post_init__(self) -> None:
         rows = np.asarray(self.batch_rows)
@@ -81,6 +90,19 @@ class RunObservations:
         if not np.all(np.isfinite(coord)) or np.any(coord < 0):
             raise ValueError("coord_sq must be finite and >= 0")
         arrays["coord_sq"] = coord
+        if self.noise_scale is not None:
+            scale = np.asarray(self.noise_scale, dtype=np.float64)
+            if scale.shape != (T,) or not np.all(np.isfinite(scale)) or np.any(scale < 0):
+                raise ValueError(f"noise_scale must be a ({T},) array of finite values >= 0 (σ_t·C_t per step), "
+                                 f"got shape {scale.shape}")
+            arrays["noise_scale"] = scale
+        if self.coord_sq_scaled is not None:
+            cs = np.asarray(self.coord_sq_scaled, dtype=np.float64)
+            if cs.shape != coord.shape or not np.all(np.isfinite(cs)) or np.any(cs < 0):
+                raise ValueError(f"coord_sq_scaled must be a finite ({coord.size},) array >= 0 like coord_sq")
+            if self.noise_scale is None:
+                raise ValueError("coord_sq_scaled needs noise_scale (the per-step scales it is divided by)")
+            arrays["coord_sq_scaled"] = cs
         for name, a in arrays.items():
             object.__setattr__(self, name, _readonly(a))
 
@@ -96,8 +118,9 @@ class RunObservations:
 
     @classmethod
     def from_noise(cls, noise: ArrayLike, batch_rows: ArrayLike, sensitivity: ArrayLike | float,
-                   **declared: Any) -> "RunObservations":
-        """Summaries of an explicit (T, d) noise matrix (simulations, tests).
+                   noise_scale: ArrayLike | None = None, **declared: Any) -> "RunObservations":
+        """Summaries of an explicit (T, d) noise matrix (simulations, tests); ``noise_scale`` (T,)
+        is the declared σ_t·C_t per step (also gives ``coord_sq_scaled``).
 
         >>> obs = RunObservations.from_noise(np.ones((3, 4)), [5, 6, 7], 1.0)
         >>> obs.steps, obs.dimension, float(obs.noise_sq[0]), float(obs.noise_cos[1])
@@ -115,5 +138,11 @@ class RunObservations:
             with np.errstate(invalid="ignore", divide="ignore"):
                 cos[1:] = np.where(den > 0, dots / np.where(den > 0, den, 1.0), np.nan)
         sens = np.broadcast_to(np.asarray(sensitivity, dtype=np.float64), (N.shape[0],))
+        scale = scaled = None
+        if noise_scale is not None:
+            scale = np.broadcast_to(np.asarray(noise_scale, dtype=np.float64), (N.shape[0],))
+            if np.all(scale > 0):
+                scaled = ((N / scale[:, None]) ** 2).sum(axis=0)
         return cls(batch_rows=np.asarray(batch_rows), sensitivity=sens, noise_sq=sq,
-                   noise_quartic=(N ** 4).sum(axis=1), noise_cos=cos, coord_sq=(N * N).sum(axis=0), **declared)
+                   noise_quartic=(N ** 4).sum(axis=1), noise_cos=cos, coord_sq=(N * N).sum(axis=0),
+                   noise_scale=scale, coord_sq_scaled=scaled, **declared)

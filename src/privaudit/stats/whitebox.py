@@ -95,7 +95,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 from numpy.typing import NDArray
@@ -103,7 +103,7 @@ from scipy import special, stats
 
 from ._checks import check_int, check_positive, check_prob
 from .accounting import ACCOUNTANTS as _ACCOUNTANTS
-from .accounting import PRV_MAX_POINTS, compose_epsilon, subsampled_gaussian_one_step_epsilon
+from .accounting import PRV_MAX_POINTS, compose_epsilon, compose_epsilon_lower, subsampled_gaussian_one_step_epsilon
 from .observations import RunObservations
 
 __all__ = [
@@ -117,6 +117,7 @@ __all__ = [
     "whitebox_bounds",
     "estimate_whitebox",
     "compose_epsilon",
+    "compose_epsilon_lower",
     "subsampled_gaussian_one_step_epsilon",
 ]
 
@@ -124,7 +125,16 @@ __all__ = [
 ASSUMPTION = (
     "each step is a Poisson-subsampled Gaussian mechanism: noise i.i.d. N(0, s²) per coordinate, "
     "independent across steps, the same s at every step, sensitivity Δ = max_t Δ_t, Poisson "
-    "sampling at rate q; the run is the T-fold composition, accounted by opacus's {accountant}"
+    "sampling at rate q; the run is the T-fold composition; ε̂ is a certified lower bound (PRV "
+    "accountant, lower end) on its true ε, the point estimate is opacus's {accountant}"
+)
+#: the model when the optimizer declared its per-step noise scale (noise / clip schedules)
+ASSUMPTION_SCALED = (
+    "each step t is a Poisson-subsampled Gaussian mechanism: noise i.i.d. N(0, (κ σ_t C_t)²) per "
+    "coordinate with σ_t C_t the optimizer's declared noise scale at step t and one unknown κ, "
+    "independent across steps, sensitivity Δ_t measured at step t, Poisson sampling at rate q; the run "
+    "is the composition of its steps; ε̂ is a certified lower bound (PRV accountant, lower end) on "
+    "the true ε of that composition, the point estimate is opacus's {accountant}"
 )
 
 #: the families that share ``level`` equally (Bonferroni)
@@ -177,6 +187,13 @@ class WhiteboxBounds:
     per_coordinate_noise_upper: float | None
     correlated_noise: bool
     no_noise: bool
+    #: per-step noise shapes were declared (σ_t·C_t) and the bounds are on κ = s_t / (σ_t·C_t);
+    #: then ``noise_std_upper``/``_point`` are κ times the smallest declared scale (s_U, ŝ when constant)
+    scaled: bool = False
+    scale_upper: float | None = None
+    scale_point: float | None = None
+    #: the scaled model's per-coordinate fallback: min_j upper bound on κ_j (``None`` when not needed)
+    per_coordinate_scale_upper: float | None = None
 
     def check(self, name: str) -> WhiteboxCheck:
         """The check called ``name``."""
@@ -336,10 +353,21 @@ def whitebox_bounds(runs: Sequence[RunObservations], *, dataset_size: int, level
     quart = np.concatenate([r.noise_quartic for r in runs])
     cos = np.concatenate([r.noise_cos for r in runs])
     coord = np.sum([r.coord_sq for r in runs], axis=0)
+    # the declared per-step shape σ_t·C_t (noise and clip schedules): the model that holds is
+    # N_t ~ N(0, κ² (σ_t C_t)² I) with ONE unknown κ, so the bounds and the homogeneity tests are
+    # on N_t / (σ_t C_t); without a shape, on N_t itself (one s for every step)
+    scaled = all(r.noise_scale is not None and r.coord_sq_scaled is not None and bool(np.all(r.noise_scale > 0))
+                 for r in runs)
+    if scaled:
+        shape = np.concatenate([r.noise_scale for r in runs])
+        nsq_model = nsq / (shape * shape)
+        coord_model = np.sum([r.coord_sq_scaled for r in runs], axis=0)
+    else:
+        nsq_model, coord_model = nsq, coord
     T_tot = int(rows.size)
     T = min(r.steps for r in runs)
-    S2 = float(nsq.sum())
-    no_noise = S2 <= 0.0
+    S2 = float(nsq_model.sum())
+    no_noise = float(nsq.sum()) <= 0.0
     checks: list[WhiteboxCheck] = []
 
     # (1) s upper bound, pooled chi-square
@@ -377,7 +405,7 @@ def whitebox_bounds(runs: Sequence[RunObservations], *, dataset_size: int, level
         if T_tot < 2:
             checks.append(WhiteboxCheck(name, math.nan, 1.0, a, True, "one step: not testable"))
         else:
-            i, F_i, p = _smallest_variance_share(nsq, d)
+            i, F_i, p = _smallest_variance_share(nsq_model, d)
             ok = p > a
             checks.append(WhiteboxCheck(name, F_i, p, a, ok,
                 f"smallest step noise / pooled = {F_i:.3g} (step {i})" if ok else
@@ -388,14 +416,14 @@ def whitebox_bounds(runs: Sequence[RunObservations], *, dataset_size: int, level
                 per_step = tuple(np.sqrt(r.noise_sq / chi) for r in runs)
         # homogeneity across coordinates
         name = "noise_homogeneity_coordinates"
-        j, Fc_j, p = _smallest_variance_share(coord, T_tot)
+        j, Fc_j, p = _smallest_variance_share(coord_model, T_tot)
         ok = p > a
         checks.append(WhiteboxCheck(name, Fc_j, p, a, ok,
             f"smallest coordinate noise / pooled = {Fc_j:.3g} (coordinate {j})" if ok else
             f"the noise varies across coordinates: coordinate {j} has {Fc_j:.3g}× the pooled noise variance; "
             "bounded by the least noisy coordinate"))
         if not ok:
-            per_coord = float(np.sqrt(coord / stats.chi2.ppf(a / d, T_tot)).min())
+            per_coord = float(np.sqrt(coord_model / stats.chi2.ppf(a / d, T_tot)).min())
         # (3) independence of consecutive draws
         name = "noise_independence"
         c = cos[np.isfinite(cos)]
@@ -429,11 +457,48 @@ def whitebox_bounds(runs: Sequence[RunObservations], *, dataset_size: int, level
 
     # (4) Poisson sampling
     checks.append(_poisson_check(rows, n, a))
+    kappa_upper, kappa_point = (s_upper, s_point) if scaled else (None, None)
+    if scaled:
+        r_min = float(shape.min())
+        s_upper, s_point = s_upper * r_min, s_point * r_min
     return WhiteboxBounds(
         noise_std_upper=s_upper, noise_std_point=s_point, sensitivity=delta_max, sensitivity_min=delta_min,
         sample_rate_lower=q_lower, sample_rate_point=q_point, steps=T, total_steps=T_tot, runs=len(runs),
         dimension=d, dataset_size=n, level=level, checks=tuple(checks), per_step_noise_upper=per_step,
-        per_coordinate_noise_upper=per_coord, correlated_noise=correlated, no_noise=no_noise)
+        per_coordinate_noise_upper=None if scaled else per_coord, correlated_noise=correlated, no_noise=no_noise,
+        scaled=scaled, per_coordinate_scale_upper=per_coord if scaled else None, scale_upper=kappa_upper,
+        scale_point=kappa_point)
+
+
+_Z_GRID = 1.001  # per-step noise multipliers rounded UP to powers of this ratio before composing
+
+
+def _history(run: RunObservations, z: NDArray[np.float64], q: float) -> list[tuple[float, float, int]]:
+    """One run's per-step noise multipliers as an accountant history: z rounded up to a 0.1 % grid
+    (a larger z only lowers ε, so the bound stays a lower bound) and equal values merged."""
+    z = np.asarray(z, dtype=np.float64)
+    up = np.full_like(z, np.inf)
+    fin = np.isfinite(z) & (z > 0)
+    up[fin] = _Z_GRID ** np.ceil(np.log(z[fin]) / math.log(_Z_GRID))
+    up[z == 0] = 0.0
+    vals, counts = np.unique(up, return_counts=True)
+    return [(float(v), q, int(c)) for v, c in zip(vals, counts)]
+
+
+def _min_over_runs(runs: Sequence[RunObservations], z_of: Any, q: float, delta: float) -> tuple[float, str]:
+    """min over runs of the certified lower ε of each run's own step-by-step history (each run
+    executed the recipe once; the smallest is a lower bound for any one released run)."""
+    best: tuple[float, str] | None = None
+    cache: dict[tuple[tuple[float, float, int], ...], tuple[float, str]] = {}
+    for r in runs:
+        hist = tuple(_history(r, z_of(r), q))
+        if hist not in cache:
+            cache[hist] = compose_epsilon_lower(list(hist), delta)
+        if best is None or cache[hist][0] < best[0]:
+            best = cache[hist]
+    if best is None:  # pragma: no cover - runs is never empty here
+        raise ValueError("no run to compose")
+    return best
 
 
 def _grid_up(x: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -476,10 +541,18 @@ def estimate_whitebox(runs: Sequence[RunObservations], *, dataset_size: int, del
     b = whitebox_bounds(runs, dataset_size=dataset_size, level=level)
     reasons: list[str] = [c.detail for c in b.checks if not c.passed and not (b.no_noise and c.name.startswith("noise_"))]
     Dl = b.sensitivity
-    z_up = b.noise_std_upper / Dl if Dl > 0 else math.inf
-    z_pt = b.noise_std_point / Dl if Dl > 0 else math.inf
-    eps_point, _ = compose_epsilon([(z_pt, b.sample_rate_point, b.steps)], delta, accountant)
     sens_ok = b.check("sensitivity_observed").passed
+    if b.scaled:
+        # z_t = κ·σ_t·C_t / Δ_t, each step's noise paired with its own measured sensitivity
+        z_up = min(float(np.min(b.scale_upper * r.noise_scale / r.sensitivity)) for r in runs) if sens_ok else math.inf
+        z_pt = min(float(np.min(b.scale_point * r.noise_scale / r.sensitivity)) for r in runs) if sens_ok else math.inf
+        pt_hist = _history(runs[0], b.scale_point * runs[0].noise_scale / runs[0].sensitivity, b.sample_rate_point) \
+            if sens_ok else [(math.inf, b.sample_rate_point, b.steps)]
+    else:
+        z_up = b.noise_std_upper / Dl if Dl > 0 else math.inf
+        z_pt = b.noise_std_point / Dl if Dl > 0 else math.inf
+        pt_hist = [(z_pt, b.sample_rate_point, b.steps)]
+    eps_point, _ = compose_epsilon(pt_hist, delta, accountant)
     if b.no_noise:
         eps, source, method = math.inf, "no noise", "no noise"
         reasons.insert(0, "no noise observed: the optimizer added no noise at any step")
@@ -488,19 +561,34 @@ def estimate_whitebox(runs: Sequence[RunObservations], *, dataset_size: int, del
     elif b.correlated_noise:
         eps, source, method = math.inf, "correlated noise", "not computed"
     else:
-        eps, method = compose_epsilon([(z_up, b.sample_rate_lower, b.steps)], delta, accountant)
         source = "pooled"
+        if b.scaled:
+            eps, method = _min_over_runs(runs, lambda r: b.scale_upper * r.noise_scale / r.sensitivity,
+                                         b.sample_rate_lower, delta)
+        else:
+            eps, method = compose_epsilon_lower([(z_up, b.sample_rate_lower, b.steps)], delta)
         if b.per_step_noise_upper is not None:
-            for per in b.per_step_noise_upper:
-                zs = _grid_up(per) / Dl
-                vals, counts = np.unique(zs, return_counts=True)
-                e, m = compose_epsilon([(float(v), b.sample_rate_lower, int(c)) for v, c in zip(vals, counts)],
-                                       delta, accountant)
+            per_run = dict(zip(map(id, runs), b.per_step_noise_upper))
+            if b.scaled:
+                e, m = _min_over_runs(runs, lambda r: _grid_up(per_run[id(r)]) / r.sensitivity,
+                                      b.sample_rate_lower, delta)
                 if e > eps:
                     eps, method, source = e, m, "per-step"
-        if b.per_coordinate_noise_upper is not None:
-            e, m = compose_epsilon([(b.per_coordinate_noise_upper / Dl, b.sample_rate_lower, b.steps)], delta,
-                                   accountant)
+            else:
+                for per in b.per_step_noise_upper:
+                    zs = _grid_up(per) / Dl
+                    vals, counts = np.unique(zs, return_counts=True)
+                    e, m = compose_epsilon_lower([(float(v), b.sample_rate_lower, int(c)) for v, c in zip(vals, counts)],
+                                                 delta)
+                    if e > eps:
+                        eps, method, source = e, m, "per-step"
+        if b.per_coordinate_scale_upper is not None:
+            e, m = _min_over_runs(runs, lambda r: b.per_coordinate_scale_upper * r.noise_scale / r.sensitivity,
+                                  b.sample_rate_lower, delta)
+            if e > eps:
+                eps, method, source = e, m, "per-coordinate"
+        elif b.per_coordinate_noise_upper is not None:
+            e, m = compose_epsilon_lower([(b.per_coordinate_noise_upper / Dl, b.sample_rate_lower, b.steps)], delta)
             if e > eps:
                 eps, method, source = e, m, "per-coordinate"
         if math.isinf(eps) and source != "pooled":
@@ -513,9 +601,31 @@ def estimate_whitebox(runs: Sequence[RunObservations], *, dataset_size: int, del
         sample_rate_point=b.sample_rate_point, steps=b.steps, total_steps=b.total_steps, runs=b.runs,
         dimension=b.dimension, dataset_size=b.dataset_size, accountant=accountant, level=b.level, checks=b.checks,
         bound_source=source, epsilon_method=method, reasons=tuple(reasons), canary_scale=canary_scale,
-        declared_noise_multiplier=declared, notes=tuple(notes), assumption=ASSUMPTION.format(accountant=accountant))
+        declared_noise_multiplier=declared, notes=tuple(notes),
+        assumption=(ASSUMPTION_SCALED if b.scaled else ASSUMPTION).format(accountant=accountant))
 
 
 def with_notes(result: WhiteboxResult, *notes: str) -> WhiteboxResult:
     """``result`` with ``notes`` appended (used by :func:`privaudit.audits.whitebox.whitebox_audit`)."""
     return replace(result, notes=result.notes + tuple(notes))
+
+
+def with_release_changes(result: WhiteboxResult, changes: Sequence[str]) -> WhiteboxResult:
+    """``result`` with the check ``release_model_watched``: failed (ε̂ = ∞, the first changes as
+    reasons) when something reached the released model outside the watched DP steps.
+
+    The accountant's bound covers the watched steps only; a parameter or buffer of the returned
+    model that changed elsewhere (fine-tuning, a second optimizer, data statistics, another model)
+    makes the released model's ε unbounded by anything the audit saw.
+    """
+    changes = list(changes)
+    if not changes:
+        check = WhiteboxCheck("release_model_watched", 0.0, 1.0, 0.0, True,
+                              "every parameter and buffer of the returned model changed only in watched DP steps")
+        return replace(result, checks=result.checks + (check,))
+    shown = "; ".join(changes[:3]) + (f"; and {len(changes) - 3} more" if len(changes) > 3 else "")
+    check = WhiteboxCheck("release_model_watched", float(len(changes)), 0.0, 0.0, False,
+                          f"the released model changed outside the watched DP steps: {shown}")
+    return replace(result, epsilon=math.inf, bound_source="changes outside watched steps",
+                   epsilon_method="not computed", checks=result.checks + (check,),
+                   reasons=(check.detail,) + result.reasons)
