@@ -112,14 +112,16 @@ def test_batched_driver_has_power_at_eps8(digits) -> None:
     assert r.neighbourhood == "add_remove" and "black-box" in r.threat_model and "GDP" in r.assumption
 
 
-@pytest.mark.parametrize("bug,framework,init,scaling", [("no_noise", "numpy", "zero", "lr/B"),
-                                                        ("no_clip", "torch", "random", "lr")])
-def test_plain_trainer_bugs_caught(digits, bug, framework, init, scaling) -> None:
+@pytest.mark.parametrize("bug,framework,init,scaling,scale", [("no_noise", "numpy", "zero", "lr/B", None),
+                                                              ("no_clip", "torch", "random", "lr", 30.0)])
+def test_plain_trainer_bugs_caught(digits, bug, framework, init, scaling, scale) -> None:
     """Two planted bugs as plain trainers claiming ε = 1, caught from 40 runs per side; the correct
-    recipe is not flagged on the same budget."""
+    recipe is not flagged on the same budget. ``no_clip`` with the default canary (s = 3, sized for
+    C = 1) shows μ̂ ≈ 0.6 only (its gradient is at most ~4.5 C); a canary of scale 30 (unclipped
+    gradient ∝ s) catches it — the scale for trainers whose clipping is unknown."""
     torch.set_num_threads(1)
     X, y = digits
-    cfg = BlackboxAuditConfig(runs_in=40, runs_out=40, seed=5, tune_fraction=0.25)
+    cfg = BlackboxAuditConfig(runs_in=40, runs_out=40, seed=5, tune_fraction=0.25, scale=scale)
     bad = audit_trainer(PlainTrainer(1.0, bug, 10, len(y), framework=framework, init=init, scaling=scaling), X, y, 10, cfg)
     assert math.isinf(true_epsilon(len(y), 1.0, bug))
     assert bad.eps_lower_bound > 1.0
