@@ -148,3 +148,10 @@ def test_power_on_gaussian_mechanism() -> None:
     assert 0.85 <= g.mu_lower_bound <= 1.0
     assert g.eps_lower_bound_gdp >= 3.5 and 0 < r.eps_lower_bound_rate < g.eps_lower_bound_gdp
     assert gdp_mu(g.eps_lower_bound_gdp, 1e-5) == pytest.approx(g.mu_lower_bound, abs=1e-6)
+
+
+def test_last_iterate_small_sigma_no_lower_root() -> None:
+    """σ/4 of the ε = 4 head (σ = 0.385): e^-ε falls below (1 − q)^T, the P‖Q region is empty;
+    regression for a root search that ran to −inf."""
+    c = last_iterate_epsilon(1.538 / 4, 64 / 898, 280, 1e-5)
+    assert math.isfinite(c.eps_exact) and c.eps_exact >= c.eps_gdp > 17.0

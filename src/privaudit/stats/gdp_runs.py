@@ -273,7 +273,10 @@ def _mixture_delta(eps: float, k: NDArray[np.float64], logw: NDArray[np.float64]
     # Q‖P: region x > a with LR(a) = e^eps
     a = root(eps)
     d1 = float(np.sum(w * stats.norm.sf((a - k) / s)) - math.exp(eps) * stats.norm.sf(a / s))
-    # P‖Q: region x < b with LR(b) = e^-eps
+    # P‖Q: region x < b with LR(b) = e^-eps; LR(x) → w_0 = (1 − q)^T as x → −∞ (k = 0 term), so the
+    # region is empty (divergence 0) when e^-eps ≤ w_0
+    if k[0] == 0.0 and -eps <= logw[0]:
+        return max(d1, 0.0)
     b = root(-eps)
     d2 = float(stats.norm.cdf(b / s) - math.exp(eps) * np.sum(w * stats.norm.cdf((b - k) / s)))
     return max(d1, d2, 0.0)
