@@ -36,8 +36,9 @@ def _body(args: argparse.Namespace, params: Params) -> None:
     ensure_writable(args.out)
     data = read_source(args.source)
     validate_source(data)  # input
-    fit_rows = reserved_mask(read_membership(args.split), data.ids)
     f = params.featurize
+    # only the identity backbone fits anything on the data (pretrained backbones fit nothing)
+    fit_rows = reserved_mask(read_membership(args.split), data.ids) if f.backbone == "identity" else None
     device = resolve_device(params.base.device)
     configure_determinism(device)
     X = featurize(data, f.backbone, device=device, batch_size=f.batch_size, image_size=f.image_size,
@@ -51,7 +52,7 @@ def _body(args: argparse.Namespace, params: Params) -> None:
             "n_classes": int(data.meta["n_classes"]), "dataset": data.meta.get("name"),
             # what the feature map fitted on this data: only Reserved rows, and only for identity
             "fitted_on": "reserved" if f.backbone == "identity" else "none",
-            "fit_rows": int(fit_rows.sum()) if f.backbone == "identity" else 0,
+            "fit_rows": int(fit_rows.sum()) if fit_rows is not None else 0,
         }))
     print(f"featurize: {X.shape[0]}×{X.shape[1]} features with {f.backbone!r} on {device} → {args.out}")
 
