@@ -3,7 +3,8 @@
 The white-box estimator (:mod:`privaudit.stats.whitebox`) turns its bounds on the noise and the
 sampling rate into ε̂ here: :func:`compose_epsilon` runs opacus's RDP (Mironov 2017), PRV (Gopi et al.
 2021) or GDP (Dong, Roth & Su 2022) accountant, imported inside the function so that the statistics
-import no opacus; :func:`subsampled_gaussian_one_step_epsilon` is the exact one-step ε (hockey-stick
+import no opacus; :func:`compose_epsilon_lower` is the PRV accountant's certified lower end (a lower
+bound on the true ε, what the white-box ε̂ uses); :func:`subsampled_gaussian_one_step_epsilon` is the exact one-step ε (hockey-stick
 divergence of the dominating pair; Balle & Wang 2018, Theorem 8 at q = 1).
 """
 

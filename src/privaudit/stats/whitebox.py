@@ -25,22 +25,28 @@ in every result)::
     independent across steps, the same s at every step, sensitivity Δ = max_t Δ_t, Poisson
     sampling at rate q; the run is the T-fold composition, accounted by opacus's <accountant>
 
-Estimate.  ``ε̂ = accountant(z = s_U / Δ, q_L, T, δ)`` where, with ``n`` the true data-set size,
+Estimate.  ``ε̂ = PRV_lower(z, q_L, δ)``: the certified lower end of the PRV accountant (Gopi, Lee &
+Wutschitz 2021, :func:`~privaudit.stats.accounting.compose_epsilon_lower`) on the composition of
+the observed steps, where, with ``n`` the true data-set size,
 
 1. ``s_U``: upper confidence bound on s from ``Σ_t ‖N_t‖² / s² ~ χ²_{T·d}`` (pooled over runs);
+   with declared per-step scales ``r_t = σ_t·C_t`` (noise / clip schedules) the bound is on κ from
+   ``Σ_t ‖N_t‖² / (κ r_t)² ~ χ²_{T·d}`` and step t's noise is ``κ_U·r_t`` (:data:`ASSUMPTION_SCALED`);
 2. ``q_L``: Clopper-Pearson lower bound from ``Σ_t B_t ~ Binomial(n·T, q)``;
-3. ``Δ = max_t Δ_t`` (a lower bound on the add/remove sensitivity of the clipped sum);
-4. ``T`` the fewest steps observed in one run (the composition count of one released run).
+3. ``z``: ``s_U / max_t Δ_t`` for every step (one s), or per step ``κ_U r_t / Δ_t`` (each step's
+   noise paired with the sensitivity measured at that step; z rounded UP to a 0.1 % grid), Δ_t a
+   lower bound on the add/remove sensitivity of the clipped sum;
+4. each run's own steps are composed; ε̂ is the smallest over runs (one released run).
 
 Guarantee.  If the model holds, then with probability ≥ 1 − ``level`` over the audit runs,
-``s_U ≥ s`` and ``q_L ≤ q``; every opacus accountant's ε is decreasing in z and increasing in q
-and T, so ``ε̂ ≤ accountant(s/Δ*, q, T*, δ)`` for the true sensitivity ``Δ* ≥ Δ`` and steps
-``T* ≥ T``: ε̂ is a lower confidence bound for the ε that the *same accountant* certifies for the
-mechanism the code really runs.  A claim below ε̂ is therefore not backed by the accountant.
-(For 'prv' and 'rdp' that ε is itself an upper bound on the true ε; 'gdp' is a CLT approximation
-that opacus warns can under-estimate.)  When the accountant cannot run (PRV's grid would need
-more than ``PRV_MAX_POINTS`` points, or it raises), ε̂ falls back to the exact ε of *one* step
-(:func:`subsampled_gaussian_one_step_epsilon`), which lower-bounds the true ε of the run.
+``s_U ≥ s`` (``κ_U ≥ κ``) and ``q_L ≤ q``; the ε of a composition of subsampled Gaussians is
+decreasing in every z_t and increasing in q and the number of steps, so ε̂ ≤ the TRUE ε of the
+mechanism the code really runs (true sensitivity ``Δ* ≥ Δ``): the PRV lower end and the exact
+one-step ε (:func:`subsampled_gaussian_one_step_epsilon`, the fallback when the PRV grid would need
+more than ``PRV_MAX_POINTS`` points or it raises) both lower-bound the true ε.  A claim below ε̂
+is therefore not backed by any sound accountant (RDP, PRV, PLD all state at least the true ε;
+'gdp' is a CLT approximation that opacus warns can under-estimate, so a GDP claim can be refuted).
+The claim's ``accountant`` only gives the point estimate ``epsilon_point``.
 
 Model checks (each a test at its own share of ``level``; a failed check fails the recipe):
 
