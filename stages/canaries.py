@@ -51,7 +51,7 @@ def _body(args: argparse.Namespace, params: Params) -> None:
     meta = canary_meta(plan, fs.n_classes, n_game3, fp)
     with atomic_dir(args.out) as tmp:
         for name in (spec.name for spec in plan.defenders):
-            write_defender_outputs(tmp, args.shards, plan, shards, name, meta, fp)
+            write_defender_outputs(tmp, args.shards, plan, shards, name, meta, fp, fs)
             print(summary_line(plan, name, fs.n_classes, n_game3))
     if removed := (prune_shards(args.shards, plan) if params.compute.prune_shards else []):
         print(f"canaries: pruned {len(removed)} shard director{'y' if len(removed) == 1 else 'ies'} of other "

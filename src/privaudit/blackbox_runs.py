@@ -31,13 +31,7 @@ import torch
 from numpy.typing import NDArray
 
 from privaudit.canaries.crafted import CraftedCanary, ProbaModel, canary_scores, craft_canary, score_model
-from privaudit.stats.gdp_runs import (
-    GdpRunsBound,
-    LastIterateCeiling,
-    certify_threshold_runs,
-    last_iterate_epsilon,
-    select_threshold_runs,
-)
+from privaudit.stats.gdp_runs import GdpRunsBound, LastIterateCeiling, certify_scores, last_iterate_epsilon
 from privaudit.train import HeadRecipe, TrainData, predict_proba, train_heads
 
 __all__ = ["BlackboxAuditConfig", "BlackboxAuditResult", "audit_batched_recipe", "audit_trainer", "certify_scores"]
@@ -112,23 +106,6 @@ class BlackboxAuditResult:
                        "eps_lower_bound_rate: runs independent only. Each holds with probability >= 1 - level.")
     scores_in: NDArray[np.float64] = field(default_factory=lambda: np.zeros(0), repr=False)
     scores_out: NDArray[np.float64] = field(default_factory=lambda: np.zeros(0), repr=False)
-
-
-def certify_scores(s_in: NDArray[Any], s_out: NDArray[Any], *, tune_fraction: float, level: float, delta: float
-                   ) -> tuple[GdpRunsBound, GdpRunsBound, int, int]:
-    """Split each side into tuning (first share) and certification runs; τ_gdp and τ_rate chosen on
-    tuning runs only, each certified at ``level`` on the certification runs."""
-    s_in, s_out = np.asarray(s_in, np.float64), np.asarray(s_out, np.float64)
-    ti, to = int(s_in.size * tune_fraction), int(s_out.size * tune_fraction)
-    if ti < 1 or to < 1 or ti >= s_in.size or to >= s_out.size:
-        raise ValueError(f"{s_in.size} / {s_out.size} runs cannot be split at tune_fraction={tune_fraction}")
-    ci, co = s_in.size - ti, s_out.size - to
-    kw = dict(level=level, delta=delta, certify_in=ci, certify_out=co)
-    t_gdp = select_threshold_runs(s_in[:ti], s_out[:to], objective="gdp", smooth=True, **kw)
-    t_rate = select_threshold_runs(s_in[:ti], s_out[:to], objective="rate", **kw)
-    g = certify_threshold_runs(s_in[ti:], s_out[to:], t_gdp.tau, level=level, delta=delta)
-    r = certify_threshold_runs(s_in[ti:], s_out[to:], t_rate.tau, level=level, delta=delta)
-    return g, r, ti, to
 
 
 def _result(s_in: NDArray[np.float64], s_out: NDArray[np.float64], cfg: BlackboxAuditConfig, canary: CraftedCanary,

@@ -268,6 +268,46 @@ class OneRunParams(_Strict):
         return v
 
 
+class BlackboxParams(_Strict):
+    """Many-run black-box audit (privaudit.audits.blackbox) of every audited defender: final models only.
+
+    Each run trains the recipe on the Defender set with (``in``) or without (``out``) one crafted canary
+    (privaudit.canaries.crafted); the runs go through the canaries stage's shards (resumable, Dask)."""
+
+    runs: int = Field(2000, ge=8, description="models per side (with / without the canary) for a defender with a "
+                                              "batched trainer (dp_sgd, torch_mlp) that claims an epsilon")
+    runs_no_claim: int = Field(200, ge=8, description="models per side for a batched defender without a DP claim "
+                                                      "(its eps-hat is evidence of leakage; nothing to refute)")
+    sequential_runs: int = Field(32, ge=8, description="models per side for any other trainer (kind: python, "
+                                                       "sklearn kinds): one fit per run, in shards")
+    block: int = Field(1000, ge=2, description="models trained together in one batched call (even; the unit of "
+                                               "training randomness)")
+    tune_fraction: float = Field(0.2, gt=0.0, lt=1.0, description="share of each side's runs that only chooses "
+                                                                  "the threshold; the rest certifies it")
+    canary_scale: float | Literal["auto"] = Field("auto", description="s of the canary base + s v (auto: the "
+                                                                      "clip-aware scale, 3 for 10 classes, C = 1)")
+
+    @field_validator("block")
+    @classmethod
+    def _even(cls, v: int) -> int:
+        if v % 2:
+            raise ValueError(f"must be even (half the models of a block carry the canary), got {v}")
+        return v
+
+    @field_validator("canary_scale")
+    @classmethod
+    def _scale(cls, v: float | str) -> float | str:
+        if not isinstance(v, str) and not (0.0 < float(v) < 1e6):
+            raise ValueError(f"must be 'auto' or a number in (0, 1e6), got {v}")
+        return v
+
+    def runs_per_side(self, *, batched: bool, claims_epsilon: bool) -> int:
+        """Models per side for a defender: ``runs`` / ``runs_no_claim`` (batched trainer) or ``sequential_runs``."""
+        if not batched:
+            return int(self.sequential_runs)
+        return int(self.runs if claims_epsilon else self.runs_no_claim)
+
+
 class BoundsParams(_Strict):
     p_member: float = Field(0.5, gt=0.0, lt=1.0)
 
@@ -304,7 +344,8 @@ class GateParams(_Strict):
         "Error budget: probability that the gate reports a violation of a DP claim that holds, split "
         "equally (Bonferroni) over the gated bounds that apply to a defender (privaudit.error_budget)."))
     bounds: list[str] = Field(default_factory=lambda: list(DEFAULT_GATED), description=(
-        "Bounds compared with the claim (whitebox, one_run, lidp, lidp_k1, game3, theory); the others "
+        "Bounds compared with the claim (whitebox, one_run, blackbox, blackbox_rate, lidp, lidp_k1, game3, "
+        "theory); the others "
         "are computed and shown as diagnostic, not gated."))
 
     @field_validator("bounds")
@@ -327,6 +368,7 @@ class Params(_Strict):
     lidp: LidpParams = LidpParams()
     whitebox: WhiteboxParams = WhiteboxParams()
     one_run: OneRunParams = OneRunParams()
+    blackbox: BlackboxParams = BlackboxParams()
     bounds: BoundsParams = BoundsParams()
     report: ReportParams = ReportParams()
     gate: GateParams = GateParams()

@@ -182,6 +182,26 @@ class OneRunBlock(EpsilonBlock):
     eps_lower_bound: Number | None = None
 
 
+class LastIterateCeilingBlock(_Open):
+    """The last-iterate heuristic ceiling of a DP-SGD recipe (Steinke et al. 2024 §3) beside a black-box ε̂."""
+
+    eps: Number
+    eps_gdp: Number | None = None
+    mu: Number | None = None
+    method: str | None = None
+
+
+class BlackboxBlock(EpsilonBlock):
+    """The many-run black-box audit (:mod:`privaudit.audits.blackbox`): GDP view, assumption-free bound, ceiling."""
+
+    eps_lower_bound: Number | None = None
+    eps_lower_bound_rate: Number | None = None
+    assumption: str | None = None
+    runs_in: Number | None = None
+    runs_out: Number | None = None
+    ceiling: LastIterateCeilingBlock | None = None
+
+
 class Budget(_Closed):
     """The split of ``gate.beta`` over the bounds (:mod:`privaudit.error_budget`)."""
 
@@ -225,6 +245,7 @@ class AuditEntry(RecordedClaim):
     lidp: LidpBlock | None = None
     whitebox: WhiteboxBlock | None = None
     one_run: OneRunBlock | None = None
+    blackbox: BlackboxBlock | None = None
     violations: tuple[str, ...] = ()
     violation: StrictBool | None = None
     other_blocks: dict[str, EpsilonBlock | None] = Field(default_factory=dict, exclude=True)

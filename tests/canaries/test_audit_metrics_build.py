@@ -39,7 +39,7 @@ def _setup(tmp: Path, leak: float, claim: float | None) -> dict:
 
 def _build(audited: set[str], budget, defenders_dir: Path, canaries_dir: Path):
     """What the lidp stage (privaudit.audits.runner.run_audit) and the audit stage do, for defender "d"."""
-    blocks: dict[str, dict] = {"whitebox": {}, "one_run": {}, "lidp": {}, "game3": {}}
+    blocks: dict[str, dict] = {"whitebox": {}, "one_run": {}, "blackbox": {}, "lidp": {}, "game3": {}}
     bound = None
     if "d" in audited:
         request = AuditRequest(spec=validate_defender_spec({"name": "d", "kind": "logistic_regression"}),
@@ -91,6 +91,6 @@ def test_the_merge_refuses_unregistered_or_missing_audits(tmp_path: Path) -> Non
     plan = BudgetPlan(0.05, {"d": kw["budget"]})
     with pytest.raises(ValueError, match="registered audit"):
         merge_audit_blocks(["d"], audited=set(), plan=plan, defenders_dir=kw["defenders_dir"], blocks={"whitebox": {}})
-    blocks = {"whitebox": {}, "one_run": {}, "lidp": {}, "game3": {}, "mystery": {"d": {"eps_lower_bound": 1.0}}}
+    blocks = {"whitebox": {}, "one_run": {}, "blackbox": {}, "lidp": {}, "game3": {}, "mystery": {"d": {"eps_lower_bound": 1.0}}}
     with pytest.raises(ValueError, match="not registered"):
         merge_audit_blocks(["d"], audited=set(), plan=plan, defenders_dir=kw["defenders_dir"], blocks=blocks)

@@ -29,6 +29,7 @@ MICRO_PARAMS: dict[str, Any] = {
     "ltu": {"rounds": 50},
     "game3": {"canaries": 20, "tau_steps": 2},
     "lidp": {"trials": 4, "tau_quantiles": 2},
+    "blackbox": {"runs": 40, "runs_no_claim": 20, "sequential_runs": 8, "block": 40},
     "compute": {"shard_trials": 2, "block_trials": 2},
 }
 

@@ -21,7 +21,7 @@ def _metrics(ws: Path) -> dict[str, bytes]:
 def test_pipeline_end_to_end(workspace: Path) -> None:
     ws = workspace
     out = run(DVC + ["repro"], ws)
-    for stage in ("ingest", "split", "featurize", "defenders", "ltu", "canaries", "game3", "lidp", "audit", "bounds", "report"):
+    for stage in ("ingest", "split", "featurize", "defenders", "ltu", "canaries", "game3", "blackbox", "lidp", "audit", "bounds", "report"):
         assert f"Running stage '{stage}'" in out.stdout, out.stdout
     for f in ("reports/audit.html", "reports/audit.md", *(f"metrics/{m}" for m in METRICS)):
         assert (ws / f).is_file(), f
@@ -43,6 +43,11 @@ def test_pipeline_end_to_end(workspace: Path) -> None:
         assert {"eps_lower_bound", "eps_lower_bound_k1", "trials", "canaries"} <= set(lidp)
         assert lidp["trials"] == 6 and lidp["canaries"] == 2 and lidp["eps_lower_bound"] >= 0
         assert audit[name]["claimed_epsilon"] is None
+        bb = audit[name]["blackbox"]  # every audited defender, whatever its kind: many final models
+        sides = 8 if name == "logreg" else 20  # blackbox.sequential_runs / runs_no_claim (no DP claim)
+        assert bb["runs_in"] == bb["runs_out"] == sides and bb["eps_lower_bound"] >= 0
+        assert bb["threat_model"].startswith("black-box") and "Gaussian" in bb["assumption"]
+        assert bb["ceiling"] is None  # the last-iterate ceiling is a DP-SGD recipe's
         assert {"thudi", "yeom", "erlingsson", "sablayrolles", "mip_eta", "empirical_accuracy"} <= set(bounds[name])
     assert isinstance(gate["passed"], bool) and isinstance(gate["reasons"], list)
     html = (ws / "reports/audit.html").read_text()
@@ -74,7 +79,8 @@ def test_pipeline_end_to_end(workspace: Path) -> None:
     assert stale.returncode == 2 and "ltu.rounds changed" in stale.stderr and "dvc repro" in stale.stderr
     partial = run(DVC + ["repro"], ws)
     assert run(verdict, ws, check=False).returncode in (0, 1)
-    ran = {s for s in ("ingest", "split", "featurize", "defenders", "canaries", "game3", "lidp", "audit", "ltu", "bounds", "report")
+    ran = {s for s in ("ingest", "split", "featurize", "defenders", "canaries", "game3", "blackbox", "lidp", "audit", "ltu",
+                       "bounds", "report")
            if f"Running stage '{s}'" in partial.stdout}
     assert ran == {"ltu", "bounds", "report"}, partial.stdout
 

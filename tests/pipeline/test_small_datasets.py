@@ -23,7 +23,7 @@ from privaudit.canaries.sizes import resolve_game3_canaries
 from tests.pipeline.conftest import make_workspace, merged_params, run
 
 DVC = [sys.executable, "-m", "dvc"]
-STAGES = ("ingest", "split", "featurize", "defenders", "ltu", "canaries", "game3", "lidp", "audit", "bounds", "report")
+STAGES = ("ingest", "split", "featurize", "defenders", "ltu", "canaries", "game3", "blackbox", "lidp", "audit", "bounds", "report")
 
 
 def _write_csv(path: Path, X: np.ndarray, labels: np.ndarray) -> None:
@@ -60,6 +60,7 @@ BINARY_OVERRIDES = {
     ],
     "ltu": {"rounds": 100},
     "lidp": {"trials": 6, "tau_quantiles": 4},
+    "blackbox": {"runs": 40, "runs_no_claim": 20, "sequential_runs": 8, "block": 40},
     "report": {"table1": None},
 }
 SMALL_OVERRIDES = {"base": {"seed": 5, "device": "cpu"}, "dataset": _dataset("wine")}

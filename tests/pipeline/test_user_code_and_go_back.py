@@ -76,6 +76,7 @@ PARAMS = merged_params({
     "ltu": {"rounds": 100},
     "game3": {"canaries": 30, "tau_steps": 4},
     "lidp": {"trials": 4, "tau_quantiles": 4},
+    "blackbox": {"runs": 40, "runs_no_claim": 20, "sequential_runs": 8, "block": 40},
 })
 
 

@@ -38,6 +38,8 @@ def _all_bounds(eps: float, delta: float, nb: str = "add_remove") -> dict[str, d
     return {
         "whitebox": {"eps_lower_bound": eps, "delta": delta, "neighbourhood": "add_remove", "level": lvl},
         "one_run": {"eps_lower_bound": eps, "delta": delta, "neighbourhood": "add_remove", "level": lvl},
+        "blackbox": {"eps_lower_bound": eps, "eps_lower_bound_rate": eps, "delta": delta, "neighbourhood": "add_remove",
+                     "level": lvl},
         "lidp": {"eps_lower_bound": eps, "eps_lower_bound_k1": eps, "trials": 32, "canaries": 6,
                  "delta": delta, "neighbourhood": nb, "level": lvl},
         "game3": {"eps_low": 0.0, "eps_high": 3.0, "canaries": 100, "delta": delta, "neighbourhood": "replace_label",

@@ -55,10 +55,11 @@ def test_the_registry_is_the_list_of_bounds_and_blocks() -> None:
     from privaudit.error_budget import DEFAULT_GATED
     from privaudit.metrics_files import AuditEntry
 
-    assert BOUND_KINDS == ("whitebox", "one_run", "lidp", "lidp_k1", "game3", "theory")
+    assert BOUND_KINDS == ("whitebox", "one_run", "blackbox", "blackbox_rate", "lidp", "lidp_k1", "game3", "theory")
     assert set(DEFAULT_GATED) <= set(BOUND_KINDS)
     # every registered block is read from metrics/audit.json, in registry order
-    entry = AuditEntry.model_validate({a.name: {"eps_lower_bound": 1.0, "eps_lower_bound_k1": 0.5, "eps_low": 0.2}
+    entry = AuditEntry.model_validate({a.name: {"eps_lower_bound": 1.0, "eps_lower_bound_k1": 0.5, "eps_low": 0.2,
+                                                "eps_lower_bound_rate": 0.7}
                                        for a in block_audits()})
     assert [kind for kind, *_ in entry.epsilon_lower_bounds()] == [
         b.kind for a in block_audits() for b in a.bounds if b.epsilon_key is not None]

@@ -179,7 +179,7 @@ def test_canary_stats_lidp() -> None:
     assert "stat_null" in msg and "offending rows [4]" in msg
     msg = _fails(validate_canary_stats, "lidp", {"stat_in": stat_in, "stat_null": stat_null[:3]})
     assert "one row per trial" in msg
-    with pytest.raises(ValueError, match="'game3' or 'lidp'"):
+    with pytest.raises(ValueError, match="'game3', 'lidp' or 'blackbox'"):
         validate_canary_stats("game4", {})  # type: ignore[arg-type]
 
 
@@ -217,3 +217,20 @@ def test_metrics_contract_violations_named_by_key() -> None:
     assert "'m (an object)'" in _fails(validate_metrics, "ltu", {"m": 0.5})
     with pytest.raises(ValueError, match="metrics kind"):
         validate_metrics("nope", {})  # type: ignore[arg-type]
+
+
+def test_canary_stats_blackbox() -> None:
+    """The black-box runs' arrays: signed finite scores, 0/1 inclusion, both sides present."""
+    score = np.linspace(-2.0, 2.0, 10)
+    included = (np.arange(10) % 2 == 0).astype(np.int8)
+    validate_canary_stats("blackbox", {"score": score, "included": included})
+    bad = score.copy()
+    bad[3] = np.nan
+    msg = _fails(validate_canary_stats, "blackbox", {"score": bad, "included": included})
+    assert "score" in msg and "offending rows [3]" in msg
+    msg = _fails(validate_canary_stats, "blackbox", {"score": score, "included": np.ones(10, np.int8)})
+    assert "at least 2 runs with and 2 without the canary" in msg
+    msg = _fails(validate_canary_stats, "blackbox", {"score": score, "included": included * 2})
+    assert "included" in msg and "0/1" in msg
+    msg = _fails(validate_canary_stats, "blackbox", {"score": score})
+    assert "required blackbox array present" in msg

@@ -2,7 +2,8 @@
 
 Per audited defender: ``game3.npz`` (one row per canary over all runs), ``lidp.npz`` (``loss_in``
 (n, K) / ``loss_null`` (n, m), or ``stat_in``/``stat_null`` for gradient canaries, whose inner
-products may be negative) and ``meta.json`` (what was run). Every array set passes the GX
+products may be negative), ``blackbox.npz`` (``score`` and ``included`` per black-box run) and
+``meta.json`` (what was run). Every array set passes the GX
 ``canaries`` suite before it is written; a shard computed on other inputs is refused.
 """
 
@@ -16,9 +17,10 @@ import numpy as np
 from privaudit.artifacts import write_json
 from privaudit.canaries.shards import Shard, load_shard
 from privaudit.canaries.plan import CanaryPlan
+from privaudit.features.feature_set import FeatureSet
 from privaudit.validation import validate_canary_stats
 
-__all__ = ["assemble_experiment", "canary_meta", "canary_statistic", "summary_line", "write_defender_outputs"]
+__all__ = ["assemble_blackbox", "assemble_experiment", "blackbox_meta", "canary_meta", "canary_statistic", "summary_line", "write_defender_outputs"]
 
 
 def canary_statistic(canary_type: str, gradient_reference: int) -> str:
@@ -45,9 +47,11 @@ def canary_meta(plan: CanaryPlan, n_classes: int, n_game3: int, fingerprint: str
 def summary_line(plan: CanaryPlan, name: str, n_classes: int, n_game3: int) -> str:
     """The stage's one line per defender: the Game-3 and LiDP designs that ran."""
     lp = plan.lidp
+    bb = plan.blackbox_runs(name)
     return (f"canaries: {name}: Game 3 with {plan.game3.runs} x {n_game3} canaries"
             f"{' (label flip, C = 2)' if n_classes == 2 else ''}; {lp.trials} LiDP trials ({lp.neighbourhood}, "
-            f"{lp.canary_type}) with K={lp.k_canaries()}, m={lp.m_null()}")
+            f"{lp.canary_type}) with K={lp.k_canaries()}, m={lp.m_null()}"
+            + (f"; {bb} + {bb} black-box runs (with / without the crafted canary)" if bb else ""))
 
 
 def assemble_experiment(shards: list[dict[str, np.ndarray]], experiment: str, *, canary_type: str,
@@ -75,14 +79,43 @@ def assemble_experiment(shards: list[dict[str, np.ndarray]], experiment: str, *,
     return arrays
 
 
+def assemble_blackbox(shards: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
+    """The black-box runs' ``score`` (n,) and ``included`` (n,) 0/1 from their shards (trial order),
+    validated by the GX ``canaries`` suite."""
+    arrays = {k: np.concatenate([a[k] for a in shards]) for k in ("score", "included")}
+    validate_canary_stats("blackbox", arrays)
+    return arrays
+
+
+def blackbox_meta(plan: CanaryPlan, fs: FeatureSet, name: str) -> dict[str, Any]:
+    """``meta.json``'s ``blackbox`` entry of defender ``name``: the canary and the runs per side."""
+    from privaudit.canaries.blackbox_trials import blackbox_canary
+
+    canary = blackbox_canary(plan, fs, name)
+    return {"runs_per_side": plan.blackbox_runs(name), "canary": canary.describe(), "canary_scale": canary.scale,
+            "canary_label": canary.label, "canary_data_energy": canary.data_energy,
+            "n_train": int(fs.is_defender.sum())}
+
+
 def write_defender_outputs(out: Path, shard_root: Path, plan: CanaryPlan, shards_planned: list[Shard], name: str,
-                           meta: dict[str, Any], fingerprint: str) -> None:
-    """``out/<name>/{game3,lidp}.npz`` from the finished shards of ``shards_planned``, and ``meta.json``."""
+                           meta: dict[str, Any], fingerprint: str, fs: FeatureSet | None = None) -> None:
+    """``out/<name>/{game3,lidp,blackbox}.npz`` from the finished shards of ``shards_planned``, and
+    ``meta.json`` (``fs``: the features, to describe the black-box canary; needed when black-box runs
+    are planned)."""
     (out / name).mkdir()
-    for exp in ("game3", "lidp"):
+    meta = dict(meta)
+    for exp in ("game3", "lidp", "blackbox"):
         shards = [load_shard(shard_root, plan, s) for s in shards_planned if s.defender == name and s.experiment == exp]
         if any(str(a["inputs_fingerprint"]) != fingerprint for a in shards):
             raise ValueError(f"a shard of {name}/{exp} under {shard_root} was computed on other inputs")
-        arrays = assemble_experiment(shards, exp, canary_type=plan.lidp.canary_type, game3_runs=plan.game3.runs)
+        if exp == "blackbox":
+            if not shards:
+                continue
+            if fs is None:
+                raise ValueError("write_defender_outputs needs fs (the features) to describe the black-box canary")
+            arrays = assemble_blackbox(shards)
+            meta["blackbox"] = blackbox_meta(plan, fs, name)
+        else:
+            arrays = assemble_experiment(shards, exp, canary_type=plan.lidp.canary_type, game3_runs=plan.game3.runs)
         np.savez(out / name / f"{exp}.npz", **arrays)
     write_json(out / name / "meta.json", meta)

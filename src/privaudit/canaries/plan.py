@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, Protocol
 
-from privaudit.defenders.specs import DefenderSpecBase
+from privaudit.defenders.specs import BATCHED_KINDS, DefenderSpecBase
 
-__all__ = ["CanaryPlan", "ComputeSettings", "Game3TrialSettings", "LidpTrialSettings", "ParamsWithCanaries"]
+__all__ = ["BlackboxTrialSettings", "CanaryPlan", "ComputeSettings", "Game3TrialSettings", "LidpTrialSettings", "ParamsWithCanaries"]
 
 
 class Game3TrialSettings(Protocol):
@@ -48,6 +48,18 @@ class LidpTrialSettings(Protocol):
     def m_null(self) -> int: ...
 
 
+class BlackboxTrialSettings(Protocol):
+    """What the canary experiments read of the ``blackbox`` params block (``privaudit.config.BlackboxParams``)."""
+
+    runs: int
+    runs_no_claim: int
+    sequential_runs: int
+    block: int
+    canary_scale: float | Literal["auto"]
+
+    def runs_per_side(self, *, batched: bool, claims_epsilon: bool) -> int: ...
+
+
 class ComputeSettings(Protocol):
     """What the canary experiments read of the ``compute`` params block (``privaudit.config.ComputeParams``)."""
 
@@ -69,6 +81,7 @@ class ParamsWithCanaries(Protocol):
     base: _Base
     game3: Game3TrialSettings
     lidp: LidpTrialSettings
+    blackbox: BlackboxTrialSettings
     compute: ComputeSettings
 
     def audited_defenders(self) -> Sequence[DefenderSpecBase]: ...
@@ -83,6 +96,8 @@ class CanaryPlan:
         device: ``base.device`` as set (``auto``/``cpu``/``cuda``; part of the shard key).
         defenders: the audited defenders' specs, in params order (``canaries.defenders``).
         game3, lidp, compute: the ``game3``, ``lidp`` and ``compute`` params blocks.
+        blackbox: the ``blackbox`` params block (the many-run black-box audit's runs); ``None``: no
+            black-box runs (a plan built by hand for Game 3 / LiDP only).
         user_code: ``(defender name, digest)`` of every audited ``kind: python`` defender: a hash of
             its :func:`privaudit.user_code.user_code_manifest` entry (target, loader and the local
             modules they import), so an edited trainer never reuses another trainer's shards.
@@ -95,6 +110,7 @@ class CanaryPlan:
     lidp: LidpTrialSettings
     compute: ComputeSettings
     user_code: tuple[tuple[str, str], ...] = ()
+    blackbox: BlackboxTrialSettings | None = None
 
     @classmethod
     def of(cls, params: ParamsWithCanaries, root: Path | None = None) -> "CanaryPlan":
@@ -109,11 +125,40 @@ class CanaryPlan:
         digests = {name: hashlib.sha256(dumps_json(entry).encode()).hexdigest() for name, entry in manifest.items()}
         return cls(seed=params.base.seed, device=params.base.device, defenders=defenders,
                    game3=params.game3, lidp=params.lidp, compute=params.compute,
-                   user_code=tuple(sorted(digests.items())))
+                   user_code=tuple(sorted(digests.items())), blackbox=params.blackbox)
 
     def user_code_of(self, name: str) -> str | None:
         """The digest of defender ``name``'s own code (``None``: not a ``kind: python`` defender)."""
         return dict(self.user_code).get(name)
+
+    def blackbox_runs(self, name: str) -> int:
+        """Models per side (with / without the canary) of defender ``name``'s black-box runs (0: none planned)."""
+        if self.blackbox is None:
+            return 0
+        spec = self.defender(name)
+        return self.blackbox.runs_per_side(batched=spec.kind in BATCHED_KINDS, claims_epsilon=spec.claims_epsilon())
+
+    def blackbox_block(self, name: str) -> int:
+        """Trials of one black-box block of defender ``name``: ``blackbox.block`` models trained together
+        (batched trainer), else ``compute.block_trials`` rounded up to even (sequential fits; an in/out
+        pair never straddles two blocks)."""
+        if self.blackbox is None:
+            raise ValueError("the plan has no blackbox settings (CanaryPlan.blackbox is None)")
+        if self.defender(name).kind in BATCHED_KINDS:
+            return int(self.blackbox.block)
+        block = int(self.compute.block_trials)
+        return block + block % 2
+
+    def trials(self, experiment: str, name: str) -> int:
+        """Trials of ``experiment`` for defender ``name``: Game-3 runs, LiDP trials, or 2 × black-box runs
+        per side (black-box trial t carries the canary iff t is even)."""
+        if experiment == "game3":
+            return int(self.game3.runs)
+        if experiment == "lidp":
+            return int(self.lidp.trials)
+        if experiment == "blackbox":
+            return 2 * self.blackbox_runs(name)
+        raise ValueError(f"experiment must be game3, lidp or blackbox, got {experiment!r}")
 
     def defender(self, name: str) -> DefenderSpecBase:
         """The spec of audited defender ``name`` (ValueError naming ``canaries.defenders`` otherwise)."""

@@ -30,6 +30,7 @@ from privaudit.canaries.designs import (
 )
 from privaudit.canaries.sequential_runs import game3_sequential, lidp_trial_sequential
 from privaudit.canaries.sizes import check_canary_sizes, game3_canaries
+from privaudit.canaries.parallel import parallel_fits
 from privaudit.canaries.plan import CanaryPlan
 from privaudit.features.feature_set import FeatureSet
 from privaudit.seeding import int_seed, rng_for
@@ -88,6 +89,10 @@ def _lidp_draws(plan: CanaryPlan, fs: FeatureSet, name: str, recipe: HeadRecipe 
 def run_trials(plan: CanaryPlan, fs: FeatureSet, name: str, experiment: str, start: int, stop: int,
                device: str) -> dict[str, np.ndarray]:
     """Raw statistics of trials ``[start, stop)`` (see :func:`privaudit.canaries.shards.run_shard`)."""
+    if experiment == "blackbox":
+        from privaudit.canaries.blackbox_trials import blackbox_trials
+
+        return blackbox_trials(plan, fs, name, start, stop, device)
     block = int(plan.compute.block_trials)
     total = int(plan.game3.runs) if experiment == "game3" else int(plan.lidp.trials)
     if not (0 <= start < stop <= total) or start % block:
@@ -106,7 +111,7 @@ def run_trials(plan: CanaryPlan, fs: FeatureSet, name: str, experiment: str, sta
                             int_seed(seed, "canaries", "game3", name, "block", b.start // block), device)
                 for b in blocks])
         else:
-            proba = np.stack(_parallel(plan, [
+            proba = np.stack(parallel_fits(plan, [
                 (game3_sequential, (spec, fs, d, int_seed(seed, "canaries", "game3", name, "fit", r), device))
                 for r, d in zip(range(start, stop), draws)]))
         out: dict[str, Any] = {k: np.stack([d[k] for d in draws]) for k in draws[0]}
@@ -126,17 +131,8 @@ def run_trials(plan: CanaryPlan, fs: FeatureSet, name: str, experiment: str, sta
                             reference)
                  for b in blocks]
         return {"loss_in": np.concatenate([p[0] for p in parts]), "loss_null": np.concatenate([p[1] for p in parts])}
-    res = _parallel(plan, [
+    res = parallel_fits(plan, [
         (lidp_trial_sequential, (spec, fs, d, k, m, lp.neighbourhood,
                                  rng_for(seed, "canaries", "lidp", name, t, "fit"), device))
         for t, d in zip(range(start, stop), draws_all)])
     return {"loss_in": np.stack([r[0] for r in res]), "loss_null": np.stack([r[1] for r in res])}
-
-
-def _parallel(plan: CanaryPlan, jobs: list[tuple[Any, tuple[Any, ...]]]) -> list[Any]:
-    """Run sequential fits, in joblib worker processes when ``compute.n_jobs`` > 1."""
-    if plan.compute.n_jobs <= 1 or len(jobs) < 2:
-        return [fn(*args) for fn, args in jobs]
-    from joblib import Parallel, delayed
-
-    return list(Parallel(n_jobs=plan.compute.n_jobs)(delayed(fn)(*args) for fn, args in jobs))

@@ -1,8 +1,10 @@
 """Trial shards of the canary audits: plan, run, store, resume.
 
 A *shard* is a contiguous range ``[start, stop)`` of trials of one experiment of one defender:
-LiDP trials (Pillutla et al. 2023, Algorithm 1 lines 2-6) or Game-3 runs (Malek et al. 2021,
-App. B; one run by default, ``game3.runs`` > 1 for the Table-5 check). Trial t draws its canaries
+LiDP trials (Pillutla et al. 2023, Algorithm 1 lines 2-6), Game-3 runs (Malek et al. 2021,
+App. B; one run by default, ``game3.runs`` > 1 for the Table-5 check) or the many-run black-box
+audit's models (:mod:`privaudit.canaries.blackbox_trials`; trial t trains with the crafted canary iff
+t is even). Trial t draws its canaries
 from ``rng_for(base.seed, "canaries", <experiment>, <defender>, t)``; the models of a block of
 ``compute.block_trials`` trials are trained together with a generator seeded from the block
 index. Shards are whole blocks, so a shard's numbers do not depend on how the trials were cut
@@ -55,8 +57,8 @@ from privaudit.features.feature_set import FeatureSet
 
 DEFAULT_SHARD_ROOT = Path("data/.shards/canaries")
 
-Experiment = Literal["game3", "lidp"]
-EXPERIMENTS: tuple[Experiment, ...] = ("game3", "lidp")
+Experiment = Literal["game3", "lidp", "blackbox"]
+EXPERIMENTS: tuple[Experiment, ...] = ("game3", "lidp", "blackbox")
 
 
 @dataclass(frozen=True)
@@ -77,15 +79,12 @@ def _block(plan: CanaryPlan) -> int:
     return int(plan.compute.block_trials)
 
 
-def _n_trials(plan: CanaryPlan, experiment: Experiment) -> int:
-    return int(plan.game3.runs) if experiment == "game3" else int(plan.lidp.trials)
-
-
 def plan_shards(plan: CanaryPlan, shard_size: int | None = None) -> list[Shard]:
-    """All shards of the canary stage, in a fixed order (defenders as in params, game3 then lidp).
+    """All shards of the canary stage, in a fixed order (defenders as in params; game3, lidp, blackbox).
 
     ``shard_size`` (default ``compute.shard_trials``) is rounded up to whole blocks of
-    ``compute.block_trials`` trials, the unit of randomness.
+    ``compute.block_trials`` trials, the unit of randomness (black-box runs: whole
+    :meth:`CanaryPlan.blackbox_block` blocks).
     """
     block = _block(plan)
     size = int(shard_size or plan.compute.shard_trials)
@@ -95,8 +94,12 @@ def plan_shards(plan: CanaryPlan, shard_size: int | None = None) -> list[Shard]:
     out = []
     for spec in plan.defenders:
         for exp in EXPERIMENTS:
-            n = _n_trials(plan, exp)
-            out += [Shard(spec.name, exp, s, min(n, s + size)) for s in range(0, n, size)]
+            n = plan.trials(exp, spec.name)
+            step = size
+            if exp == "blackbox" and n:
+                bb = plan.blackbox_block(spec.name)
+                step = -(-max(size, bb) // bb) * bb  # whole black-box blocks
+            out += [Shard(spec.name, exp, s, min(n, s + step)) for s in range(0, n, step)]
     return out
 
 
@@ -167,6 +170,10 @@ def shard_dir(root: Path, plan: CanaryPlan) -> Path:
                  "neighbourhood": lp.neighbourhood, "alpha": lp.clipbkd_alpha, "pool": lp.clipbkd_pool,
                  "gradient_norm": lp.gradient_norm, "gradient_reference": lp.gradient_reference},
     }
+    bb = plan.blackbox
+    if bb is not None:  # the black-box runs' settings (plans without them keep their old keys)
+        key["blackbox"] = {"runs": bb.runs, "runs_no_claim": bb.runs_no_claim, "sequential": bb.sequential_runs,
+                           "block": bb.block, "canary_scale": bb.canary_scale}
     return Path(root) / _digest(key)
 
 
@@ -183,7 +190,8 @@ def run_shard(plan: CanaryPlan, fs: FeatureSet, shard: Shard, device: str) -> di
 
     Deterministic from ``base.seed`` (on one device). Keys: game3 — ``canary_index, true_label``
     (R, N), ``label_pair`` (R, N, 2), ``bit`` (R, N), ``proba`` (R, N, C); lidp — ``loss_in`` (t, K),
-    ``loss_null`` (t, m); both — ``trial`` (t,) and ``inputs_fingerprint`` (0-d str).
+    ``loss_null`` (t, m); blackbox — ``score`` (t,), ``included`` (t,) 0/1; all — ``trial`` (t,) and
+    ``inputs_fingerprint`` (0-d str).
     """
     from privaudit.canaries.runner import run_trials
 

@@ -20,6 +20,11 @@ from privaudit.defenders.user_target import resolve_target
 from privaudit.messages import MAX_VALUE_CHARS, cap
 
 
+#: kinds the batched trainer replicates (:func:`privaudit.train.recipe_from_spec`): canary and black-box runs
+#: of these train many models in one call; other kinds are fitted one model at a time
+BATCHED_KINDS: tuple[str, ...] = ("torch_mlp", "dp_sgd")
+
+
 class DefenderSpecBase(BaseModel):
     """Keys every ``defenders[i]`` entry has; kinds subclass this with their own keys."""
 
@@ -30,6 +35,11 @@ class DefenderSpecBase(BaseModel):
 
     def observable_training(self) -> bool:
         """Whether the recipe's optimizer calls :func:`privaudit.hooks.watch` (white-box audit)."""
+        return False
+
+    def claims_epsilon(self) -> bool:
+        """Whether the spec declares an ε (known from params, before training; the claim itself is
+        recorded by the defenders stage in ``info.json``)."""
         return False
 
 
@@ -125,6 +135,9 @@ class DpSgdSpec(DefenderSpecBase):
     def observable_training(self) -> bool:
         return True  # fit() hands its DPOptimizer to privaudit.hooks.watch
 
+    def claims_epsilon(self) -> bool:
+        return True
+
     def sample_rate(self, n_train: int) -> float:
         """Poisson sampling rate q = batch_size / n_train (capped at 1)."""
         if n_train < 1:
@@ -142,6 +155,9 @@ class AlibiSpec(TorchMLPSpec):
     epsilon: float = Field(gt=0, description="label-DP epsilon")
     postprocess: Literal["bayes", "simplex"] = "bayes"
     prior: Literal["uniform", "noisy"] = "uniform"
+
+    def claims_epsilon(self) -> bool:
+        return True
 
 
 class AgibiSpec(AlibiSpec):
@@ -178,6 +194,9 @@ class PateSpec(DefenderSpecBase):
     delta: float = Field(1e-5, gt=0, lt=1)
     threshold_fraction: float = Field(0.5, gt=0, le=1, description="T / teachers (Table 3: 0.5)")
     sigma1_over_sigma2: float = Field(8.0, gt=0, description="σ1/σ2 (Table 3 CIFAR-10 high row: 160/20)")
+
+    def claims_epsilon(self) -> bool:
+        return True
 
     @field_validator("teacher", mode="before")
     @classmethod
@@ -243,6 +262,9 @@ class PythonSpec(DefenderSpecBase):
 
     def observable_training(self) -> bool:
         return self.observable
+
+    def claims_epsilon(self) -> bool:
+        return self.claimed_epsilon is not None
 
     @field_validator("target", "loader")
     @classmethod

@@ -47,6 +47,7 @@ __all__ = [
     "GdpRunsBound",
     "LastIterateCeiling",
     "ThresholdChoice",
+    "certify_scores",
     "certify_threshold_runs",
     "gdp_mu_from_rates",
     "last_iterate_epsilon",
@@ -321,3 +322,20 @@ def last_iterate_epsilon(noise_multiplier: float, sample_rate: float, steps: int
         eps = float(optimize.brentq(lambda e: _mixture_delta(e, k, logw, s) - delta, 0.0, hi, xtol=1e-8))
     return LastIterateCeiling(noise_multiplier=sigma, sample_rate=q, steps=T, delta=delta, mu=mu,
                               eps_gdp=gdp_epsilon(mu, delta), eps_exact=eps)
+
+
+def certify_scores(s_in: ArrayLike, s_out: ArrayLike, *, tune_fraction: float, level: float, delta: float
+                   ) -> tuple[GdpRunsBound, GdpRunsBound, int, int]:
+    """Split each side into tuning (first share) and certification runs; τ_gdp and τ_rate chosen on
+    tuning runs only, each certified at ``level`` on the certification runs."""
+    s_in, s_out = np.asarray(s_in, np.float64), np.asarray(s_out, np.float64)
+    ti, to = int(s_in.size * tune_fraction), int(s_out.size * tune_fraction)
+    if ti < 1 or to < 1 or ti >= s_in.size or to >= s_out.size:
+        raise ValueError(f"{s_in.size} / {s_out.size} runs cannot be split at tune_fraction={tune_fraction}")
+    ci, co = s_in.size - ti, s_out.size - to
+    kw = dict(level=level, delta=delta, certify_in=ci, certify_out=co)
+    t_gdp = select_threshold_runs(s_in[:ti], s_out[:to], objective="gdp", smooth=True, **kw)
+    t_rate = select_threshold_runs(s_in[:ti], s_out[:to], objective="rate", **kw)
+    g = certify_threshold_runs(s_in[ti:], s_out[to:], t_gdp.tau, level=level, delta=delta)
+    r = certify_threshold_runs(s_in[ti:], s_out[to:], t_rate.tau, level=level, delta=delta)
+    return g, r, ti, to

@@ -18,10 +18,8 @@ not depend on the few extra rows. The expected batch size stays ``batch_size`` a
 from __future__ import annotations
 
 from privaudit.defenders.dp_sgd import noise_multiplier
-from privaudit.defenders.specs import DefenderSpecBase, DpSgdSpec, TorchMLPSpec
+from privaudit.defenders.specs import BATCHED_KINDS, DefenderSpecBase, DpSgdSpec, TorchMLPSpec
 from privaudit.train.batched import DPSettings, HeadRecipe
-
-BATCHED_KINDS = ("torch_mlp", "dp_sgd")
 
 
 def recipe_from_spec(spec: DefenderSpecBase, n_train: int, n_classes: int = 2) -> HeadRecipe | None:

@@ -2,11 +2,12 @@
 
 Arrays are recognised by name:
 
-- 0/1 arrays: ``bit``, ``x``, ``y``, names starting with ``outcome`` or ending in ``_bit``/``_bits``;
+- 0/1 arrays: ``bit``, ``x``, ``y``, ``included``, names starting with ``outcome`` or ending in ``_bit``/``_bits``;
 - probabilities: ``proba`` and names starting with ``proba_`` — in [0, 1]; a 2-D ``proba`` must
   have rows summing to 1 (tolerance :data:`PROBA_SUM_TOLERANCE`, the stored values are float32);
 - losses: names starting with ``loss`` — finite and >= 0;
-- signed statistics: names starting with ``stat`` (random-gradient ⟨c, θ⟩) — finite;
+- signed statistics: names starting with ``stat`` (random-gradient ⟨c, θ⟩) and ``score`` (the
+  black-box canary score) — finite;
 - labels: ``true_label``, ``label_pair``, names ending in ``_label`` — integers in [0, C) when C
   is known from ``proba``, else >= 0; ``label_pair`` rows hold two distinct labels, both
   different from ``true_label`` (Malek et al. 2021, App. B, Fig. 4) — with C = 2 classes (the
@@ -16,7 +17,8 @@ Arrays are recognised by name:
 Shapes: ``game3`` needs ``bit`` and ``proba`` and every array has one row per canary (N = len(bit)),
 ``label_pair`` is (N, 2), ``proba`` is (N, C) with C >= 2; ``lidp`` needs ``loss_in``/``loss_null``
 (or the signed ``stat_in``/``stat_null``, or the 0/1 outcomes ``x``/``y``), every array 2-D with one row per trial and at least 2 trials
-(Pillutla et al. 2023, Algorithm 1).
+(Pillutla et al. 2023, Algorithm 1); ``blackbox`` needs the signed ``score`` and the 0/1 ``included`` of
+every run, 1-D, with at least 2 runs on each side (:mod:`privaudit.canaries.blackbox_trials`).
 """
 
 from __future__ import annotations
@@ -31,17 +33,18 @@ from privaudit.validation._frames import FINITE_MAX, as_numeric
 from privaudit.validation.core import check_suite
 
 PROBA_SUM_TOLERANCE = 1e-4
-REQUIRED = {"game3": (("bit", "proba"),), "lidp": (("loss_in", "loss_null"), ("stat_in", "stat_null"), ("x", "y"))}
+REQUIRED = {"game3": (("bit", "proba"),), "lidp": (("loss_in", "loss_null"), ("stat_in", "stat_null"), ("x", "y")),
+            "blackbox": (("score", "included"),)}
 
 
 def _role(key: str) -> str | None:
-    if key in ("bit", "x", "y") or key.startswith("outcome") or key.endswith(("_bit", "_bits")):
+    if key in ("bit", "x", "y", "included") or key.startswith("outcome") or key.endswith(("_bit", "_bits")):
         return "binary"
     if key == "proba" or key.startswith("proba_"):
         return "probability"
     if key.startswith("loss"):
         return "loss"
-    if key.startswith("stat"):
+    if key.startswith("stat") or key == "score":
         return "statistic"
     if key in ("true_label", "label_pair") or key.endswith("_label"):
         return "label"
@@ -56,19 +59,20 @@ def _values_frame(arr: np.ndarray) -> pd.DataFrame:
     return pd.DataFrame({"value": as_numeric(arr)}, index=pd.Index(rows, name="row"))
 
 
-def validate_canary_stats(name: Literal["game3", "lidp"], arrays: Mapping[str, np.ndarray]) -> None:
+def validate_canary_stats(name: Literal["game3", "lidp", "blackbox"], arrays: Mapping[str, np.ndarray]) -> None:
     """Raise :class:`~privaudit.validation.ValidationFailed` unless ``arrays`` are sound canary statistics.
 
     Args:
         name: ``"game3"`` (``canary_index (N,)``, ``true_label (N,)``, ``label_pair (N, 2)``,
-            ``bit (N,)``, ``proba (N, C)``) or ``"lidp"`` (``loss_in (n, K)``, ``loss_null (n, m)``,
-            or signed ``stat_in (n, K)``, ``stat_null (n, m)``, or 0/1 ``x (n, K)``, ``y (n, m)``).
+            ``bit (N,)``, ``proba (N, C)``), ``"lidp"`` (``loss_in (n, K)``, ``loss_null (n, m)``,
+            or signed ``stat_in (n, K)``, ``stat_null (n, m)``, or 0/1 ``x (n, K)``, ``y (n, m)``) or
+            ``"blackbox"`` (signed ``score (n,)``, 0/1 ``included (n,)``, both sides present).
         arrays: array name → array, e.g. the contents of ``game3.npz``.
     """
     import great_expectations.expectations as gxe
 
     if name not in REQUIRED:
-        raise ValueError(f"canary statistics kind must be 'game3' or 'lidp', got {name!r}")
+        raise ValueError(f"canary statistics kind must be 'game3', 'lidp' or 'blackbox', got {name!r}")
     arrs = {k: np.asarray(v) for k, v in arrays.items()}
     options = REQUIRED[name]
     need = next((o for o in options if all(k in arrs for k in o)), options[0])
@@ -83,7 +87,7 @@ def validate_canary_stats(name: Literal["game3", "lidp"], arrays: Mapping[str, n
         "rows": [int(arrs[k].shape[0]) if k in arrs and arrs[k].ndim else -1 for k in keys],
         "cols": [int(arrs[k].shape[1]) if k in arrs and arrs[k].ndim >= 2 else -1 for k in keys],
     }, index=pd.Index(keys, name="array"))
-    row_what = "canary" if name == "game3" else "trial"
+    row_what = {"game3": "canary", "lidp": "trial", "blackbox": "run"}[name]
     batches: dict[str, pd.DataFrame] = {"shapes": shape}
     exps: dict[str, list] = {"shapes": [
         gxe.ExpectColumnValuesToBeInSet(column="present", value_set=[True],
@@ -99,6 +103,14 @@ def validate_canary_stats(name: Literal["game3", "lidp"], arrays: Mapping[str, n
             gxe.ExpectColumnValuesToBeBetween(column="rows", min_value=2, description="at least 2 trials"),
             gxe.ExpectColumnValuesToBeBetween(column="cols", min_value=1, description="at least 1 canary per trial"),
         ]
+    elif name == "blackbox":
+        inc = arrs.get("included")
+        sides = (int(np.sum(inc == 1)), int(np.sum(inc == 0))) if inc is not None and inc.ndim == 1 else (0, 0)
+        exps["shapes"] += [gxe.ExpectColumnValuesToBeBetween(column="ndim", min_value=1, max_value=1,
+                                                             description="black-box arrays are (runs,)")]
+        batches["sides"] = pd.DataFrame({"runs": list(sides)}, index=pd.Index(["in", "out"], name="side"))
+        exps["sides"] = [gxe.ExpectColumnValuesToBeBetween(column="runs", min_value=2,
+                                                           description="at least 2 runs with and 2 without the canary")]
     else:
         lp = arrs.get("label_pair")
         lp_cols = (int(lp.shape[1]) if lp.ndim == 2 else -1) if lp is not None else 2
