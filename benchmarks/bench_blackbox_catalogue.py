@@ -6,7 +6,8 @@ no clipping, no noise, noise once per epoch) on the digits Defender half, claims
 (δ = 1e-5). The variant of seed s is ``VARIANTS[s % 5]``. Each (claim, bug, seed) trains runs
 sequentially, in = with the crafted canary, out = without (alternating), and audits the first N
 runs per side for N on a ladder (each prefix is a valid fixed-size audit: independent runs, τ on
-the prefix's first 20 %, certified on the rest at level 0.05); "caught" = ε̂ (GDP view) > claim.
+the prefix's first 20 %, certified on the rest at ``--level``: 0.05, or the pipeline's share gate.beta/6 =
+0.00833); "caught" = ε̂ (GDP view) > claim.
 Runs stop at the first ladder N that catches the bug (so "runs/side" is the smallest such N) or
 at the ladder's top. The correct recipe is audited at the top of the ladder only.
 
@@ -62,12 +63,13 @@ def main() -> None:
     ap.add_argument("--bugs", nargs="+", default=list(BUGS))
     ap.add_argument("--ladder", type=int, nargs="+", default=[20, 40, 80, 160])
     ap.add_argument("--correct-seeds", type=int, default=3, help="seeds for the correct recipe (top of the ladder)")
+    ap.add_argument("--level", type=float, default=0.05, help="level of each audit (pipeline: gate.beta/6 = 0.00833)")
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args()
     torch.set_num_threads(1)
     X, y = digits_defender()
     canary = craft_canary(X, y, 10)
-    lines = [f"# many-run black-box audit of plain trainers (final model only) on digits ({len(y)} rows), level 0.05, "
+    lines = [f"# many-run black-box audit of plain trainers (final model only) on digits ({len(y)} rows), level {args.level:.5g}, "
              f"delta 1e-5; ladder {args.ladder} runs/side; machine: {platform.machine()}, {os.cpu_count()} cores shared "
              f"(load avg at start {os.getloadavg()[0]:.1f}), 1 torch thread; {canary.describe()}",
              "claim | bug | true eps | caught (eps_hat > claim) | runs/side needed per seed (- = not caught at top) | "
@@ -87,7 +89,7 @@ def main() -> None:
                 for N in ladder:
                     a, b = run_scores(tr, X, y, canary, N - si.size, 1000 * seed + int(claim), start=si.size)
                     si, so = np.concatenate([si, a]), np.concatenate([so, b])
-                    g, r, _, _ = certify_scores(si, so, tune_fraction=0.2, level=0.05, delta=1e-5)
+                    g, r, _, _ = certify_scores(si, so, tune_fraction=0.2, level=args.level, delta=1e-5)
                     got = (N, g.eps_lower_bound_gdp, r.eps_lower_bound_rate)
                     if g.eps_lower_bound_gdp > claim:
                         break
