@@ -86,6 +86,9 @@ class AuditOverrides(BaseModel):
     lidp_trials: int | None = None
     lidp_canaries: int | None = None
     lidp_canary_type: str | None = None
+    blackbox_runs: int | None = Field(None, description="the deep black-box audit: models per side of batched "
+                                                        "defenders claiming eps (e.g. 10000)")
+    blackbox_sequential_runs: int | None = Field(None, description="models per side of other trainers (kind: python)")
     gate_min_privacy: float | None = None
     gate_min_utility: float | None = None
     gate_max_epsilon_excess: float | None = None

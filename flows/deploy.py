@@ -11,7 +11,8 @@ block, no image, so it works offline on a fresh machine from a plain checkout.
 Deployments (flow name / deployment name):
 
 - ``privaudit-audit/nightly-audit``: cron ``--audit-cron`` (default ``0 2 * * *``, 02:00) in
-  ``--timezone`` (default ``UTC``); parameters ``repo``, ``force=False``; deployment
+  ``--timezone`` (default ``UTC``); parameters ``repo``, ``force=False`` (and, with ``--blackbox-runs N``,
+  ``overrides={"blackbox_runs": N}``: the deep black-box audit every night); deployment
   concurrency limit 1 (further runs wait in the queue, ``ENQUEUE``);
 - ``privaudit-validate-data/hourly-data-validation``: cron ``--validate-cron`` (default
   ``0 * * * *``) in the same timezone; parameters ``path``/``dataset_name``/``label_column``
@@ -66,13 +67,20 @@ def build_deployments(
     audit_cron: str = DEFAULT_AUDIT_CRON,
     validate_cron: str = DEFAULT_VALIDATE_CRON,
     drop: dict[str, Any] | None = None,
+    blackbox_runs: int | None = None,
 ) -> list[RunnerDeployment]:
-    """The three deployments (nightly audit, hourly validation, unscheduled Dask canary trials)."""
+    """The three deployments (nightly audit, hourly validation, unscheduled Dask canary trials).
+
+    ``blackbox_runs``: the nightly audit runs the deep black-box audit (``blackbox.runs`` models per side,
+    as ``dvc exp run -S blackbox.runs=N``); ``None`` keeps ``params.yaml``'s value."""
     drop = drop if drop is not None else dataset_defaults(repo)
+    nightly: dict[str, Any] = {"repo": str(repo), "force": False}
+    if blackbox_runs is not None:
+        nightly["overrides"] = {"blackbox_runs": int(blackbox_runs)}
     audit = audit_flow.to_deployment(
         name=AUDIT_DEPLOYMENT_NAME,
         schedules=[Cron(audit_cron, timezone=timezone)],
-        parameters={"repo": str(repo), "force": False},
+        parameters=nightly,
         concurrency_limit=ConcurrencyLimitConfig(limit=1, collision_strategy=ConcurrencyLimitStrategy.ENQUEUE),
         tags=TAGS,
         description="Nightly privaudit audit: dvc repro, release gate, artifacts.",
@@ -111,6 +119,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--drop-path", default=None, help="data drop to validate (default: params.yaml dataset.path)")
     parser.add_argument("--dataset-name", default=None, help="dataset.name of the drop (default: params.yaml)")
     parser.add_argument("--label-column", default=None, help="dataset.label_column of the drop (csv)")
+    parser.add_argument("--blackbox-runs", type=int, default=None,
+                        help="nightly audit only: the deep black-box audit, blackbox.runs models per side (e.g. 10000)")
     parser.add_argument("--register-only", action="store_true", help="register and exit, do not serve")
     args = parser.parse_args(argv)
 
@@ -122,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
         drop["dataset_name"] = args.dataset_name
     if args.label_column is not None:
         drop["label_column"] = args.label_column
-    deployments = build_deployments(repo, args.timezone, args.audit_cron, args.validate_cron, drop)
+    deployments = build_deployments(repo, args.timezone, args.audit_cron, args.validate_cron, drop, args.blackbox_runs)
     ensure_concurrency_limit()
     if args.register_only:
         for deployment in deployments:

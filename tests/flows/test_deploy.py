@@ -30,6 +30,9 @@ def test_deployments_as_code(micro_workspace: Path) -> None:
     canary = deps["canary-trials-dask"]
     assert canary.flow_name == "privaudit-canary-trials" and not canary.schedules
 
+    deep = {d.name: d for d in build_deployments(ws, blackbox_runs=10000)}["nightly-audit"]
+    assert deep.parameters == {"repo": str(ws), "force": False, "overrides": {"blackbox_runs": 10000}}
+
 
 def test_drop_defaults_follow_params_yaml(tmp_path: Path, repo_root: Path) -> None:
     params = yaml.safe_load((repo_root / "params.yaml").read_text())
