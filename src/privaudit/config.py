@@ -276,10 +276,10 @@ class BlackboxParams(_Strict):
 
     runs: int = Field(2000, ge=8, description="models per side (with / without the canary) for a defender with a "
                                               "batched trainer (dp_sgd, torch_mlp) that claims an epsilon")
-    runs_no_claim: int = Field(200, ge=8, description="models per side for a batched defender without a DP claim "
-                                                      "(its eps-hat is evidence of leakage; nothing to refute)")
-    sequential_runs: int = Field(32, ge=8, description="models per side for any other trainer (kind: python, "
-                                                       "sklearn kinds): one fit per run, in shards")
+    sequential_runs: int = Field(320, ge=8, description="models per side for any other trainer that claims an "
+                                                        "epsilon (kind: python, pate): one fit per run, in shards")
+    runs_no_claim: int = Field(32, ge=8, description="models per side for a defender without a DP claim, any "
+                                                     "trainer (its eps-hat is evidence of leakage; nothing to refute)")
     block: int = Field(1000, ge=2, description="models trained together in one batched call (even; the unit of "
                                                "training randomness)")
     tune_fraction: float = Field(0.2, gt=0.0, lt=1.0, description="share of each side's runs that only chooses "
@@ -302,10 +302,11 @@ class BlackboxParams(_Strict):
         return v
 
     def runs_per_side(self, *, batched: bool, claims_epsilon: bool) -> int:
-        """Models per side for a defender: ``runs`` / ``runs_no_claim`` (batched trainer) or ``sequential_runs``."""
-        if not batched:
-            return int(self.sequential_runs)
-        return int(self.runs if claims_epsilon else self.runs_no_claim)
+        """Models per side for a defender: ``runs_no_claim`` without a DP claim; with one, ``runs`` (batched
+        trainer) or ``sequential_runs`` (one fit per run)."""
+        if not claims_epsilon:
+            return int(self.runs_no_claim)
+        return int(self.runs if batched else self.sequential_runs)
 
 
 class BoundsParams(_Strict):

@@ -94,14 +94,16 @@ def test_a_four_times_larger_shift_is_caught() -> None:
 def test_runs_per_side_follow_the_kind_and_the_claim() -> None:
     plan = make_params([{"name": "lr", "kind": "logistic_regression"},
                         {"name": "mlp", "kind": "torch_mlp", "hidden": [8], "epochs": 1},
-                        {"name": "dp", "kind": "dp_sgd", "epsilon": 1.0, "epochs": 1}],
+                        {"name": "dp", "kind": "dp_sgd", "epsilon": 1.0, "epochs": 1},
+                        {"name": "pate", "kind": "pate", "epsilon": 20.0}],
                        blackbox={"runs": 24, "runs_no_claim": 12, "sequential_runs": 10, "block": 16})
-    assert [plan.blackbox_runs(n) for n in ("lr", "mlp", "dp")] == [10, 12, 24]
+    assert [plan.blackbox_runs(n) for n in ("lr", "mlp", "dp", "pate")] == [12, 12, 24, 10]
     shards = [s for s in plan_shards(plan) if s.experiment == "blackbox"]
-    by = {n: [(s.start, s.stop) for s in shards if s.defender == n] for n in ("lr", "mlp", "dp")}
+    by = {n: [(s.start, s.stop) for s in shards if s.defender == n] for n in ("lr", "mlp", "dp", "pate")}
     assert by["dp"] == [(0, 16), (16, 32), (32, 48)]  # whole blocks of blackbox.block models
     assert by["mlp"] == [(0, 16), (16, 24)]
-    assert by["lr"][0] == (0, 4) and by["lr"][-1][1] == 20  # compute.block_trials = 4 (even) per block
+    assert by["lr"][0] == (0, 4) and by["lr"][-1][1] == 24  # compute.block_trials = 4 (even) per block
+    assert by["pate"][-1][1] == 20
 
 
 def test_params_refuse_an_odd_block_and_name_the_key() -> None:

@@ -24,7 +24,7 @@ TINY_OVERRIDES = {
     "ltu": {"rounds": 200},
     "game3": {"canaries": 40, "tau_steps": 4},
     "lidp": {"trials": 6, "tau_quantiles": 4},
-    "blackbox": {"runs": 40, "runs_no_claim": 20, "sequential_runs": 8, "block": 40},
+    "blackbox": {"runs": 40, "runs_no_claim": 20, "sequential_runs": 16, "block": 40},
 }
 
 

@@ -3,8 +3,8 @@
 Threat model: the auditor sees only the released model's ``predict_proba`` (two queries per model)
 and chooses one training example, the canary (add/remove neighbourhood: a run trains on the
 Defender set D or on D ∪ {canary}). The canaries stage trains ``2 × blackbox.runs`` models of the
-defender's recipe (``runs_no_claim`` without a DP claim, ``sequential_runs`` for trainers without a
-batched recipe: ``kind: python``, sklearn kinds), half with the canary, and keeps each final model's
+defender's recipe (``sequential_runs`` for a claiming trainer without a batched recipe: ``kind:
+python``, ``pate``; ``runs_no_claim`` for a defender without a DP claim), half with the canary, and keeps each final model's
 score (:mod:`privaudit.canaries.blackbox_trials`). The canary is crafted for the recipe in feature
 space (:mod:`privaudit.canaries.crafted`: the data's least-used direction, Jagielski et al. 2020
 §4's ClipBKD idea; its score is the change of the canary's centered log-probabilities along its
