@@ -42,7 +42,7 @@ def audit_body(name: str) -> Callable[[argparse.Namespace, Params], None]:
 
         ensure_writable(*(p for p in (args.out, args.tables) if p is not None))
         device = "cpu"
-        inputs = AuditInputs(canaries_dir=args.canaries)
+        inputs = AuditInputs(canaries_dir=args.canaries, defenders_dir=args.defenders)
         if line.inputs == "trainer":
             from privaudit.determinism import configure_determinism
             from privaudit.features import resolve_device
@@ -52,7 +52,7 @@ def audit_body(name: str) -> Callable[[argparse.Namespace, Params], None]:
             configure_determinism(device)
             fs = load_feature_set(args.features, args.split)
             X, y = fs.defender
-            inputs = AuditInputs(defender_data=DefenderData(X, y, fs.n_classes))
+            inputs = AuditInputs(defender_data=DefenderData(X, y, fs.n_classes), defenders_dir=args.defenders)
         result = run_audit(name, params, inputs, defenders_dir=args.defenders, device=device)
         print("\n".join(result.lines()))
         blocks = result.blocks()

@@ -1,4 +1,5 @@
-"""Stage defenders: train every ``defenders[i]`` → ``data/defenders/<name>/`` (model, outputs, info)."""
+"""Stage defenders: train every ``defenders[i]`` → ``data/defenders/<name>/`` (model, outputs, info; for an
+observable defender also the release run's white-box observations, ``privaudit.defenders.release_watch``)."""
 
 from __future__ import annotations
 
@@ -28,18 +29,20 @@ def _body(args: argparse.Namespace, params: Params) -> None:
     configure_determinism(device)
     check_inputs(args.features, args.split, params)
     # the trainers (torch, sklearn, opacus) load only once the inputs have passed their checks
-    from privaudit.defenders.trained_files import train_one, write_defender
+    from privaudit.defenders.trained_files import train_release, write_defender
     from privaudit.features.feature_set import load_feature_set
 
     fs = load_feature_set(args.features, args.split)
     with atomic_dir(args.out) as tmp:
         for spec in params.defenders:
-            model, outputs, info = train_one(spec, fs, params.base.seed, device)
-            validate_defender_outputs(outputs, fs.n_classes, fs.ids)  # output, before it is moved into place
-            write_defender(tmp / spec.name, model, outputs, info)
+            # observable defenders train under privaudit.hooks.recording (same bits; the white-box audit pools it)
+            t = train_release(spec, fs, params.base.seed, device, canary_scale=params.whitebox.canary_scale)
+            validate_defender_outputs(t.outputs, fs.n_classes, fs.ids)  # output, before it is moved into place
+            write_defender(tmp / spec.name, t.model, t.outputs, t.info, t.watch)
+            info = t.info
             print(f"defenders: {spec.name} ({spec.kind}): train acc {info['train_accuracy']:.3f}, "
                   f"test acc {info['test_accuracy']:.3f}, utility {info['utility']:.3f}, "
-                  f"claimed eps {info['claimed_epsilon']}")
+                  f"claimed eps {info['claimed_epsilon']}" + (f"; {t.watch.summary()}" if t.watch else ""))
         check_defender_dirs(tmp, [spec.name for spec in params.defenders])  # before the move into place
 
 

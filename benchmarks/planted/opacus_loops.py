@@ -73,7 +73,9 @@ def train_loop(X: np.ndarray, y: np.ndarray, n_classes: int, seed: int, *, varia
     init_gen, data_gen, noise_gen, _ = (torch.Generator().manual_seed(int(s)) for s in seeds)
     sigma = r["sigma"]
     if variant == "branch_on_recording" and not privaudit.hooks.is_recording():
-        sigma = 0.0  # behaves only while audited
+        sigma = 0.0  # behaves only while audited (the release run is recorded too: it releases the noisy branch)
+    if variant == "noiseless":  # no noise at all (the first call of a first_call_loop)
+        sigma = 0.0
     model: nn.Module = (InputNorm(X.shape[1], n_classes, init_gen) if variant == "running_stats_buffer"
                         else _linear(X.shape[1], n_classes, init_gen))
     gsm = GradSampleModule(model)
@@ -129,6 +131,23 @@ def train_loop(X: np.ndarray, y: np.ndarray, n_classes: int, seed: int, *, varia
     return LinearHead(net)
 
 
+def first_call_loop(first: str, then: str = "correct") -> Callable[..., LinearHead]:
+    """A loop that behaves as ``first`` in its FIRST call and as ``then`` in every later one.
+
+    In the pipeline the first call is the release run (the ``defenders`` stage) and the later ones
+    are the white-box audit runs: a loop that counts its calls escapes any audit that does not watch
+    the release run itself (issue 27). Each call of this factory has its own counter.
+    """
+    calls = [0]
+
+    def train(X: np.ndarray, y: np.ndarray, n_classes: int, seed: int, **options: Any) -> LinearHead:
+        calls[0] += 1
+        return train_loop(X, y, n_classes, seed, variant=first if calls[0] == 1 else then, **options)
+
+    train.__name__ = train.__qualname__ = f"train_{first}_first_then_{then}"
+    return train
+
+
 def claimed_epsilon(variant: str, n: int, **options: Any) -> float:
     """The ε the loop's author claims: opacus's accountant on the intended recipe's history."""
     from opacus.accountants import create_accountant
@@ -176,9 +195,10 @@ LOOPS: dict[str, Loop] = {lp.variant: lp for lp in (
     Loop("batch2", "expected batch size 2 (many empty Poisson batches)", True, (("batch_size", 2), ("epochs", 2))),
     Loop("finetune_after_dp", "3 non-private full-batch SGD steps after the DP phase", False),
     Loop("bias_second_optimizer", "the bias trained by a second, non-private optimizer", False),
+    # caught since the release run is recorded too (issue 27), by the pooled release run only
     Loop("branch_on_recording", "no noise unless privaudit.hooks.is_recording()", False),
     Loop("running_stats_buffer", "a running-mean input buffer updated from the training data", False),
     Loop("returned_other_model", "the DP loop runs, a non-private model is returned", False),
 )}
 
-__all__ = ["LOOPS", "Loop", "train_loop", "claimed_epsilon", "InputNorm", "GAMMA", "DEFAULTS"]
+__all__ = ["LOOPS", "Loop", "train_loop", "first_call_loop", "claimed_epsilon", "InputNorm", "GAMMA", "DEFAULTS"]

@@ -6,8 +6,9 @@ In a training loop (privaudit's ``dp_sgd`` defender, or a user's ``kind: python`
     optimizer = privaudit.hooks.watch(optimizer, dataset_size=len(X))
 
 Outside an active :func:`recording` ``watch`` returns the optimizer untouched (one context-variable
-read; no attribute is set, no random number drawn), so released models train bit-identically.
-Inside a recording (an *audit* run, see :func:`privaudit.audits.whitebox.whitebox_audit`) it
+read; no attribute is set, no random number drawn).  Inside a recording (an audit run, see
+:func:`privaudit.audits.whitebox.whitebox_audit`, and the release run of every observable defender
+in the ``defenders`` stage, :mod:`privaudit.defenders.release_watch`) it
 wraps the instance's own ``clip_and_accumulate`` and ``add_noise`` (opacus's ``pre_step`` calls
 clip_and_accumulate → _check_skip_next_step → add_noise → scale_grad), so whatever those methods
 do — opacus's code, a subclass, a bug — is what gets measured.  The hook never samples, clips,
@@ -65,7 +66,13 @@ class WatchNotCalledError(ValueError):
 
 
 def is_recording() -> bool:
-    """True inside an active :func:`recording` (in this context/thread)."""
+    """True inside an active :func:`recording` (in this context/thread).
+
+    Not a way to tell an audit from the release: the ``defenders`` stage trains every observable
+    defender inside a recording too (:mod:`privaudit.defenders.release_watch`), so this is true in
+    the release run as well, and a loop that adds noise only when it is true releases its noisy
+    branch, which the white-box audit measures (``tests/whitebox/test_release_run.py``).
+    """
     return _ACTIVE.get() is not None
 
 

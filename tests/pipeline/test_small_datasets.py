@@ -107,6 +107,11 @@ def test_pipeline_on_small_tables(case: str, repo_root: Path, tmp_path: Path) ->
     gate = json.loads((ws / "metrics/gate.json").read_text())
     assert set(gate["defenders"]) == names and isinstance(gate["passed"], bool)
     assert (ws / "reports/audit.html").is_file()
+    for d in params["defenders"]:
+        if d["kind"] == "dp_sgd":  # issue 27: its release run is recorded by the defenders stage and pooled
+            wb = audit[d["name"]]["whitebox"]
+            assert wb["release_run_observed"] is True and wb["runs"] == params["whitebox"]["runs"] + 1, wb
+            assert (ws / f"data/defenders/{d['name']}/release_observations.npz").is_file()
     if case == "binary":
         return
 

@@ -125,10 +125,13 @@ class AuditInputs:
     Attributes:
         defender_data: the Defender set (``inputs: trainer`` audits).
         canaries_dir: ``data/canaries`` (``inputs: canaries`` audits read ``<name>/<audit>.npz``).
+        defenders_dir: ``data/defenders`` (the white-box audit pools the release run recorded in
+            ``<name>/release_watch.json``; ``None``: no release run to pool).
     """
 
     defender_data: DefenderData | None = None
     canaries_dir: Path | None = None
+    defenders_dir: Path | None = None
 
     def need_defender_data(self, audit: str) -> DefenderData:
         if self.defender_data is None:

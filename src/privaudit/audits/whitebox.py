@@ -16,8 +16,15 @@ clipping, sampling rate and number of steps), with the data-set size ``len(X)`` 
 never the size the trainer declares.  A recipe whose claimed ε is below ``epsilon``, or whose
 model checks fail (``result.checks_passed`` is False), is refuted.
 
-The audit runs are not the release run: each carries a gradient canary in every step and uses
-seeds derived from ``seed``, never the release seed.
+The audit runs are not the release run: each uses seeds derived from ``seed``, never the release
+seed. The release run is watched too (issue 27): the ``defenders`` stage trains every observable
+defender inside a recording (:mod:`privaudit.defenders.release_watch`; the shadow canary leaves the
+released bits unchanged), and :func:`run` pools its observations with the audit runs (``release=``
+of :func:`whitebox_audit`) and fails the audit when something reached the released model outside
+the watched steps, or when the release run was not observed although the audit runs were. A loop
+that behaves differently when not audited — one that branches on ``privaudit.hooks.is_recording()``
+(true in the release run as well) or on being called for the first time — is thereby measured in
+the run that produced the released model.
 """
 
 from __future__ import annotations
@@ -30,8 +37,10 @@ import numpy as np
 from privaudit.audits.protocol import PURE_DELTA, AuditBound, AuditInputs, AuditRequest, finite_epsilon
 from privaudit import hooks
 from privaudit.compat.opacus_warnings import opacus_noise_filtered
+from privaudit.defenders.release_watch import ReleaseWatch, read_release_watch
 from privaudit.defenders.specs import DefenderSpecBase, PythonSpec
 from privaudit.seeding import int_seed
+from privaudit.stats.observations import RunObservations
 from privaudit.stats.whitebox import WhiteboxResult, estimate_whitebox, with_notes, with_release_changes
 
 __all__ = ["CITATION", "WhiteboxResult", "defender_trainer", "python_trainer", "run", "whitebox_audit", "whitebox_audit_heads",
@@ -82,8 +91,15 @@ def _trainer_name(trainer: Any) -> str:
 
 def whitebox_audit(trainer: FitFn | _HasFit, X: np.ndarray, y: np.ndarray, *, runs: int = 2, delta: float = 1e-5,
                    level: float = 0.05, accountant: str = "prv", seed: int = 0,
-                   canary_scale: float = 4.0) -> WhiteboxResult:
+                   canary_scale: float = 4.0, release: ReleaseWatch | None = None) -> WhiteboxResult:
     """Audit a DP-SGD trainer white-box: ``runs`` recorded training runs → ε̂ (a lower confidence bound).
+
+    With ``release`` (what the recording of the release run saw, :mod:`privaudit.defenders.release_watch`)
+    the release run is pooled first, then the ``runs`` audit runs (``result.runs`` counts it);
+    whatever reached the released model outside its watched steps fails the check
+    ``release_model_watched`` (ε̂ = ∞, the tensor named, prefixed ``release run:``), and so does a
+    release run that was not observed although the audit runs were (a loop that watches its optimizer
+    only when audited), or one that trained another number of parameters than the audit runs.
 
     Args:
         trainer: ``fit(X, y, seed)`` (see :func:`python_trainer`, :func:`defender_trainer`) or an
@@ -98,6 +114,8 @@ def whitebox_audit(trainer: FitFn | _HasFit, X: np.ndarray, y: np.ndarray, *, ru
         seed: root of the audit's seeds (run i trains with ``int_seed(seed, "whitebox", "fit", i)``;
             its canaries use ``int_seed(seed, "whitebox", "canary", i)``).
         canary_scale: M of the gradient canary ``M·C·u`` (> 1; 4 by default).
+        release: the release run's :class:`~privaudit.defenders.release_watch.ReleaseWatch`, recorded
+            with the same ``canary_scale`` on the same ``X`` (``None``: audit runs only).
 
     Returns:
         :class:`~privaudit.stats.whitebox.WhiteboxResult` (``epsilon`` = ε̂, the checks, the
@@ -106,7 +124,8 @@ def whitebox_audit(trainer: FitFn | _HasFit, X: np.ndarray, y: np.ndarray, *, ru
     Raises:
         privaudit.hooks.WatchNotCalledError: (a ValueError) the trainer never called
             ``privaudit.hooks.watch``; the message names the trainer.
-        ValueError: bad arguments (named), or the trainer stepped no watched optimizer.
+        ValueError: bad arguments (named), the trainer stepped no watched optimizer, or ``release``
+            was recorded with another ``canary_scale`` (a stale ``data/defenders``).
     """
     if isinstance(runs, bool) or not isinstance(runs, (int, np.integer)) or runs < 1:
         raise ValueError(f"runs must be an int >= 1, got {runs!r}")
@@ -120,6 +139,12 @@ def whitebox_audit(trainer: FitFn | _HasFit, X: np.ndarray, y: np.ndarray, *, ru
         raise ValueError(f"accountant must be 'rdp', 'prv' or 'gdp', got {accountant!r}")
     if not (isinstance(canary_scale, (int, float)) and math.isfinite(canary_scale) and canary_scale > 1):
         raise ValueError(f"canary_scale must be a finite number > 1, got {canary_scale!r}")
+    if release is not None and not isinstance(release, ReleaseWatch):
+        raise ValueError(f"release must be a ReleaseWatch (privaudit.defenders.release_watch) or None, got "
+                         f"{type(release).__name__}")
+    if release is not None and float(release.canary_scale) != float(canary_scale):
+        raise ValueError(f"the release run was recorded with canary_scale={release.canary_scale} but the audit uses "
+                         f"{canary_scale}: data/defenders is stale; rerun the defenders stage (dvc repro defenders)")
     X_arr, y_arr = np.asarray(X), np.asarray(y)
     if X_arr.ndim != 2 or X_arr.shape[0] < 1:
         raise ValueError(f"X must be a non-empty (n, d) array, got shape {X_arr.shape}")
@@ -157,11 +182,39 @@ def whitebox_audit(trainer: FitFn | _HasFit, X: np.ndarray, y: np.ndarray, *, ru
             notes.append(f"run {i}: the trainer declared dataset_size={bad} to hooks.watch but trained on "
                          f"len(X)={n}; the audit uses {n}")
         observed.append(obs)
+    if release is not None:
+        pooled_release, release_changes, release_notes = _release_part(release, observed[0], n)
+        observed = pooled_release + observed
+        changes = release_changes + changes
+        notes = release_notes + notes
     with opacus_noise_filtered(accountant):  # PRV's domain sizing warns through RDP (privaudit.compat.opacus_warnings)
         result = estimate_whitebox(observed, dataset_size=n, delta=float(delta), level=float(level),
                                    accountant=accountant, canary_scale=float(canary_scale))
     result = with_release_changes(result, changes)
     return with_notes(result, *notes) if notes else result
+
+
+def _release_part(release: ReleaseWatch, audit_run: RunObservations,
+                  n: int) -> tuple[list[RunObservations], list[str], list[str]]:
+    """What the release run adds to the pool: its observations (or none), its changes, its notes."""
+    changes = [f"release run: {c}" for c in release.changes]
+    notes: list[str] = []
+    obs = release.observations
+    if obs is None:
+        changes.insert(0, f"release run: not observed ({release.reason}) although the audit runs were: the "
+                          "released model was trained by a loop the audit did not see")
+        return [], changes, notes
+    if obs.dimension != audit_run.dimension:
+        changes.insert(0, f"release run: it trained {obs.dimension} parameters, the audit runs "
+                          f"{audit_run.dimension}: the released model is not the recipe the audit ran")
+        return [], changes, notes
+    if release.unmeasured_steps:
+        notes.append(f"release run: {release.unmeasured_steps} steps added noise without a clip_and_accumulate "
+                     "call (sensitivity not measured there)")
+    if obs.declared_dataset_size is not None and obs.declared_dataset_size != n:
+        notes.append(f"release run: the trainer declared dataset_size={obs.declared_dataset_size} to hooks.watch "
+                     f"but trained on len(X)={n}; the audit uses {n}")
+    return [obs], changes, notes
 
 
 def whitebox_audit_heads(recipe: Any, X: np.ndarray, y: np.ndarray, n_classes: int, *, models: int = 16,
@@ -217,29 +270,42 @@ def run(request: AuditRequest, inputs: AuditInputs, settings: Any) -> AuditBound
     is trained on — with :func:`privaudit.hooks.watch` recording its opacus ``DPOptimizer`` and a
     gradient canary of norm ``settings.canary_scale`` × C, at ``request.level`` and the claim's δ
     for add/remove. ``settings``: the ``whitebox`` params block (``runs``, ``canary_scale``).
+    With ``inputs.defenders_dir`` (the stage always passes ``data/defenders``) the release run the
+    defenders stage recorded (``<name>/release_watch.json``) is pooled with them; the block records
+    ``release_run_observed``, ``audit_runs`` and ``runs`` (the pooled runs, the release run included).
 
     Raises:
         ValueError: the trainer never calls ``privaudit.hooks.watch`` (a ``kind: python`` defender
-            declared ``observable: true`` wrongly), naming the defender and the fix.
+            declared ``observable: true`` wrongly), naming the defender and the fix; the release
+            record is missing or stale (``data/defenders/<name>/release_watch.json``: rerun the defenders stage).
     """
     from privaudit.defenders.specs import DpSgdSpec, PythonSpec
 
     data = inputs.need_defender_data("whitebox")
     spec = request.spec
     delta = request.delta("add_remove")
+    release = None
+    if inputs.defenders_dir is not None:
+        try:
+            release = read_release_watch(inputs.defenders_dir / spec.name)
+        except (FileNotFoundError, ValueError) as err:
+            raise ValueError(f"defender {spec.name!r}: {err}") from None
     try:
         res = whitebox_audit(defender_trainer(request.trainer(data.n_classes)), data.X, data.y, runs=settings.runs,
                              delta=max(delta, PURE_DELTA), level=request.level,
                              accountant=spec.accountant if isinstance(spec, (DpSgdSpec, PythonSpec)) else "prv", seed=request.int_seed("whitebox"),
-                             canary_scale=settings.canary_scale)
+                             canary_scale=settings.canary_scale, release=release)
     except hooks.WatchNotCalledError as err:
         raise ValueError(f"defender {spec.name!r} declares observable: true but {err}; call "
                          "privaudit.hooks.watch(optimizer, dataset_size=len(X)) in its training loop, or set "
                          f"observable: false") from None
     block = whitebox_metrics(res, delta=delta, level=request.level)
+    block["audit_runs"] = int(settings.runs)
+    block["release_run_observed"] = res.runs > settings.runs  # the release run is in the pool
     claimed = request.claim.epsilon if request.claim else None
+    pooled = ("the release run and " if block["release_run_observed"] else "") + f"{settings.runs} audit runs"
     line = (f"whitebox: {spec.name}: eps_hat={block['eps_lower_bound']:.4g} at delta={block['delta']:.3g} "
-            f"({block['runs']} runs, {block['steps']} steps; claimed {claimed}); "
+            f"({block['runs']} runs pooled: {pooled}; {block['steps']} steps; claimed {claimed}); "
             f"checks {'passed' if not block['failed_checks'] else 'FAILED: ' + '; '.join(block['failed_checks'])}")
     return AuditBound(epsilon=res.epsilon, level=request.level, delta=delta, neighbourhood=res.neighbourhood,
                       threat_model=res.threat_model, assumption=res.assumption, checks=block["checks"],

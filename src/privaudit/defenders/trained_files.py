@@ -2,8 +2,12 @@
 
 For each defender, ``data/defenders/<name>/`` holds the model file (skops/safetensors), the
 per-sample outputs on Defender and Reserved data (``outputs.parquet``: loss and probability
-vector) and ``info.json`` (kind, claimed ε, determinism, utility by Eq. 2 of Pedersen et al. 2022).
-:func:`train_one` trains one defender and returns the three; :func:`write_defender` writes them;
+vector) and ``info.json`` (kind, claimed ε, determinism, utility by Eq. 2 of Pedersen et al. 2022);
+for an observable defender (``kind: dp_sgd``, ``kind: python`` with ``observable: true``) also what
+:mod:`privaudit.hooks` saw in the release run (:mod:`privaudit.defenders.release_watch`:
+``release_watch.json``, ``release_observations.npz``), pooled by the white-box audit.
+:func:`train_one` trains one defender and returns the three; :func:`train_release` trains it as the
+defenders stage does (observable ones watched; :class:`TrainedDefender`); :func:`write_defender` writes them;
 :func:`read_defender_outputs` and :func:`load_trained_defender` read them back (the model file
 checked first: :func:`privaudit.validation.model_files.check_model_file`).
 """
@@ -12,6 +16,7 @@ from __future__ import annotations
 
 import decimal
 import math
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +27,7 @@ from privaudit.artifacts import dumps_json, read_json
 from privaudit.defenders.base import Defender
 from privaudit.losses import cross_entropy
 from privaudit.defenders.registry import make_defender
+from privaudit.defenders.release_watch import ReleaseWatch, record_release, release_canary_seed, write_release_watch
 from privaudit.defenders.specs import DefenderSpecBase, PythonSpec
 from privaudit.features.feature_set import FeatureSet
 from privaudit.seeding import int_seed
@@ -73,10 +79,41 @@ def round_claim(eps: float | None, digits: int = CLAIM_DIGITS) -> float | None:
 
 def train_one(spec: DefenderSpecBase, fs: FeatureSet, seed: int,
               device: str) -> tuple[Defender[Any], pd.DataFrame, dict[str, Any]]:
-    """Train the defender ``spec`` on the Defender set; return model, outputs, info."""
+    """Train the defender ``spec`` on the Defender set; return model, outputs, info (no recording)."""
+    t = train_release(spec, fs, seed, device, canary_scale=None)
+    return t.model, t.outputs, t.info
+
+
+@dataclass(frozen=True)
+class TrainedDefender:
+    """One defender as the defenders stage trained it: the released model, its per-sample outputs,
+    its ``info.json`` and, for an observable defender trained under a recording, the :class:`ReleaseWatch`."""
+
+    model: Defender[Any]
+    outputs: pd.DataFrame
+    info: dict[str, Any]
+    watch: ReleaseWatch | None = None
+
+
+def train_release(spec: DefenderSpecBase, fs: FeatureSet, seed: int, device: str, *,
+                  canary_scale: float | None) -> TrainedDefender:
+    """Train the defender ``spec`` on the Defender set, as released; watch it if it is observable.
+
+    With ``canary_scale`` (``whitebox.canary_scale``) an observable defender (``spec.observable_training()``)
+    is fitted inside :func:`privaudit.hooks.recording` with the canary seed
+    :func:`~privaudit.defenders.release_watch.release_canary_seed`; the shadow canary leaves the
+    released model bit-identical to an unwatched fit. ``None``, or a defender that is not observable:
+    no recording, ``watch`` is ``None``. The fit seed is ``int_seed(seed, "defenders", spec.name)`` either way.
+    """
     model = make_defender(spec, n_classes=fs.n_classes, device=device)
     Xd, yd = fs.defender
-    model.fit(Xd, yd, seed=int_seed(seed, "defenders", spec.name))
+    fit_seed = int_seed(seed, "defenders", spec.name)
+    watch = None
+    if canary_scale is not None and spec.observable_training():
+        _, watch = record_release(lambda: model.fit(Xd, yd, seed=fit_seed),  # fit returns the defender itself
+                                      seed=release_canary_seed(seed, spec.name), canary_scale=canary_scale)
+    else:
+        model.fit(Xd, yd, seed=fit_seed)
     outputs = per_sample_outputs(model, fs)
     res = outputs[outputs["role"] == "reserved"]
     acc = float(res["correct"].mean())
@@ -94,15 +131,19 @@ def train_one(spec: DefenderSpecBase, fs: FeatureSet, seed: int,
     }
     if "claimed_epsilon" in info:
         info["claimed_epsilon"] = round_claim(info["claimed_epsilon"])
-    return model, outputs, info
+    return TrainedDefender(model, outputs, info, watch)
 
 
-def write_defender(out_dir: Path, model: Defender[Any], outputs: pd.DataFrame, info: dict[str, Any]) -> None:
-    """Write model, outputs and info into ``out_dir`` (a temporary dir of the stage)."""
+def write_defender(out_dir: Path, model: Defender[Any], outputs: pd.DataFrame, info: dict[str, Any],
+                   watch: ReleaseWatch | None = None) -> None:
+    """Write model, outputs and info into ``out_dir`` (a temporary dir of the stage), and the
+    release run's :class:`ReleaseWatch` when there is one."""
     out_dir.mkdir(parents=True, exist_ok=True)
     model.save(out_dir / info["model_file"])
     outputs.to_parquet(out_dir / OUTPUTS_FILE, index=False)
     (out_dir / INFO_FILE).write_text(dumps_json(info))
+    if watch is not None:
+        write_release_watch(out_dir, watch)
 
 
 def read_defender_outputs(defender_dir: Path) -> tuple[pd.DataFrame, dict[str, Any]]:
