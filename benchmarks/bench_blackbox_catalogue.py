@@ -63,12 +63,14 @@ def main() -> None:
     ap.add_argument("--bugs", nargs="+", default=list(BUGS))
     ap.add_argument("--ladder", type=int, nargs="+", default=[20, 40, 80, 160])
     ap.add_argument("--correct-seeds", type=int, default=3, help="seeds for the correct recipe (top of the ladder)")
+    ap.add_argument("--scale", type=float, default=None,
+                    help="canary scale s (default: clip-aware, 3; the pipeline uses 30 for trainers it does not run)")
     ap.add_argument("--level", type=float, default=0.05, help="level of each audit (pipeline: gate.beta/6 = 0.00833)")
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args()
     torch.set_num_threads(1)
     X, y = digits_defender()
-    canary = craft_canary(X, y, 10)
+    canary = craft_canary(X, y, 10, scale=args.scale)
     lines = [f"# many-run black-box audit of plain trainers (final model only) on digits ({len(y)} rows), level {args.level:.5g}, "
              f"delta 1e-5; ladder {args.ladder} runs/side; machine: {platform.machine()}, {os.cpu_count()} cores shared "
              f"(load avg at start {os.getloadavg()[0]:.1f}), 1 torch thread; {canary.describe()}",

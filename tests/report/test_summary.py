@@ -72,11 +72,12 @@ def test_largest_bound_per_threat_model_and_main_bounds_only() -> None:
     metrics, _ = committed()
     raw = json.loads((METRICS / "audit.json").read_text())["mlp"]
     raw["lidp"]["eps_lower_bound_k1"] = 99.0  # a diagnostic view, never the summary's ε̂
-    raw["lidp"]["eps_lower_bound"] = 7.5
+    raw["blackbox"]["eps_lower_bound_rate"] = 98.0  # the assumption-free many-run view: diagnostic too
+    raw["lidp"]["eps_lower_bound"] = 50.0
     raw["one_run"]["threat_model"] = "white-box: a hypothetical one-run audit with gradient access"
     entry = parse_entry(type(metrics.audit["mlp"]), raw, "audit.mlp")
     best, source = best_epsilon_by_threat_model(entry)
-    assert best == {"white_box": raw["one_run"]["eps_lower_bound"], "black_box": 7.5}
+    assert best == {"white_box": raw["one_run"]["eps_lower_bound"], "black_box": 50.0}
     assert source == {"white_box": "one_run", "black_box": "lidp"}
     assert threat_model_key("lidp", None) == "black_box" and threat_model_key("other", None) == "unspecified"
 

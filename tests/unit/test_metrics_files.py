@@ -35,7 +35,8 @@ def test_committed_metrics_are_typed() -> None:
     assert dp.budget is not None and "theory" in dp.budget.gated
     assert isinstance(dp.lidp.trials, int) and not isinstance(dp.lidp.trials, bool)  # JSON ints stay ints
     kinds = [kind for kind, *_ in dp.epsilon_lower_bounds()]
-    assert kinds == ["whitebox", "one_run", "lidp", "lidp_k1", "game3"]
+    assert kinds == ["whitebox", "one_run", "blackbox", "blackbox_rate", "lidp", "lidp_k1", "game3"]
+    assert dp.blackbox is not None and dp.blackbox.ceiling is not None and dp.blackbox.ceiling.eps > 0
     assert m.audit["logreg"].claim is None and m.audit["logreg"].whitebox is None
     assert set(m.bounds["dpsgd_eps1"].accuracy_bounds()) == {"thudi", "yeom", "erlingsson", "sablayrolles", "izzo"}
     assert m.bounds["logreg"].accuracy_bounds() == {}

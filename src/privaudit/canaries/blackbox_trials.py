@@ -23,14 +23,21 @@ from typing import Any
 
 import numpy as np
 
-from privaudit.canaries.crafted import CraftedCanary, canary_scores, craft_canary, score_model
+from privaudit.canaries.crafted import CraftedCanary, canary_scores, clipped_scale, craft_canary, score_model
 from privaudit.canaries.parallel import parallel_fits
 from privaudit.canaries.plan import CanaryPlan
-from privaudit.defenders.specs import DefenderSpecBase, DpSgdSpec
+from privaudit.defenders.specs import BATCHED_KINDS, DefenderSpecBase, DpSgdSpec
 from privaudit.features.feature_set import FeatureSet
 from privaudit.seeding import int_seed
 
-__all__ = ["blackbox_canary", "blackbox_trials", "clip_norm_of"]
+__all__ = ["SEQUENTIAL_SCALE_FACTOR", "blackbox_canary", "blackbox_trials", "clip_norm_of"]
+
+#: ``canary_scale: auto`` for a trainer privaudit does not run itself (no batched recipe): the clip-aware scale
+#: times this factor. Privaudit cannot see whether such a trainer clips: if it does, the canary's per-step
+#: effect is capped at C whatever its scale (only saturation of its softmax costs a little tightness); if it
+#: does not, the effect grows with the scale, and a scale of 3 leaves "no clipping" at claim 1 uncaught
+#: (0/5 at 320 runs per side) while 30 catches it (benchmarks/results/blackbox_catalogue_pipeline_eps1.txt).
+SEQUENTIAL_SCALE_FACTOR = 10.0
 
 
 def clip_norm_of(spec: DefenderSpecBase) -> float:
@@ -39,13 +46,23 @@ def clip_norm_of(spec: DefenderSpecBase) -> float:
 
 
 def blackbox_canary(plan: CanaryPlan, fs: FeatureSet, name: str) -> CraftedCanary:
-    """The crafted canary of defender ``name`` (deterministic: same inputs and params, same canary)."""
+    """The crafted canary of defender ``name`` (deterministic: same inputs and params, same canary).
+
+    ``blackbox.canary_scale: auto``: the clip-aware scale (:func:`~privaudit.canaries.crafted.clipped_scale`)
+    for a batched recipe, :data:`SEQUENTIAL_SCALE_FACTOR` times it for any other trainer."""
     if plan.blackbox is None:
         raise ValueError("the plan has no blackbox settings (CanaryPlan.blackbox is None)")
     Xd, yd = fs.defender
+    spec = plan.defender(name)
     scale = plan.blackbox.canary_scale
-    return craft_canary(Xd, yd, fs.n_classes, scale=None if scale == "auto" else float(scale),
-                        clip_norm=clip_norm_of(plan.defender(name)))
+    clip = clip_norm_of(spec)
+    if scale == "auto":
+        s = clipped_scale(fs.n_classes, clip)
+        if spec.kind not in BATCHED_KINDS:
+            s *= SEQUENTIAL_SCALE_FACTOR
+    else:
+        s = float(scale)
+    return craft_canary(Xd, yd, fs.n_classes, scale=s, clip_norm=clip)
 
 
 def _sequential_score(spec: DefenderSpecBase, fs: FeatureSet, canary: CraftedCanary, include: bool, seed: int,
