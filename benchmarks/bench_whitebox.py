@@ -12,6 +12,7 @@
       whitebox_audit, 1 run each, level 0.05); flagged = ε̂ > claim or a failed check.
 
 Run:  PRIVAUDIT_TORCH_THREADS=1 nice .venv/bin/python benchmarks/bench_whitebox.py [--reps 1000] [--out FILE]
+      (table (i) alone: ``--tightness-only --runs 3``)
 """
 
 from __future__ import annotations
@@ -130,8 +131,15 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=1000, help="false-alarm audits with the RDP accountant (>= 200)")
     ap.add_argument("--reps-prv", type=int, default=200, help="false-alarm audits with the PRV accountant")
     ap.add_argument("--runs", type=int, nargs="+", default=[1, 2, 4], help="audit runs in the tightness table")
-    ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "whitebox_digits.txt")
+    ap.add_argument("--tightness-only", action="store_true",
+                    help="only table (i), e.g. --runs 3 (the pipeline pools the release run and 2 audit runs)")
+    ap.add_argument("--out", type=Path, default=None,
+                    help="default: benchmarks/results/whitebox_digits.txt (whitebox_tightness_digits.txt with "
+                         "--tightness-only)")
     args = ap.parse_args()
+    if args.out is None:
+        name = "whitebox_tightness_digits.txt" if args.tightness_only else "whitebox_digits.txt"
+        args.out = ROOT / "benchmarks" / "results" / name
     torch.set_num_threads(int(os.environ.get("PRIVAUDIT_TORCH_THREADS", "1")))
     warnings.filterwarnings("ignore")
     buf = io.StringIO()
@@ -153,6 +161,11 @@ def main() -> None:
         X, y = digits_half()
         tightness(X, y, args.runs)
         print()
+        if args.tightness_only:
+            print(f"total {time.perf_counter() - t0:.0f}s")
+            args.out.parent.mkdir(parents=True, exist_ok=True)
+            args.out.write_text(buf.getvalue())
+            return
         catalogue(X, y, "digits (standardised Defender half, 64 features, 10 classes), epochs 20, batch 64, "
                         "lr 0.5, C 1", dict(epochs=20, batch_size=64, lr=0.5, accountant="prv"))
         print()
