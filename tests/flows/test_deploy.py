@@ -46,3 +46,18 @@ def test_drop_defaults_follow_params_yaml(tmp_path: Path, repo_root: Path) -> No
 def test_deploy_refuses_a_folder_without_pipeline(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="no dvc.yaml"):
         main(["--repo", str(tmp_path), "--register-only"])
+
+
+def test_blackbox_runs_flag_makes_the_nightly_audit_deep(micro_workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """README: ``python -m flows.deploy --blackbox-runs 10000`` serves the nightly audit with the deep black-box audit."""
+    import flows.deploy as deploy
+
+    served: list = []
+    monkeypatch.setattr(deploy, "ensure_concurrency_limit", lambda: None)
+    monkeypatch.setattr(deploy, "serve", lambda *deps: served.extend(deps))
+    assert main(["--repo", str(micro_workspace), "--blackbox-runs", "10000"]) == 0
+    nightly = {d.name: d for d in served}["nightly-audit"]
+    assert nightly.parameters["overrides"] == {"blackbox_runs": 10000}
+    from flows.audit import AuditOverrides
+
+    assert AuditOverrides(**nightly.parameters["overrides"]).as_dotted() == {"blackbox.runs": 10000}

@@ -103,7 +103,13 @@ COVERAGE: list[tuple[str, tuple[str, ...] | str]] = [
      ("tests/flows/test_validate.py::test_good_drop_starts_the_audit_once_per_content",)),
     (r"\.venv/bin/prefect deployment run privaudit-audit/nightly-audit --param overrides=.*",
      ("tests/flows/test_audit.py::test_overrides_map_to_dvc_set_arguments", "tests/flows/test_audit.py::test_force_and_overrides_reach_dvc")),
+    (r"python -m flows\.deploy --blackbox-runs 10000",
+     ("tests/flows/test_deploy.py::test_blackbox_runs_flag_makes_the_nightly_audit_deep",)),
+    (r"dvc exp run -S blackbox\.runs=10000", EXCLUDED + "the deep audit trains 20,000 heads (minutes); the key it sets: "
+     "tests/blackbox/test_blackbox_audit.py::test_runs_per_side_follow_the_kind_and_the_claim, `dvc exp run -S` itself: "
+     + REVIEW),
     # --- benchmarks and GPU
+    (r"python -m benchmarks\.bench_blackbox_honest", BENCH),
     (r"python benchmarks/(ltu_table1|bench_ltu_retrain|bench_sample_risk)\.py( --dataset digits)?", BENCH),
     (r"(DEVICE=cpu )?bash benchmarks/gpu_check\.sh( tests audit)?", GPU),
     # --- code blocks
