@@ -327,7 +327,17 @@ def last_iterate_epsilon(noise_multiplier: float, sample_rate: float, steps: int
 def certify_scores(s_in: ArrayLike, s_out: ArrayLike, *, tune_fraction: float, level: float, delta: float
                    ) -> tuple[GdpRunsBound, GdpRunsBound, int, int]:
     """Split each side into tuning (first share) and certification runs; τ_gdp and τ_rate chosen on
-    tuning runs only, each certified at ``level`` on the certification runs."""
+    tuning runs only, each certified at ``level`` on the certification runs.
+
+    Returns ``(gdp, rate, tuning_in, tuning_out)``: the GDP-view bound at τ_gdp, the assumption-free
+    bound at τ_rate, and how many runs of each side only chose the thresholds.
+
+    >>> rng = np.random.default_rng(0)  # a 1-GDP mechanism: μ_L just below 1
+    >>> g, r, ti, to = certify_scores(rng.normal(1.0, 1, 5000), rng.normal(0.0, 1, 5000), tune_fraction=0.2,
+    ...                               level=0.05, delta=1e-5)
+    >>> (ti, to), round(g.mu_lower_bound, 2), g.eps_lower_bound_gdp > r.eps_lower_bound_rate > 0
+    ((1000, 1000), 0.91, True)
+    """
     s_in, s_out = np.asarray(s_in, np.float64), np.asarray(s_out, np.float64)
     ti, to = int(s_in.size * tune_fraction), int(s_out.size * tune_fraction)
     if ti < 1 or to < 1 or ti >= s_in.size or to >= s_out.size:
