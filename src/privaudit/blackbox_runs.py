@@ -30,9 +30,10 @@ import numpy as np
 import torch
 from numpy.typing import NDArray
 
-from privaudit.canaries.crafted import CraftedCanary, ProbaModel, canary_scores, craft_canary, score_model
+from privaudit.canaries.blackbox_trials import batched_canary_scores
+from privaudit.canaries.crafted import CraftedCanary, ProbaModel, craft_canary, score_model
 from privaudit.stats.gdp_runs import GdpRunsBound, LastIterateCeiling, certify_scores, last_iterate_epsilon
-from privaudit.train import HeadRecipe, TrainData, predict_proba, train_heads
+from privaudit.train import HeadRecipe
 
 __all__ = ["BlackboxAuditConfig", "BlackboxAuditResult", "audit_batched_recipe", "audit_trainer", "certify_scores"]
 
@@ -147,21 +148,15 @@ def audit_batched_recipe(X: NDArray[Any], y: NDArray[Any], n_classes: int, recip
     need_in, need_out = config.runs_in, config.runs_out
     seeds = np.random.SeedSequence(config.seed)
     Xb, yb = torch.from_numpy(X), torch.from_numpy(y)
-    q = torch.from_numpy(canary.queries)
     s_in: list[NDArray[np.float64]] = []
     s_out: list[NDArray[np.float64]] = []
     while need_in > 0 or need_out > 0:
         m_in = min(need_in, config.block // 2) if need_out > 0 else min(need_in, config.block)
         m_out = min(need_out, config.block - m_in)
-        M = m_in + m_out
-        valid = torch.zeros(M, 1, dtype=torch.bool)
+        valid = torch.zeros(m_in + m_out, dtype=torch.bool)
         valid[:m_in] = True
-        data = TrainData(Xb, yb, M, X_extra=torch.from_numpy(canary.x).expand(M, 1, -1).contiguous(),
-                         y_extra=torch.full((M, 1), canary.label, dtype=torch.int64), extra_valid=valid)
         seed = int(seeds.spawn(1)[0].generate_state(1, dtype=np.uint64)[0] >> np.uint64(1))
-        heads = train_heads(recipe, data, n_classes, torch.Generator().manual_seed(seed))
-        p = predict_proba(heads, q).numpy()
-        sc = canary_scores(p[:, 0], p[:, 1], canary)
+        sc = batched_canary_scores(recipe, Xb, yb, n_classes, canary, valid, torch.Generator().manual_seed(seed))
         s_in.append(sc[:m_in])
         s_out.append(sc[m_in:])
         need_in -= m_in

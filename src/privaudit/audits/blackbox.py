@@ -113,8 +113,8 @@ def run(request: AuditRequest, inputs: AuditInputs, settings: Any) -> AuditBound
     s_in, s_out = score[included], score[~included]
     g, r, ti, to = certify_scores(s_in, s_out, tune_fraction=float(settings.tune_fraction), level=request.level,
                                   delta=max(delta, PURE_DELTA))
-    ceiling = ceiling_for(request.spec, int(meta.get("n_train", 0)) or 1, max(delta, PURE_DELTA)) \
-        if meta.get("n_train") else None
+    n_train = meta.get("n_train")
+    ceiling = ceiling_for(request.spec, int(n_train), max(delta, PURE_DELTA)) if n_train else None
     block = blackbox_block(g, r, runs_in=int(s_in.size), runs_out=int(s_out.size), tuning=(ti, to), ceiling=ceiling,
                            delta=delta, level=request.level, meta=meta)
     claimed = request.claim.epsilon if request.claim else None

@@ -30,7 +30,7 @@ from privaudit.defenders.specs import BATCHED_KINDS, DefenderSpecBase, DpSgdSpec
 from privaudit.features.feature_set import FeatureSet
 from privaudit.seeding import int_seed
 
-__all__ = ["SEQUENTIAL_SCALE_FACTOR", "blackbox_canary", "blackbox_trials", "clip_norm_of"]
+__all__ = ["SEQUENTIAL_SCALE_FACTOR", "batched_canary_scores", "blackbox_canary", "blackbox_trials", "clip_norm_of"]
 
 #: ``canary_scale: auto`` for a trainer privaudit does not run itself (no batched recipe): the clip-aware scale
 #: times this factor. Privaudit cannot see whether such a trainer clips: if it does, the canary's per-step
@@ -81,6 +81,24 @@ def _sequential_score(spec: DefenderSpecBase, fs: FeatureSet, canary: CraftedCan
     return score
 
 
+def batched_canary_scores(recipe: Any, X: Any, y: Any, n_classes: int, canary: CraftedCanary, included: Any,
+                          gen: Any) -> np.ndarray:
+    """Scores of ``len(included)`` heads of ``recipe`` trained together on (X, y) (torch tensors on one
+    device) by :func:`privaudit.train.train_heads` from ``gen``; head i also trains on the canary iff
+    ``included[i]`` (a bool tensor). One batched call, no per-model loop."""
+    import torch
+
+    from privaudit.train import TrainData, predict_proba, train_heads
+
+    M, dev = int(included.numel()), X.device
+    data = TrainData(X, y, M, X_extra=torch.as_tensor(canary.x, device=dev).expand(M, 1, -1).contiguous(),
+                     y_extra=torch.full((M, 1), canary.label, dtype=torch.int64, device=dev),
+                     extra_valid=included.reshape(M, 1))
+    heads = train_heads(recipe, data, n_classes, gen)
+    p = predict_proba(heads, torch.as_tensor(canary.queries, device=dev)).detach().cpu().numpy()
+    return canary_scores(p[:, 0], p[:, 1], canary)
+
+
 def blackbox_trials(plan: CanaryPlan, fs: FeatureSet, name: str, start: int, stop: int,
                     device: str) -> dict[str, np.ndarray]:
     """``score`` (t,) and ``included`` (t,) of black-box trials ``[start, stop)`` of defender ``name``."""
@@ -102,25 +120,15 @@ def blackbox_trials(plan: CanaryPlan, fs: FeatureSet, name: str, start: int, sto
         return {"score": scores, "included": included.astype(np.int8)}
     import torch
 
-    from privaudit.train import TrainData, predict_proba, train_heads
-
     Xd, yd = fs.defender
     Xb = torch.as_tensor(np.ascontiguousarray(Xd, dtype=np.float32), device=device)
     yb = torch.as_tensor(np.asarray(yd, dtype=np.int64), device=device)
-    q = torch.as_tensor(canary.queries, device=device)
     parts: list[np.ndarray] = []
     for b0 in range(start, stop, block):
         inc = torch.as_tensor(included[b0 - start:min(b0 + block, stop) - start], device=device)
-        M = int(inc.numel())
-        data = TrainData(Xb, yb, M,
-                         X_extra=torch.as_tensor(canary.x, device=device).expand(M, 1, -1).contiguous(),
-                         y_extra=torch.full((M, 1), canary.label, dtype=torch.int64, device=device),
-                         extra_valid=inc.reshape(M, 1))
         gen = torch.Generator(device=device).manual_seed(int_seed(seed, "canaries", "blackbox", name, "block",
                                                                   b0 // block))
-        heads = train_heads(recipe, data, fs.n_classes, gen)
-        p = predict_proba(heads, q).detach().cpu().numpy()
-        parts.append(canary_scores(p[:, 0], p[:, 1], canary))
+        parts.append(batched_canary_scores(recipe, Xb, yb, fs.n_classes, canary, inc, gen))
     scores: Any = np.concatenate(parts)
     if not np.all(np.isfinite(scores)):
         raise ValueError(f"defender {name!r}: non-finite black-box canary scores in trials [{start}, {stop})")
