@@ -89,3 +89,4 @@ def test_edited_trainer_or_helper_reruns_its_shards(tmp_path: Path, small_fs, mo
         assert before.keys() == after.keys()
         changed = [k for k in before if before[k].dtype.kind == "f" and not np.array_equal(before[k], after[k])]
         assert any(k.startswith("game3") for k in changed) and any(k.startswith("lidp") for k in changed)
+        assert any(k.startswith("blackbox") and k.endswith("-score") for k in changed)  # the many-run audit's scores
