@@ -38,7 +38,9 @@ def train(X, y, n_classes, seed, epsilon=1.0, delta=1e-5, epochs=20, batch_size=
     q, steps = batch_size / len(X), epochs * round(len(X) / batch_size)
     sigma = get_noise_multiplier(target_epsilon=epsilon, target_delta=delta, sample_rate=q, steps=steps,
                                  accountant=accountant)
-    head = LinearHead(X.shape[1], n_classes)
+    with torch.random.fork_rng():  # initial weights drawn from `seed` too, without touching the global RNG
+        torch.manual_seed(seed)
+        head = LinearHead(X.shape[1], n_classes)
     model = GradSampleModule(head)
     opt = DPOptimizer(torch.optim.SGD(model.parameters(), lr=lr), noise_multiplier=sigma,
                       max_grad_norm=max_grad_norm, expected_batch_size=batch_size, generator=gen)
