@@ -10,10 +10,11 @@ import hashlib
 import json
 import platform
 import subprocess
-from importlib import metadata
 from pathlib import Path
 from collections.abc import Mapping, Sequence
-from typing import Any, Iterable
+from typing import Any
+
+from privaudit.environment import ENVIRONMENT_FILE, environment_changes, environment_manifest, package_versions
 
 PACKAGES = ("privaudit", "numpy", "scipy", "pandas", "scikit-learn", "torch", "opacus", "dvc",
             "great-expectations", "prefect", "skops", "safetensors")
@@ -44,16 +45,6 @@ def _git(*args: str, cwd: Path) -> str | None:
     except (OSError, subprocess.SubprocessError):
         return None
     return out.stdout.strip()
-
-
-def package_versions(names: Iterable[str] = PACKAGES) -> dict[str, str | None]:
-    versions: dict[str, str | None] = {}
-    for n in names:
-        try:
-            versions[n] = metadata.version(n)
-        except metadata.PackageNotFoundError:
-            versions[n] = None
-    return versions
 
 
 def derived_seeds(seed: int, params: dict[str, Any]) -> dict[str, int]:
@@ -131,7 +122,7 @@ def build_manifest(repo: Path, params: dict[str, Any], seed: int, data_paths: di
         "params": params,
         "python": platform.python_version(),
         "platform": platform.platform(),
-        "packages": package_versions(),
+        "packages": package_versions(PACKAGES),
         "data_sha256": {k: hash_tree(p) for k, p in sorted(paths.items()) if p.exists()},
         "dataset_path": None if raw is None else str(raw),
     }
@@ -454,7 +445,7 @@ def provenance_drift(provenance: Any, repo: Path) -> list[str]:
         problems.append(f"the gate's params changed since it was computed ({keys})")
     stage = str(provenance.get("stage") or "")
     return (problems + lock_drift(repo, pipeline) + dependency_drift(repo, pipeline, ignore=ignore)
-            + user_code_drift(repo, pipeline) + output_drift(repo, [stage] if stage in pipeline else [], ignore=ignore))
+            + user_code_drift(repo, pipeline) + environment_drift(repo, pipeline) + output_drift(repo, [stage] if stage in pipeline else [], ignore=ignore))
 
 
 def dependency_drift(repo: Path, stages: Sequence[str], lock_file: str = "dvc.lock", ignore: Any = None) -> list[str]:
@@ -571,3 +562,30 @@ def user_code_drift(repo: Path, stages: Sequence[str], params_file: str = "param
     changed = sorted(n for n in set(recorded) | set(now) if recorded.get(n) != now.get(n))
     return [f"user code of defender '{n}' changed "
             f"({', '.join(changed_files(recorded.get(n), now.get(n))) or 'its target/loader'})" for n in changed]
+
+
+def environment_drift(repo: Path, stages: Sequence[str], lock_file: str = "dvc.lock") -> list[str]:
+    """Python or a result package (:data:`privaudit.environment.RESULT_PACKAGES`) that is not the
+    version the pipeline ran with: one line per package, e.g. ``opacus 1.6.0 → 1.7.1 since the
+    pipeline ran``.
+
+    Only when one of ``stages`` writes :data:`~privaudit.environment.ENVIRONMENT_FILE` in
+    ``dvc.lock``: that stage is ``always_changed``, so its lock entry cannot tell; the running
+    interpreter's package metadata is read here (nothing imported).
+    """
+    from privaudit.artifacts import read_json
+
+    repo = Path(repo)
+    lock_path, recorded_path = repo / lock_file, repo / ENVIRONMENT_FILE
+    if not (lock_path.is_file() and recorded_path.is_file()):
+        return []
+    entries = (load_yaml(lock_path) or {}).get("stages") or {}
+    if not any(_norm(o.get("path", "")) == ENVIRONMENT_FILE
+               for n in stages for o in (entries.get(n) or {}).get("outs") or []):
+        return []
+    try:
+        recorded = read_json(recorded_path)
+    except (ValueError, OSError) as exc:
+        return [f"{ENVIRONMENT_FILE} cannot be read: {exc}"]
+    return [f"{line} since the pipeline ran ({ENVIRONMENT_FILE}); run dvc repro"
+            for line in environment_changes(recorded, environment_manifest())]

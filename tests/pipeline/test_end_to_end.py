@@ -55,10 +55,10 @@ def test_pipeline_end_to_end(workspace: Path) -> None:
     verdict = [sys.executable, "-m", "privaudit.cli", "verdict", "--plain"]
     assert run(verdict, ws, check=False).returncode == (0 if gate["passed"] else 1)  # a fresh gate
 
-    # nothing changed → nothing to do (user_code is always_changed; it rewrites the same JSON)
+    # nothing changed → nothing to do (user_code and environment are always_changed; each rewrites the same JSON)
     again = run(DVC + ["repro"], ws)
     ran = [line for line in again.stdout.splitlines() if line.startswith("Running stage")]
-    assert ran == ["Running stage 'user_code':"], again.stdout
+    assert sorted(ran) == ["Running stage 'environment':", "Running stage 'user_code':"], again.stdout
     assert run(verdict, ws, check=False).returncode == (0 if gate["passed"] else 1)  # still fresh
 
     # a data file under data/external (where README says user data lives) is the ingest stage's dep

@@ -120,9 +120,13 @@ def test_pipeline_on_small_tables(case: str, repo_root: Path, tmp_path: Path) ->
     lock = (ws / "dvc.lock").read_bytes()
     run(DVC + ["repro", "--force", "-s", "defenders"], ws)
     assert (ws / "dvc.lock").read_bytes() == lock
-    # user_code is always_changed by design (it re-hashes the user's trainer files on every repro)
+    # user_code and environment are always_changed by design (they re-hash the user's trainer files
+    # and re-read the package versions on every repro)
     status = run(DVC + ["status"], ws).stdout
-    assert "changed" not in status.replace("user_code:\n\talways changed", ""), status
+    for stage in ("user_code", "environment"):
+        assert f"{stage}:\n\talways changed" in status, status
+        status = status.replace(f"{stage}:\n\talways changed", "")
+    assert "changed" not in status, status
 
     # a game3.canaries the Defender set cannot hold stops the split stage, before any training
     params["game3"]["canaries"] = 200
