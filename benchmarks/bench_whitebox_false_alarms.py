@@ -25,9 +25,10 @@ Run:  PRIVAUDIT_TORCH_THREADS=1 nice python benchmarks/bench_whitebox_false_alar
 
 Cost (timed with ``--audits 20``, 1 torch thread, on the 2-core x86-64 dev box shared with another
 job, load ≈ 3): 0.32 s per audit (PRV row), 0.17 s (RDP), 0.45 s (batch 2), i.e. about 16 minutes
-for the three rows at 1000 audits each; the noise-schedule row about 3.5 s per audit and the
-clip-schedule row about 0.7 s (one process each); ``--rows 0,1,2`` runs rows one by one (separate
-processes in parallel on a larger machine).
+for the three rows at 1000 audits each. The other three at 1000 audits (``--rows 3,5,4 --workers 2``,
+the same box while it also ran ``dvc repro`` and tests): PLD 337 s, ExponentialGradClip 435 s and
+ExponentialNoise 2581 s of wall time (two heterogeneous PRV compositions per audit, about 1.5 s
+each, dominate it). ``--rows`` picks rows (separate processes in parallel on a larger machine).
 """
 
 from __future__ import annotations
