@@ -47,9 +47,10 @@ def train(X, y, n_classes, seed, epsilon=1.0, delta=1e-5, epochs=20, batch_size=
     opt = privaudit.hooks.watch(opt, dataset_size=len(X))  # the white-box audit's one line
     Xt, yt = torch.as_tensor(X, dtype=torch.float32), torch.as_tensor(y, dtype=torch.long)
     for _ in range(steps):
-        idx = torch.as_tensor(np.flatnonzero(rng.random(len(X)) < q))
-        if len(idx) == 0:
-            continue
+        idx = torch.as_tensor(np.flatnonzero(rng.random(len(X)) < q), dtype=torch.long)
+        # an empty Poisson batch is a step too: opacus adds the same noise to a zero sum (the mean
+        # loss of no row is NaN, but no per-example row carries it into the step); skipping it
+        # would show that the batch was empty
         opt.zero_grad()
         torch.nn.functional.cross_entropy(model(Xt[idx]), yt[idx]).backward()
         opt.step()

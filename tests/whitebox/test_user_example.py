@@ -80,3 +80,22 @@ def test_user_trainer_is_a_function_of_its_seed() -> None:
     a, b, c = (train(X, y, 3, s, epochs=1, batch_size=20).state_dict() for s in (5, 5, 6))
     assert all(np.array_equal(a[k].numpy(), b[k].numpy()) for k in a)
     assert not np.array_equal(a["fc.weight"].numpy(), c["fc.weight"].numpy())
+
+
+def test_user_trainer_noises_empty_batches() -> None:
+    """q = 1/60: most Poisson batches are empty, and every one of them is a watched, noised step
+    (B_t = 0), not a skipped one (before, the loop skipped them: 70 of 120 steps observed here, and
+    the audit failed its ``poisson_sampling`` check, since no observed batch was ever empty)."""
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(60, 4)).astype(np.float32)
+    y = rng.integers(3, size=60)
+    options = {"epsilon": 4.0, "epochs": 2, "batch_size": 1}
+    spec = validate_defender_spec({"name": "mine", "kind": "python", "observable": True,
+                                   "target": "examples/opacus_user_trainer.py:train",
+                                   "loader": "examples/opacus_user_trainer.py:load",
+                                   "claimed_epsilon": 4.0, "claimed_delta": 1e-5, "options": options})
+    res = whitebox_audit(defender_trainer(lambda: make_defender(spec, n_classes=3)), X, y, runs=1, delta=1e-5,
+                         level=0.05, accountant="prv", seed=2)
+    assert res.steps == 2 * 60
+    assert res.checks_passed, res.failed_checks
+    assert res.epsilon <= 4.0 + 1e-9
