@@ -90,7 +90,11 @@ ROWS = (
 def pld_epsilon(sigma: float, q: float, steps: int, delta: float) -> float:
     """ε of ``steps`` Poisson-subsampled Gaussian steps by dp_accounting's PLD accountant
     (Google's ``dp_accounting.pld.PLDAccountant``, add-or-remove-one, pessimistic estimate, value
-    discretisation 1e-4): the claim of a user who accounts with dp_accounting instead of opacus."""
+    discretisation 1e-4): the claim of a user who accounts with dp_accounting instead of opacus.
+    The accountant composes privacy loss distributions by FFT (Koskela, Jälkö & Honkela 2020,
+    "Computing Tight Differential Privacy Guarantees Using FFT", AISTATS) with the pessimistic
+    discretisation of Doroshenko et al. 2022 ("Connect the Dots", PoPETs, §3), so its ε is an upper
+    bound on the true ε of the mechanism."""
     try:
         from dp_accounting import dp_event, pld
     except ImportError as e:  # pragma: no cover - depends on the environment

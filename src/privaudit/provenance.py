@@ -534,6 +534,12 @@ def output_drift(repo: Path, stages: Sequence[str], lock_file: str = "dvc.lock",
 USER_CODE_FILE = "data/user_code.json"
 
 
+def _written_by(lock: Any, stages: Sequence[str], path: str) -> bool:
+    """Whether one of ``stages`` lists ``path`` among its outputs in the parsed ``dvc.lock``."""
+    entries = (lock or {}).get("stages") or {}
+    return any(_norm(o.get("path", "")) == path for n in stages for o in (entries.get(n) or {}).get("outs") or [])
+
+
 def user_code_drift(repo: Path, stages: Sequence[str], params_file: str = "params.yaml",
                     lock_file: str = "dvc.lock") -> list[str]:
     """User code (``kind: python`` target/loader files and the local modules they import) edited since
@@ -549,10 +555,7 @@ def user_code_drift(repo: Path, stages: Sequence[str], params_file: str = "param
     lock_path, recorded_path, params_path = repo / lock_file, repo / USER_CODE_FILE, repo / params_file
     if not (lock_path.is_file() and recorded_path.is_file() and params_path.is_file()):
         return []
-    entries = (load_yaml(lock_path) or {}).get("stages") or {}
-    writers = [n for n in stages if any(_norm(o.get("path", "")) == USER_CODE_FILE
-                                        for o in (entries.get(n) or {}).get("outs") or [])]
-    if not writers:
+    if not _written_by(load_yaml(lock_path), stages, USER_CODE_FILE):
         return []
     try:
         recorded = read_json(recorded_path)
@@ -579,9 +582,7 @@ def environment_drift(repo: Path, stages: Sequence[str], lock_file: str = "dvc.l
     lock_path, recorded_path = repo / lock_file, repo / ENVIRONMENT_FILE
     if not (lock_path.is_file() and recorded_path.is_file()):
         return []
-    entries = (load_yaml(lock_path) or {}).get("stages") or {}
-    if not any(_norm(o.get("path", "")) == ENVIRONMENT_FILE
-               for n in stages for o in (entries.get(n) or {}).get("outs") or []):
+    if not _written_by(load_yaml(lock_path), stages, ENVIRONMENT_FILE):
         return []
     try:
         recorded = read_json(recorded_path)

@@ -13,15 +13,19 @@ from privaudit.audits.whitebox import defender_trainer, whitebox_audit
 from privaudit.config import WhiteboxParams
 
 
+def _example_spec(epsilon: float, options: dict, **extra: object):
+    """The README's example as an observable ``kind: python`` defender trained for and claiming ``epsilon``."""
+    return validate_defender_spec({"name": "mine", "kind": "python", "observable": True,
+                                   "target": "examples/opacus_user_trainer.py:train",
+                                   "loader": "examples/opacus_user_trainer.py:load", "claimed_epsilon": epsilon,
+                                   "claimed_delta": 1e-5, "options": {"epsilon": epsilon, **options}, **extra})
+
+
 def test_readme_user_trainer_is_audited_tightly_and_passes() -> None:
     rng = np.random.default_rng(0)
     X = rng.normal(size=(200, 8)).astype(np.float32)
     y = rng.integers(3, size=200)
-    options = {"epsilon": 2.0, "epochs": 3, "batch_size": 20}
-    spec = validate_defender_spec({"name": "mine", "kind": "python", "observable": True,
-                                   "target": "examples/opacus_user_trainer.py:train",
-                                   "loader": "examples/opacus_user_trainer.py:load",
-                                   "claimed_epsilon": 2.0, "claimed_delta": 1e-5, "options": options})
+    spec = _example_spec(2.0, {"epochs": 3, "batch_size": 20})
     assert spec_is_observable(spec)
     res = whitebox_audit(defender_trainer(lambda: make_defender(spec, n_classes=3)), X, y, runs=1, delta=1e-5,
                          level=0.05, accountant="prv", seed=1)
@@ -44,11 +48,7 @@ def test_whitebox_block_audits_with_the_declared_accountant(accountant: str) -> 
     rng = np.random.default_rng(0)
     X = rng.normal(size=(200, 8)).astype(np.float32)
     y = rng.integers(3, size=200)
-    options = {"epsilon": 2.0, "epochs": 3, "batch_size": 20, "accountant": accountant}
-    spec = validate_defender_spec({"name": "mine", "kind": "python", "observable": True, "accountant": accountant,
-                                   "target": "examples/opacus_user_trainer.py:train",
-                                   "loader": "examples/opacus_user_trainer.py:load",
-                                   "claimed_epsilon": 2.0, "claimed_delta": 1e-5, "options": options})
+    spec = _example_spec(2.0, {"epochs": 3, "batch_size": 20, "accountant": accountant}, accountant=accountant)
     claim = PrivacyClaim(2.0, 1e-5, "add_remove")
     request = AuditRequest(spec=spec, claim=claim, level=0.05, default_delta=1e-5, seed=1)
     block = whitebox.run(request, AuditInputs(defender_data=DefenderData(X, y, 3)), WhiteboxParams(runs=1)).block()
@@ -89,11 +89,7 @@ def test_user_trainer_noises_empty_batches() -> None:
     rng = np.random.default_rng(1)
     X = rng.normal(size=(60, 4)).astype(np.float32)
     y = rng.integers(3, size=60)
-    options = {"epsilon": 4.0, "epochs": 2, "batch_size": 1}
-    spec = validate_defender_spec({"name": "mine", "kind": "python", "observable": True,
-                                   "target": "examples/opacus_user_trainer.py:train",
-                                   "loader": "examples/opacus_user_trainer.py:load",
-                                   "claimed_epsilon": 4.0, "claimed_delta": 1e-5, "options": options})
+    spec = _example_spec(4.0, {"epochs": 2, "batch_size": 1})
     res = whitebox_audit(defender_trainer(lambda: make_defender(spec, n_classes=3)), X, y, runs=1, delta=1e-5,
                          level=0.05, accountant="prv", seed=2)
     assert res.steps == 2 * 60

@@ -147,15 +147,9 @@ def environment_fingerprint(device: str) -> dict[str, object]:
 
 @functools.lru_cache(maxsize=1)
 def _package_versions() -> tuple[tuple[str, str | None], ...]:
-    from importlib import metadata
+    from privaudit.environment import package_versions
 
-    versions: list[tuple[str, str | None]] = []
-    for name in NUMERIC_PACKAGES:
-        try:
-            versions.append((name, metadata.version(name)))
-        except metadata.PackageNotFoundError:
-            versions.append((name, None))
-    return tuple(versions)
+    return tuple(package_versions(NUMERIC_PACKAGES).items())
 
 
 def shard_dir(root: Path, plan: CanaryPlan) -> Path:
