@@ -588,5 +588,5 @@ def environment_drift(repo: Path, stages: Sequence[str], lock_file: str = "dvc.l
         recorded = read_json(recorded_path)
     except (ValueError, OSError) as exc:
         return [f"{ENVIRONMENT_FILE} cannot be read: {exc}"]
-    return [f"{line} since the pipeline ran ({ENVIRONMENT_FILE}); run dvc repro"
+    return [f"{line} since the pipeline ran ({ENVIRONMENT_FILE})"
             for line in environment_changes(recorded, environment_manifest())]
