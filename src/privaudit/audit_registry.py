@@ -75,7 +75,7 @@ AUDITS: tuple[AuditLine, ...] = (
     AuditLine("one_run", "privaudit.audits.one_run",
               (BoundLine("one_run", "eps_lower_bound", "one-run black-box audit"),), "always", "trainer", "one_run"),
     AuditLine("blackbox", "privaudit.audits.blackbox",
-              (BoundLine("blackbox", "eps_lower_bound", "many-run black-box audit (GDP view)"),
+              (BoundLine("blackbox", "eps_lower_bound", "many-run black-box audit (the claim's own curve)"),
                BoundLine("blackbox_rate", "eps_lower_bound_rate", "many-run black-box audit (assumption-free)",
                          gated_by_default=False)), "canary_audited", "canaries", "blackbox"),
     AuditLine("lidp", "privaudit.audits.lidp",

@@ -21,13 +21,22 @@ path D → D∖{x} → D∖{x}∪{x'}): a substitution is a removal followed by 
 ``replace_label``. A label change is a special substitution, so a ``replace_one`` claim covers
 ``replace_label`` as it is. Nothing is implied the other way: a replace-one or label claim says
 nothing about adding a record (``implied_for`` returns ``None``: the audit is not comparable).
+
+A claim may carry the **mechanism** the recipe runs (:mod:`privaudit.declared_mechanism`): its whole
+trade-off curve, not only the (ε, δ) point. :meth:`PrivacyClaim.family` is the family of curves a
+black-box bound tests the claim against (:mod:`privaudit.stats.tradeoff`): the mechanism's own, or
+the (ε, δ) polygon when none is declared. The mechanism holds for the claim's own neighbourhood only:
+a claim converted by group privacy keeps its (ε, δ) point and drops the curve.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Literal, get_args
+from typing import TYPE_CHECKING, Any, Literal, get_args
+
+if TYPE_CHECKING:
+    from privaudit.stats.tradeoff import TradeoffFamily
 
 Neighbourhood = Literal["add_remove", "replace_one", "replace_label"]
 NEIGHBOURHOODS: tuple[str, ...] = get_args(Neighbourhood)
@@ -35,7 +44,7 @@ NEIGHBOURHOODS: tuple[str, ...] = get_args(Neighbourhood)
 #: a group-privacy δ at or above 1 says nothing; it is capped just below 1 (the claim stays valid)
 _DELTA_MAX = 1.0 - 1e-12
 
-__all__ = ["NEIGHBOURHOODS", "Neighbourhood", "PrivacyClaim", "check_neighbourhood"]
+__all__ = ["NEIGHBOURHOODS", "Neighbourhood", "PrivacyClaim", "check_neighbourhood", "claim_family"]
 
 
 def check_neighbourhood(value: str, where: str = "neighbourhood") -> Neighbourhood:
@@ -62,6 +71,21 @@ class PrivacyClaim:
     epsilon: float
     delta: float
     neighbourhood: Neighbourhood
+    #: the declared mechanism (a :mod:`privaudit.declared_mechanism` model) or ``None``: the point only
+    mechanism: Any = None
+
+    def family(self) -> "TradeoffFamily":
+        """The trade-off curves this claim is tested against: the declared mechanism's family, else the
+        (ε, δ) polygon at the claim's δ (no assumption)."""
+        if self.mechanism is not None:
+            return self.mechanism.family()
+        from privaudit.stats.tradeoff import EpsDeltaFamily
+
+        return EpsDeltaFamily(float(self.epsilon), float(self.delta))
+
+    def curve_name(self) -> str:
+        """``metrics/audit.json``'s ``curve`` of a bound tested against this claim."""
+        return "eps_delta" if self.mechanism is None else str(self.mechanism.kind)
 
     def __post_init__(self) -> None:
         if not (isinstance(self.epsilon, (int, float)) and self.epsilon >= 0 and not math.isnan(self.epsilon)):
@@ -79,6 +103,21 @@ class PrivacyClaim:
             eps = 2.0 * self.epsilon
             delta = min((1.0 + math.exp(min(self.epsilon, 700.0))) * self.delta, _DELTA_MAX)
             return PrivacyClaim(eps, delta, target)
-        if self.neighbourhood == "replace_one" and target == "replace_label":
-            return PrivacyClaim(self.epsilon, self.delta, target)
+        if self.neighbourhood == "replace_one" and target == "replace_label":  # a label change is a replacement
+            return PrivacyClaim(self.epsilon, self.delta, target, self.mechanism)
         return None
+
+
+def claim_family(claim: PrivacyClaim | None, delta: float) -> "TradeoffFamily":
+    """The curves a black-box bound tests: ``claim``'s own family (:meth:`PrivacyClaim.family`); without a
+    claim the (ε, δ) polygon at ``delta`` with no member claimed (θ_claim = ∞), whose ε̂ is the
+    assumption-free bound.
+
+    >>> claim_family(None, 1e-5).name, claim_family(PrivacyClaim(1.0, 0.0, "add_remove"), 1e-5).delta
+    ('eps_delta', 0.0)
+    """
+    if claim is not None:
+        return claim.family()
+    from privaudit.stats.tradeoff import EpsDeltaFamily
+
+    return EpsDeltaFamily(math.inf, delta)

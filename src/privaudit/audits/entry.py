@@ -59,6 +59,7 @@ def assemble_entry(
         "claimed_epsilon": None if claim is None else claim.epsilon,
         "claimed_delta": None if claim is None else claim.delta,
         "claimed_neighbourhood": None if claim is None else claim.neighbourhood,
+        "claimed_mechanism": None if claim is None or claim.mechanism is None else claim.mechanism.model_dump(mode="json"),
         "audited": audited,
         "budget": budget.as_dict(),
     }

@@ -58,13 +58,16 @@ from typing import Any, Callable, Literal, Protocol, Sequence
 import numpy as np
 
 from privaudit.audits.protocol import PURE_DELTA, AuditBound, AuditInputs, AuditRequest, finite_epsilon
+from privaudit.claims import claim_family
 from privaudit.canaries.input_canaries import INPUT_DESIGNS, LABEL_RULES, cell_capacity, make_input_canaries
+from privaudit.stats.fdp_claim_one_run import fdp_one_run_family_bound
 from privaudit.stats.fdp_one_run import (
     fdp_one_run_epsilon_lower_bound,
     fdp_one_run_mu_lower_bound,
     gdp_epsilon,
 )
 from privaudit.stats.one_run import one_run_counts, one_run_epsilon_lower_bound
+from privaudit.stats.tradeoff import TradeoffFamily
 from privaudit.seeding import draw_seed
 from privaudit.losses import cross_entropy
 
@@ -180,6 +183,14 @@ def _curve(v: int, r: int, m: int, delta: float, beta: float) -> float:
     return fdp_one_run_epsilon_lower_bound(v, r, m, delta, beta, curve="eps_delta")
 
 
+def _family_curve(v: int, r: int, m: int, delta: float, beta: float, family: TradeoffFamily | None) -> float:
+    """The f-DP bound against the claim's own family (:func:`fdp_one_run_family_bound`); the (ε, δ) curve
+    when no family is given."""
+    if family is None:
+        return _curve(v, r, m, delta, beta)
+    return fdp_one_run_family_bound(v, r, m, delta, beta, family)[1]
+
+
 def _check_grid(k_grid: Any) -> tuple[tuple[float, float], ...]:
     try:
         grid = tuple((float(a), float(b)) for a, b in k_grid)
@@ -193,7 +204,8 @@ def _check_grid(k_grid: Any) -> tuple[tuple[float, float], ...]:
 
 
 def bounds_from_losses(losses: np.ndarray, included: np.ndarray, *, delta: float, level: float,
-                       method: str = "steinke", k_grid: Sequence[tuple[float, float]] = DEFAULT_K_GRID) -> ScoreBounds:
+                       method: str = "steinke", k_grid: Sequence[tuple[float, float]] = DEFAULT_K_GRID,
+                       family: TradeoffFamily | None = None) -> ScoreBounds:
     """Steps 4-5 of the module docstring: guesses on a fixed (k+, k-) grid, Bonferroni over it.
 
     Args:
@@ -203,7 +215,8 @@ def bounds_from_losses(losses: np.ndarray, included: np.ndarray, *, delta: float
 
     ``eps_lower_bound`` = max over the grid of :func:`one_run_epsilon_lower_bound` at
     ``level / len(grid)``; with ``method="fdp"`` also ``mu_lower_bound`` (max over the grid of
-    :func:`fdp_one_run_mu_lower_bound`), its eps at delta, and the (eps, delta)-curve bound.
+    :func:`fdp_one_run_mu_lower_bound`), its eps at delta, and the f-DP bound against ``family`` (the
+    claim's own curves, :mod:`privaudit.stats.tradeoff`; default the (eps, delta) curve).
     """
     losses = np.asarray(losses, dtype=np.float64)
     inc = np.asarray(included).astype(np.int64)
@@ -228,7 +241,7 @@ def bounds_from_losses(losses: np.ndarray, included: np.ndarray, *, delta: float
         mu = None
         if method == "fdp":
             mu = _gdp_mu(v, r, m, beta)
-            curve = _curve(v, r, m, float(delta), beta)
+            curve = _family_curve(v, r, m, float(delta), beta, family)
             mu_best = mu if mu_best is None else max(mu_best, mu)
             curve_best = curve if curve_best is None else max(curve_best, curve)
         rows.append((kp, km, v, eps, mu))
@@ -300,6 +313,7 @@ def one_run_audit(
     tail_dim: int | None = None,
     labels: str = "balanced",
     k_grid: Sequence[tuple[float, float]] = DEFAULT_K_GRID,
+    family: TradeoffFamily | None = None,
 ) -> OneRunResult:
     """Audit ``fit`` black-box with one training run (see the module docstring).
 
@@ -319,6 +333,8 @@ def one_run_audit(
             analysis of Mahloujifar et al.).
         design, scale, tail_dim, labels: the canaries (:func:`make_input_canaries`).
         k_grid: (k+, k-) as fractions of m, fixed before the run (Bonferroni over its length).
+        family: the claim's trade-off curves for ``eps_lower_bound_fdp_curve`` (method "fdp"); default the
+            (eps, delta) curve at ``delta``.
 
     Raises:
         ValueError: naming the bad argument, before any training; or if the model's
@@ -357,7 +373,7 @@ def one_run_audit(
                          f"got shape {proba.shape}")
     losses = cross_entropy(proba, can.y)
 
-    b = bounds_from_losses(losses, included, delta=dl, level=lv, method=str(method), k_grid=grid)
+    b = bounds_from_losses(losses, included, delta=dl, level=lv, method=str(method), k_grid=grid, family=family)
     grid_txt = ", ".join(f"({a:g}, {b:g})" for a, b in grid)
     desc = (f"{can.describe()}; each included w.p. 1/2 ({int(included.sum())} included); score = -log p(y|x) of "
             f"the final model; guess in/out for the k+ lowest / k- highest losses, (k+, k-)/m in "
@@ -387,10 +403,12 @@ def run(request: AuditRequest, inputs: AuditInputs, settings: Any) -> AuditBound
     data = inputs.need_defender_data("one_run")
     delta = request.delta("add_remove")
     make = request.trainer(data.n_classes)
+    family = claim_family(request.claim_for("add_remove"), max(delta, PURE_DELTA))
     res = one_run_audit(lambda Xc, yc, s: make().fit(Xc, yc, s), data.X, data.y, data.n_classes,
                         canaries=settings.canaries, level=request.level, delta=max(delta, PURE_DELTA),
-                        seed=request.int_seed("one_run"), method="fdp")
+                        seed=request.int_seed("one_run"), method="fdp", family=family)
     block = one_run_metrics(res, delta=delta, level=request.level)
+    block["curve"] = family.name
     claimed = request.claim.epsilon if request.claim else None
     line = (f"one_run: {request.name}: eps_hat={block['eps_lower_bound']:.3f} at delta={block['delta']:.3g} "
             f"({block['correct']}/{block['guesses']} guesses right, {block['canaries']} canaries); claimed {claimed}")

@@ -93,6 +93,10 @@ class AuditRequest:
         """The δ of this audit's bound for ``neighbourhood`` (:func:`audit_delta`)."""
         return audit_delta(self.claim, neighbourhood, self.default_delta if default is None else default)
 
+    def claim_for(self, neighbourhood: str) -> PrivacyClaim | None:
+        """The claim implied for ``neighbourhood`` (``None``: no claim, or none for that neighbourhood)."""
+        return None if self.claim is None else self.claim.implied_for(neighbourhood)
+
     def rng(self, audit: str) -> np.random.Generator:
         """The audit's random stream for this defender: ``rng_for(base.seed, audit, name)``."""
         return rng_for(self.seed, audit, self.name)

@@ -83,6 +83,11 @@ class Defender(ABC, Generic[SpecT]):
         """What the claim protects (:mod:`privaudit.claims`): ``add_remove`` unless overridden."""
         return "add_remove"
 
+    def claimed_mechanism(self) -> Any:
+        """The mechanism the recipe runs (:mod:`privaudit.declared_mechanism`), whose trade-off curve the
+        black-box bounds test the claim against; ``None``: only the (ε, δ) point is claimed."""
+        return None
+
     def describe(self) -> dict[str, Any]:
         """JSON-serialisable description written next to the model."""
         return {
@@ -93,6 +98,7 @@ class Defender(ABC, Generic[SpecT]):
             "claimed_epsilon": self.claimed_epsilon(),
             "claimed_delta": self.claimed_delta(),
             "claimed_neighbourhood": self.claimed_neighbourhood(),
+            "claimed_mechanism": None if (m := self.claimed_mechanism()) is None else m.model_dump(mode="json"),
             "spec": self.spec.model_dump(mode="json"),
         }
 

@@ -31,6 +31,7 @@ import torch
 from torch import nn
 
 from privaudit.compat.opacus_warnings import opacus_noise_filtered
+from privaudit.declared_mechanism import SubsampledGaussianMechanism
 from privaudit.defenders.registry import register
 from privaudit.defenders.specs import DpSgdSpec
 from privaudit.defenders.torch_head import TorchHeadDefender, build_mlp
@@ -49,7 +50,20 @@ def _sigma(epsilon: float, delta: float, q: float, steps: int, accountant: str) 
 def noise_multiplier(spec: DpSgdSpec, n_train: int) -> float:
     """σ from opacus ``get_noise_multiplier`` for the spec's (ε, δ), q and steps at ``n_train`` rows
     under its accountant (:meth:`DpSgdSpec.sample_rate`, :meth:`DpSgdSpec.steps`)."""
-    return _sigma(spec.epsilon, spec.delta, spec.sample_rate(n_train), spec.steps(n_train), spec.accountant)
+    return dp_sgd_mechanism(spec, n_train).noise_multiplier
+
+
+def dp_sgd_mechanism(spec: DpSgdSpec, n_train: int) -> SubsampledGaussianMechanism:
+    """The mechanism a ``dp_sgd`` recipe runs on ``n_train`` rows: σ, q and T, derived here only (the
+    trainer, the batched recipe, the claim and the black-box ceiling all read them from this).
+
+    ``T = epochs × round(1/q)`` Poisson-subsampled Gaussian steps at ``q = batch_size / n_train``, σ from
+    opacus ``get_noise_multiplier`` for the spec's (ε, δ) under its accountant.
+    """
+    q, steps = spec.sample_rate(n_train), spec.steps(n_train)
+    sigma = _sigma(spec.epsilon, spec.delta, q, steps, spec.accountant)
+    return SubsampledGaussianMechanism(kind="subsampled_gaussian", noise_multiplier=float(sigma),
+                                       sample_rate=float(q), steps=int(steps))
 
 
 def accountant_epsilon(sigma: float, q: float, steps: int, delta: float, accountant: str) -> float:
@@ -106,7 +120,8 @@ class DpSgdDefender(TorchHeadDefender[DpSgdSpec]):
         rng = np.random.default_rng(seed)
         init_seed = self.spec.random_state if self.spec.randomness == "shuffled" else draw_seed(rng)
         noise_gen = torch.Generator(device=self.device).manual_seed(int(rng.integers(2**63 - 1)))
-        q, steps, sigma = self.sample_rate(n), self.steps(n), self.noise_multiplier(n)
+        mech = dp_sgd_mechanism(self.spec, n)
+        q, steps, sigma = mech.sample_rate, mech.steps, mech.noise_multiplier
         self.d_in = int(X.shape[1])
         net = build_mlp(self.d_in, list(self.spec.hidden), self.n_classes,
                         generator=torch.Generator().manual_seed(init_seed)).to(self.device)
@@ -147,6 +162,12 @@ class DpSgdDefender(TorchHeadDefender[DpSgdSpec]):
 
     def claimed_delta(self) -> float | None:
         return float(self.spec.delta)
+
+    def claimed_mechanism(self) -> Any:
+        """The subsampled Gaussian mechanism of the steps taken (``None`` before fitting)."""
+        if self.n_train is None or self.steps_taken is None:
+            return None
+        return dp_sgd_mechanism(self.spec, self.n_train)
 
     def describe(self) -> dict[str, Any]:
         out = super().describe()

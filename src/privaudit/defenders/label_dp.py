@@ -121,6 +121,12 @@ class _SoftLabelHead(TorchHeadDefender[AlibiSpecT]):
     def claimed_neighbourhood(self) -> str:
         return "replace_label"  # label-DP: two data sets differ in one label
 
+    def claimed_mechanism(self) -> Any:
+        """ALIBI: Laplace of scale 2/ε on the one-hot label (L1 sensitivity 2): scale/sensitivity 1/ε."""
+        from privaudit.declared_mechanism import LaplaceMechanism
+
+        return LaplaceMechanism(kind="laplace", scale=1.0 / float(self.spec.epsilon))
+
     def describe(self) -> dict[str, Any]:
         return {**super().describe(), "privacy_unit": "label",
                 "note": "label-DP: only the labels are protected; features are used without noise",
@@ -148,6 +154,12 @@ class AgibiDefender(_SoftLabelHead[AgibiSpec]):
 
     def claimed_delta(self) -> float | None:
         return float(self.spec.delta)
+
+    def claimed_mechanism(self) -> Any:
+        """Gaussian of σ on the one-hot label (L2 sensitivity √2): noise multiplier σ/√2."""
+        from privaudit.declared_mechanism import GaussianMechanism
+
+        return GaussianMechanism(kind="gaussian", noise_multiplier=self.noise_scale() / math.sqrt(2.0))
 
 
 __all__ = ["AlibiSpec", "AgibiSpec", "AlibiDefender", "AgibiDefender", "alibi_posterior",

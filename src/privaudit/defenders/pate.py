@@ -150,6 +150,18 @@ class PateDefender(WrappingDefender[PateSpec]):
     def claimed_delta(self) -> float | None:
         return float(self.spec.delta)
 
+    def claimed_mechanism(self) -> Any:
+        """μ-GDP with μ = √(2ρ): every query charges a Gaussian mechanism of sensitivity 1 (threshold, σ1) and
+        one of L2 sensitivity √2 (GNMax, σ2), so the recipe composes Gaussian mechanisms and is exactly
+        μ-GDP with μ² = Q (1/σ1² + 2/σ2²) = 2ρ (Dong, Roth & Su 2022 Thm. 2.7 and Cor. 3.3; its RDP
+        bound ρα is this curve's RDP). ``None`` before fitting."""
+        if "sigma1" not in self.stats_:
+            return None
+        from privaudit.declared_mechanism import GdpMechanism
+
+        s1, s2, q = float(self.stats_["sigma1"]), float(self.stats_["sigma2"]), int(self.stats_["queries"])
+        return GdpMechanism(kind="gdp", mu=math.sqrt(q * (1.0 / s1**2 + 2.0 / s2**2)))
+
     def describe(self) -> dict[str, Any]:
         return {**super().describe(), **self.stats_,
                 "epsilon_analysis": "data-independent RDP bound of confident GNMax (every query charged "

@@ -14,8 +14,9 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SerializeAsAny, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, SerializeAsAny, ValidationError, ValidationInfo, field_validator
 
+from privaudit.declared_mechanism import DeclaredMechanism, check_against_claim
 from privaudit.defenders.user_target import resolve_target
 from privaudit.messages import MAX_VALUE_CHARS, cap
 
@@ -250,9 +251,12 @@ class PythonSpec(DefenderSpecBase):
     deterministic: bool = False
     order_invariant: bool = False
     claimed_epsilon: float | None = Field(None, gt=0)
-    claimed_delta: float | None = Field(None, gt=0, lt=1)
+    claimed_delta: float | None = Field(None, ge=0, lt=1, description="0 (or left out): a pure epsilon-DP claim")
     claimed_neighbourhood: Literal["add_remove", "replace_one", "replace_label"] = Field(
         "add_remove", description="what the claim protects: add/remove a record (DP-SGD), replace one, or one label")
+    mechanism: DeclaredMechanism | None = Field(
+        None, description="the mechanism the trainer runs (privaudit.declared_mechanism): its whole trade-off curve "
+                          "is the claim the black-box bounds test; left out, only the (epsilon, delta) point")
     observable: bool = Field(False, description="the trainer calls privaudit.hooks.watch(optimizer, ...) on its "
                                                 "opacus DPOptimizer, so the white-box audit applies")
     accountant: Literal["prv", "rdp", "gdp"] = Field(
@@ -265,6 +269,18 @@ class PythonSpec(DefenderSpecBase):
 
     def claims_epsilon(self) -> bool:
         return self.claimed_epsilon is not None
+
+    @field_validator("mechanism")
+    @classmethod
+    def _mechanism_carries_claim(cls, v: Any, info: ValidationInfo) -> Any:
+        if v is None:
+            return v
+        eps = info.data.get("claimed_epsilon")
+        if eps is None:
+            raise ValueError("a mechanism is declared without claimed_epsilon: add the claim it carries "
+                             "(claimed_epsilon, claimed_delta), or remove mechanism")
+        check_against_claim(v, float(eps), float(info.data.get("claimed_delta") or 0.0), "mechanism")
+        return v
 
     @field_validator("target", "loader")
     @classmethod

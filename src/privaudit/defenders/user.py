@@ -132,6 +132,9 @@ class PythonDefender(Defender[PythonSpec]):
     def claimed_neighbourhood(self) -> str:
         return self.spec.claimed_neighbourhood
 
+    def claimed_mechanism(self) -> Any:
+        return self.spec.mechanism
+
     def describe(self) -> dict[str, Any]:
         return {**super().describe(), "note": "user trainer: deterministic/order_invariant/claims are declared "
                                               "by the user, not verified"}

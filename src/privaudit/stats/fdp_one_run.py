@@ -320,3 +320,4 @@ def fdp_one_run_epsilon_lower_bound(correct: int, guesses: int, canaries: int, d
         return _sup_rejected(rejects, _EPS_MAX, 1e-6)
     raise ValueError(f"curve must be 'gdp' or 'eps_delta', got {curve!r}")
 
+

@@ -4,7 +4,7 @@
 (:class:`privaudit.defenders.torch_head.TorchMLPDefender`); ``kind: dp_sgd`` → DP-SGD with q and
 steps from the spec (:meth:`~privaudit.defenders.specs.DpSgdSpec.sample_rate`,
 :meth:`~privaudit.defenders.specs.DpSgdSpec.steps`) and σ from
-:func:`privaudit.defenders.dp_sgd.noise_multiplier` (opacus's accountant and ``get_noise_multiplier``),
+:func:`privaudit.defenders.dp_sgd.dp_sgd_mechanism` (opacus's accountant and ``get_noise_multiplier``),
 the functions :class:`~privaudit.defenders.dp_sgd.DpSgdDefender` trains with; nothing is re-derived
 here. Any other kind returns None and the canary experiments fall back to fitting ``make_defender``
 models one by one.
@@ -17,7 +17,7 @@ not depend on the few extra rows. The expected batch size stays ``batch_size`` a
 
 from __future__ import annotations
 
-from privaudit.defenders.dp_sgd import noise_multiplier
+from privaudit.defenders.dp_sgd import dp_sgd_mechanism
 from privaudit.defenders.specs import BATCHED_KINDS, DefenderSpecBase, DpSgdSpec, TorchMLPSpec
 from privaudit.train.batched import DPSettings, HeadRecipe
 
@@ -41,11 +41,12 @@ def recipe_from_spec(spec: DefenderSpecBase, n_train: int, n_classes: int = 2) -
             momentum=float(spec.momentum), weight_decay=float(spec.weight_decay),
             shuffle=spec.randomness != "fixed", shared_init_seed=shared,
         )
+    mech = dp_sgd_mechanism(spec, n_train)
     dp = DPSettings(
-        noise_multiplier=float(noise_multiplier(spec, n_train)),
+        noise_multiplier=float(mech.noise_multiplier),
         max_grad_norm=float(spec.max_grad_norm),
-        sample_rate=float(spec.sample_rate(n_train)),
-        steps=int(spec.steps(n_train)),
+        sample_rate=float(mech.sample_rate),
+        steps=int(mech.steps),
         expected_batch_size=float(spec.batch_size),
     )
     return HeadRecipe(hidden=tuple(spec.hidden), epochs=int(spec.epochs), batch_size=int(spec.batch_size),
