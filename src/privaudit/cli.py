@@ -4,7 +4,9 @@ Subcommands are registered in :func:`_commands` (name → :class:`Command`); add
 writing an ``add_arguments`` function and a handler returning an exit code.
 
 ``privaudit verdict [--gate metrics/gate.json]`` prints the release-gate verdict and exits
-0 on pass, 1 on fail, 2 when the gate file is missing, corrupt or stale.
+0 on pass, 1 on fail, 2 when the gate file is missing, corrupt or stale. The gate's warnings
+(``warnings`` of ``metrics/gate.json``; they never change the exit code) follow the verdict line,
+each prefixed ``WARNING``.
 
 Stale: the gate's ``provenance`` block (written by the report stage,
 :func:`privaudit.provenance.provenance_stamp`) no longer matches the workspace — an input of
@@ -108,8 +110,10 @@ def check_fresh(gate: GateResult, gate_path: Path, repo: Path) -> str | None:
 
 
 def _plain_verdict(gate: GateResult, out: TextIO) -> None:
-    """Plain-text verdict: PASS/FAIL line, per-defender lines, reasons indented."""
+    """Plain-text verdict: PASS/FAIL line, the gate's warnings, per-defender lines, reasons indented."""
     out.write(f"privaudit verdict: {'PASS' if gate.passed else 'FAIL'}\n")
+    for warning in gate.warnings:
+        out.write(f"WARNING: {warning}\n")
     for name, verdict in gate.defenders.items():
         out.write(f"  {'PASS' if verdict.passed else 'FAIL'}  {name}\n")
         for reason in verdict.reasons:
@@ -127,6 +131,8 @@ def _rich_verdict(gate: GateResult, out: TextIO) -> None:
     console = Console(file=out, force_terminal=True, highlight=False)
     style = "bold white on green" if gate.passed else "bold white on red"
     console.print(f"[{style}] {'PASS' if gate.passed else 'FAIL'} [/] privaudit release gate")
+    for warning in gate.warnings:
+        console.print(f"[bold black on yellow] WARNING [/] {escape(warning)}")
     table = Table(show_header=True, header_style="bold")
     table.add_column("Defender")
     table.add_column("Gate")

@@ -35,6 +35,7 @@ from pydantic import BaseModel, ConfigDict, Field, PlainValidator, StrictBool, V
 from privaudit.artifacts import read_json
 from privaudit.audit_registry import block_audits
 from privaudit.claims import Neighbourhood, PrivacyClaim
+from privaudit.declared_mechanism import DeclaredMechanism
 
 __all__ = [
     "MI_ACCURACY_BOUNDS",
@@ -196,6 +197,11 @@ class BlackboxBlock(EpsilonBlock):
 
     eps_lower_bound: Number | None = None
     eps_lower_bound_rate: Number | None = None
+    curve: str | None = None
+    curve_description: str | None = None
+    refutes_claimed_curve: StrictBool | None = None
+    gdp_epsilon: Number | None = None
+    gdp_warning: str | None = None
     assumption: str | None = None
     runs_in: Number | None = None
     runs_out: Number | None = None
@@ -220,15 +226,17 @@ class RecordedClaim(BaseModel):
     claimed_epsilon: Number | None = None
     claimed_delta: Number | None = None
     claimed_neighbourhood: Neighbourhood | None = None
+    claimed_mechanism: DeclaredMechanism | None = None
 
     @property
     def claim(self) -> PrivacyClaim | None:
         """The DP claim; ``None`` when no finite ε is claimed (δ defaults to 0, the neighbourhood to
-        ``add_remove``)."""
+        ``add_remove``, the mechanism to none: the (ε, δ) point only)."""
         eps = self.claimed_epsilon
         if eps is None or not math.isfinite(eps):
             return None
-        return PrivacyClaim(float(eps), float(self.claimed_delta or 0.0), self.claimed_neighbourhood or "add_remove")
+        return PrivacyClaim(float(eps), float(self.claimed_delta or 0.0), self.claimed_neighbourhood or "add_remove",
+                            self.claimed_mechanism)
 
 
 class AuditEntry(RecordedClaim):
@@ -432,11 +440,16 @@ class DefenderVerdict(_Closed):
 
 class GateResult(_Closed):
     """``metrics/gate.json``: the release gate's verdict (:func:`privaudit.report.gate.evaluate_gate`)
-    and, once written by the report stage, its ``provenance`` (:mod:`privaudit.provenance`)."""
+    and, once written by the report stage, its ``provenance`` (:mod:`privaudit.provenance`).
+
+    ``warnings`` (``"defender <name>: <text>"``) never change ``passed``: they say what a reader must
+    know beside the verdict (e.g. a black-box GDP view above a claim that declares no mechanism). A
+    gate without warnings writes no ``warnings`` key (the file keeps its older shape)."""
 
     passed: StrictBool
     reasons: tuple[str, ...]
     defenders: dict[str, DefenderVerdict]
+    warnings: tuple[str, ...] = ()
     provenance: dict[str, Any] | None = None
 
     def unlisted_reasons(self) -> list[str]:
@@ -445,8 +458,10 @@ class GateResult(_Closed):
         return [r for r in self.reasons if r not in listed]
 
     def to_json(self) -> dict[str, Any]:
-        """The ``metrics/gate.json`` object (``provenance`` only when present)."""
+        """The ``metrics/gate.json`` object (``warnings`` only when there is one, ``provenance`` only when present)."""
         data = self.model_dump(mode="json")
+        if not self.warnings:
+            del data["warnings"]
         if self.provenance is None:
             del data["provenance"]
         return data

@@ -51,6 +51,19 @@ def test_readme_defenders_yaml_block_is_valid_params(monkeypatch: pytest.MonkeyP
     assert spec.kind == "python" and spec.observable is True and spec.claimed_epsilon == 1.0
 
 
+def test_readme_declared_mechanism_block_is_read_by_dvc_and_config(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The ```yaml block of "Declaring a mechanism", read by DVC's own YAML reader (as `dvc repro` reads
+    params.yaml) and then validated by ``config``: a pure claim (δ = 0) with a Laplace mechanism."""
+    from dvc.utils.serialize import parse_yaml
+
+    monkeypatch.chdir(ROOT)
+    block = parse_yaml(_block("block:yaml", "# params.yaml: a pure-DP trainer"), "params.yaml")
+    raw = {**yaml.safe_load((ROOT / "params.yaml").read_text(encoding="utf-8")), **block}
+    [spec] = parse_params(raw).defenders
+    assert spec.claimed_delta == 0 and spec.mechanism is not None and spec.mechanism.kind == "laplace"
+    assert spec.mechanism.epsilon_at(0.0) == pytest.approx(spec.claimed_epsilon)
+
+
 def _make_targets() -> set[str]:
     return set(re.findall(r"^([A-Za-z][\w-]*):", (ROOT / "Makefile").read_text(encoding="utf-8"), flags=re.M))
 

@@ -116,6 +116,8 @@ COVERAGE: list[tuple[str, tuple[str, ...] | str]] = [
     (r"block:python import numpy as np, torch", (BLOCKS + "test_readme_opacus_trainer_block_trains",
                                                 "tests/whitebox/test_user_example.py::test_readme_user_trainer_is_audited_tightly_and_passes")),
     (r"block:yaml defenders:", (BLOCKS + "test_readme_defenders_yaml_block_is_valid_params",)),
+    (r"block:yaml # params.yaml: a pure-DP trainer that declares its mechanism",
+     (BLOCKS + "test_readme_declared_mechanism_block_is_read_by_dvc_and_config",)),
     (r"block:text stage defenders failed: validation suite 'features' failed:",
      ("tests/catalogue/test_stage_inputs.py::test_nan_and_inf_features",)),
 ]

@@ -117,6 +117,67 @@ def metrics() -> dict[str, dict[str, Any]]:
     return copy.deepcopy({"ltu": ltu, "audit": audit, "bounds": bounds})
 
 
+#: DP-SGD's declared mechanism (σ = 4.65, q = 0.0712, T = 280: ε ≈ 0.99 at δ = 1e-5)
+SG_MECHANISM: dict[str, Any] = {"kind": "subsampled_gaussian", "noise_multiplier": 4.65, "sample_rate": 0.0712,
+                                "steps": 280}
+
+#: the audit's ``gdp_warning`` for a bare claim whose GDP view exceeds it
+GDP_WARNING = ("the GDP view of the black-box runs is 4.55 > the claimed epsilon 1: if this trainer adds Gaussian "
+               "noise (a Gaussian trade-off curve, as DP-SGD has), its claim is refuted. For other mechanisms "
+               "(Laplace, randomized response) this number says nothing: declare the mechanism in params.yaml "
+               "(defenders[i].mechanism, README 'Declaring a mechanism') and the gate tests its own curve")
+
+
+def blackbox(*, curve: str, description: str, claim_point: tuple[float, float], refutes: bool | None,
+             eps: float, gdp: tuple[int, int, float, float], gdp_epsilon: float, warning: str | None = None,
+             ceiling_mu: float | None = None, rate_eps: float = 0.0) -> dict[str, Any]:
+    """A ``blackbox`` block of ``metrics/audit.json`` (1000 + 1000 runs, 200 + 200 of them for tuning):
+    ``gdp`` = the GDP view's (false positives, false negatives, FPR upper, FNR upper)."""
+    fp, fn, fpr_u, fnr_u = gdp
+    return {
+        "eps_lower_bound": eps, "curve": curve, "curve_description": description,
+        "refutes_claimed_curve": refutes, "claim_tau": 0.41, "claim_fpr_upper": claim_point[0],
+        "claim_fnr_upper": claim_point[1], "gdp_epsilon": gdp_epsilon, "gdp_warning": warning,
+        "eps_lower_bound_rate": rate_eps, "mu_lower_bound": 0.06, "mu_point": 0.2, "delta": 1e-5, "level": 0.01,
+        "neighbourhood": "add_remove", "threat_model": "black-box: final models only",
+        "assumption": "eps_lower_bound: none beyond the claim", "runs_in": 1000, "runs_out": 1000,
+        "tuning_in": 200, "tuning_out": 200, "tau": 0.4, "false_positives": fp, "false_negatives": fn,
+        "fpr_upper": fpr_u, "fnr_upper": fnr_u, "rate_tau": 0.4, "rate_fpr_upper": fpr_u, "rate_fnr_upper": fnr_u,
+        "canary": "crafted input canary",
+        "ceiling": None if ceiling_mu is None else {"eps": 0.976, "eps_gdp": 0.953, "mu": ceiling_mu,
+                                                    "method": "Steinke et al. 2024 §3 linear heuristic"},
+    }
+
+
+def dp_sgd_blackbox() -> dict[str, Any]:
+    """The DP-SGD defender's block: tested against its subsampled-Gaussian curve, holds; with the ceiling."""
+    return blackbox(curve="subsampled_gaussian", description="subsampled Gaussian (PLD), sigma=4.65, q=0.0712, T=280",
+                    claim_point=(0.28, 0.70), refutes=False, eps=0.1889, gdp=(190, 540, 0.27, 0.71),
+                    gdp_epsilon=0.1932, ceiling_mu=0.2566)
+
+
+def bare_blackbox(warning: str | None = GDP_WARNING) -> dict[str, Any]:
+    """A bare (ε = 1, δ = 1e-5) claim's block: the polygon holds, the GDP view (4.55) exceeds the claim."""
+    return blackbox(curve="eps_delta", description="(eps, delta) polygon at eps=1, delta=1e-05",
+                    claim_point=(0.31, 0.29), refutes=False, eps=0.8668, gdp=(210, 216, 0.30, 0.305),
+                    gdp_epsilon=4.5526, warning=warning, rate_eps=0.0)
+
+
+def with_blackbox(m: dict[str, dict[str, Any]], *, bare: bool = True) -> dict[str, dict[str, Any]]:
+    """``m`` with black-box blocks: ``dp_sgd`` declares its subsampled-Gaussian mechanism; with ``bare``, a
+    third defender ``dp_bare`` claims (1, 1e-5) with no mechanism and carries the GDP-view warning. It has
+    the LTU numbers and bounds of ``dp_sgd``, so it passes the gate."""
+    m["audit"]["dp_sgd"]["claimed_delta"] = 1e-5
+    m["audit"]["dp_sgd"]["claimed_mechanism"] = dict(SG_MECHANISM)
+    m["audit"]["dp_sgd"]["blackbox"] = dp_sgd_blackbox()
+    if bare:
+        m["ltu"]["dp_bare"] = copy.deepcopy(m["ltu"]["dp_sgd"])
+        m["bounds"]["dp_bare"] = copy.deepcopy(m["bounds"]["dp_sgd"])
+        m["audit"]["dp_bare"] = {**copy.deepcopy(m["audit"]["dp_sgd"]), "claimed_mechanism": None,
+                                 "blackbox": bare_blackbox()}
+    return m
+
+
 def typed(m: dict[str, dict[str, Any]]) -> AuditMetrics:
     """The typed metrics of :func:`metrics` (or of a mutated copy)."""
     return AuditMetrics.parse(m["ltu"], m["audit"], m["bounds"])
@@ -146,9 +207,10 @@ def _roc(member: np.ndarray, nonmember: np.ndarray) -> dict[str, Any]:
 
 
 def report_inputs(seed: int = 7, **overrides: Any) -> ReportInputs:
-    """Complete :class:`ReportInputs` with all optional parts, gate at default params."""
+    """Complete :class:`ReportInputs` with all optional parts (``dp_sgd`` with its declared mechanism and a
+    black-box block), gate at default params."""
     rng = np.random.default_rng(seed)
-    m = typed(metrics())
+    m = typed(with_blackbox(metrics(), bare=False))
     gate = evaluate_gate(m, GateParams())
     n = 400
     ids = [f"s{i:04d}" for i in range(n)]

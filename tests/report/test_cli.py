@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -229,3 +230,56 @@ def test_explicit_repo_is_used(tmp_path: Path, metrics: dict[str, Any], capsys: 
     make_repo(tmp_path / "other", ltu='{"mlp": {}}')  # another audit's results
     assert main(["verdict", "--gate", str(copy), "--repo", str(tmp_path / "other")]) == 2
     assert "metrics/ltu.json changed" in capsys.readouterr().err
+
+
+# --------------------------------------------------------------------------- warnings
+
+
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def passing_with_warning(metrics: dict[str, Any], warning: bool = True) -> dict[str, Any]:
+    """Synthetic metrics whose gate passes; ``dp_bare`` carries the GDP-view warning if ``warning``."""
+    m = synthetic.with_blackbox(metrics)
+    for kind in ("ltu", "audit", "bounds"):
+        del m[kind]["logreg"]
+    if not warning:
+        m["audit"]["dp_bare"]["blackbox"]["gdp_warning"] = None
+    return m
+
+
+def test_warning_follows_the_verdict_line(
+    tmp_path: Path, metrics: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write_gate(tmp_path, passing_with_warning(metrics))
+    assert main(["verdict", "--gate", str(path)]) == 0  # a warning is not a failure
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "privaudit verdict: PASS"
+    assert lines[1] == f"WARNING: defender dp_bare: {synthetic.GDP_WARNING}"
+    assert sum(line.startswith("WARNING") for line in lines) == 1
+    assert lines[2:] == ["  PASS  dp_sgd", "  PASS  dp_bare"]
+
+
+def test_no_warning_no_warning_line(
+    tmp_path: Path, metrics: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write_gate(tmp_path, passing_with_warning(metrics, warning=False))
+    assert main(["verdict", "--gate", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("privaudit verdict: PASS\n") and "WARNING" not in out
+
+
+@pytest.mark.parametrize("warning", [True, False])
+def test_rich_warning_follows_the_verdict_line(metrics: dict[str, Any], warning: bool) -> None:
+    gate = synthetic.gate_of(passing_with_warning(metrics, warning))
+    out = io.StringIO()
+    print_verdict(gate, out, use_rich=True)
+    text = ANSI.sub("", out.getvalue())
+    assert text.splitlines()[0].strip().startswith("PASS")
+    if warning:
+        # the second line starts the warning, before the per-defender table
+        assert text.splitlines()[1].split()[:3] == ["WARNING", "defender", "dp_bare:"]
+        assert text.index("WARNING") < text.index("Defender")
+        assert "declare the mechanism in params.yaml" in " ".join(text.split())
+    else:
+        assert "WARNING" not in text

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 from typing import Any
@@ -407,3 +408,42 @@ def test_top_level_not_an_object() -> None:
 def test_parse_gate_rejects_bad_shapes(gate: dict[str, Any], message: str) -> None:
     with pytest.raises(ValueError, match=message.replace(".", r"\.")):
         parse_gate(gate)
+
+
+# --------------------------------------------------------------------------- warnings (never a failure)
+
+
+def without_logreg(m: dict[str, Any]) -> dict[str, Any]:
+    """``m`` without the non-DP ``logreg`` (which fails on LTU privacy), so that the gate can pass."""
+    for kind in ("ltu", "audit", "bounds"):
+        del m[kind]["logreg"]
+    return m
+
+
+def test_gdp_warning_is_listed_and_the_gate_still_passes(metrics: dict[str, Any]) -> None:
+    m = without_logreg(synthetic.with_blackbox(metrics))
+    gate = run(m)
+    assert gate["passed"] is True
+    assert gate["defenders"]["dp_bare"] == {"passed": True, "reasons": []}
+    assert gate["warnings"] == [f"defender dp_bare: {synthetic.GDP_WARNING}"]
+    assert list(gate) == ["passed", "reasons", "defenders", "warnings"]
+    assert parse_gate(json.loads(json.dumps(gate))).to_json() == gate
+
+
+def test_a_warning_changes_no_verdict(metrics: dict[str, Any]) -> None:
+    with_warning = run(synthetic.with_blackbox(copy.deepcopy(metrics)))
+    metrics = synthetic.with_blackbox(metrics)
+    metrics["audit"]["dp_bare"]["blackbox"]["gdp_warning"] = None
+    without = run(metrics)
+    assert with_warning["passed"] is without["passed"] is False  # logreg fails on LTU privacy either way
+    assert {k: v for k, v in with_warning.items() if k != "warnings"} == without
+    assert len(with_warning["warnings"]) == 1
+
+
+def test_no_warning_writes_no_warnings_key(metrics: dict[str, Any]) -> None:
+    m = without_logreg(synthetic.with_blackbox(metrics))
+    m["audit"]["dp_bare"]["blackbox"]["gdp_warning"] = None
+    result = synthetic.gate_of(m)
+    assert result.passed is True and result.warnings == ()
+    assert "warnings" not in result.to_json()  # the older shape, byte for byte
+    assert parse_gate({"passed": True, "reasons": [], "defenders": {}}).warnings == ()

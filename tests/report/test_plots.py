@@ -17,11 +17,14 @@ from privaudit.report.plots import (
     privacy_utility_figure,
     privacy_utility_plot,
     privacy_utility_table,
+    render_plots,
     roc_figure,
     safe_name,
     tpr_at,
+    tradeoff_figure,
     write_plot_files,
 )
+from privaudit.report.tables import tradeoff_claims
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -32,6 +35,7 @@ def test_write_plot_files_tidy_csvs(tmp_path: Path, inputs: ReportInputs) -> Non
     assert names == {
         "privacy_utility.png",
         "epsilon_vs_trials.png",
+        "tradeoff.png",
         "privacy_scores.png",
         "roc.png",
         "privacy_utility.csv",
@@ -151,3 +155,60 @@ def test_many_defenders_get_a_legend_beside_the_axes_not_over_them() -> None:
     renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]
     box, axes_box = legend.get_window_extent(renderer), fig.axes[0].get_window_extent(renderer)
     assert box.x0 >= axes_box.x1 and box.y0 >= 0 and box.y1 <= fig.bbox.height
+
+
+# --------------------------------------------------------------------------- trade-off figure
+
+
+def png_size(data: bytes) -> tuple[int, int]:
+    """Width and height of a PNG."""
+    import io
+
+    from PIL import Image
+
+    with Image.open(io.BytesIO(data)) as image:
+        return image.size
+
+
+def test_tradeoff_figure_one_row_per_claiming_defender() -> None:
+    m = synthetic.with_blackbox(synthetic.metrics())  # dp_sgd: subsampled Gaussian; dp_bare: (ε, δ) only
+    m["audit"]["logreg"]["blackbox"] = synthetic.bare_blackbox(warning=None)  # a block but no claim
+    audit = synthetic.typed(m).audit
+    assert list(tradeoff_claims(audit)) == ["dp_sgd", "dp_bare"]
+    claim, _ = tradeoff_claims(audit)["dp_sgd"]
+    assert claim.mechanism is not None and claim.family().name == "subsampled_gaussian"
+    two = tradeoff_figure(audit)
+    assert two is not None and two.startswith(PNG_MAGIC)
+    del m["audit"]["dp_bare"]
+    one = tradeoff_figure(synthetic.typed(m).audit)
+    assert one is not None
+    (w2, h2), (w1, h1) = png_size(two), png_size(one)
+    assert w2 == w1 > 1000 and h2 == pytest.approx(2 * h1, rel=0.02)
+
+
+def test_tradeoff_figure_absent_without_a_comparable_claim_and_a_blackbox_block() -> None:
+    assert tradeoff_figure(synthetic.typed(synthetic.metrics()).audit) is None  # claims, no black-box block
+    m = synthetic.metrics()
+    m["audit"]["logreg"]["blackbox"] = synthetic.bare_blackbox(warning=None)  # a black-box block, no claim
+    m["audit"]["dp_sgd"].update(claimed_neighbourhood="replace_one", blackbox=synthetic.bare_blackbox(None))
+    audit = synthetic.typed(m).audit
+    assert tradeoff_claims(audit) == {}  # replace-one says nothing about add/remove
+    assert tradeoff_figure(audit) is None
+    assert render_plots(ReportInputs(synthetic.typed(m)))["tradeoff"] is None
+
+
+def test_tradeoff_figure_survives_a_curve_that_cannot_be_computed(monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken(self: Any, theta: float, alpha: Any) -> Any:
+        raise ImportError("no dp_accounting")
+
+    monkeypatch.setattr("privaudit.stats.tradeoff.SubsampledGaussianFamily.curve", broken)
+    m = synthetic.with_blackbox(synthetic.metrics(), bare=False)
+    assert tradeoff_figure(synthetic.typed(m).audit) is not None
+
+
+def test_tradeoff_figure_of_an_older_blackbox_block() -> None:
+    m = synthetic.with_blackbox(synthetic.metrics(), bare=False)
+    for key in ("curve", "curve_description", "refutes_claimed_curve", "claim_tau", "claim_fpr_upper",
+                "claim_fnr_upper", "gdp_epsilon", "gdp_warning", "tuning_in"):
+        del m["audit"]["dp_sgd"]["blackbox"][key]
+    assert tradeoff_figure(synthetic.typed(m).audit) is not None  # the claim's curve, no points

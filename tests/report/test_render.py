@@ -13,9 +13,11 @@ import pytest
 from PIL import Image
 
 from privaudit.config import ReportParams
+from privaudit.error_budget import BOUND_LABELS
 from privaudit.metrics_files import AuditMetrics
 from privaudit.report import MISSING, ReportInputs, build_report
 from privaudit.report.plots import PLOT_NAMES, most_exposed, render_plots
+from privaudit.report.document import Table
 from privaudit.report.render import build_document, render_html, render_markdown
 from tests.report import synthetic
 
@@ -199,12 +201,12 @@ def test_absent_sections_render_not_computed(tmp_path: Path) -> None:
     paths = build_report(inputs, tmp_path)
     html = paths["html"].read_text(encoding="utf-8")
     assert "NO VERDICT" in html and 'class="verdict verdict-unknown"' in html
-    # ε vs trials, privacy scores, ROC, Table 1, manifest, bounds, DP-claims table, per-defender audit cells
-    assert html.count(f'<p class="missing">{MISSING}</p>') == 6
+    # ε vs trials, trade-off, privacy scores, ROC, Table 1, manifest, bounds, DP-claims table, per-defender cells
+    assert html.count(f'<p class="missing">{MISSING}</p>') == 7
     assert f"Theoretical membership-inference bounds: {MISSING}." in html
     assert len(img_sources(html)) == 1  # privacy vs utility only
     md = paths["md"].read_text(encoding="utf-8")
-    assert md.count(f"> _{MISSING}_") == 6 and "Verdict: NO VERDICT" in md
+    assert md.count(f"> _{MISSING}_") == 7 and "Verdict: NO VERDICT" in md
     for name in PLOT_NAMES:  # placeholders keep dvc plots paths stable
         assert (paths["plots_dir"] / f"{name}.png").read_bytes().startswith(PNG_MAGIC)
 
@@ -303,3 +305,82 @@ def test_table1_per_data_set_in_the_paper_layout(tmp_path: Path) -> None:
     assert section.index("0.123") < section.index("location") < section.index("0.777")
     with pytest.raises(ValueError, match=r"table1\['x'\]"):
         synthetic.report_inputs(table1={"x": [1, 2]})
+
+
+# --------------------------------------------------------------------------- warnings and claim curves
+
+
+def passing_with_warning() -> ReportInputs:
+    """Report inputs whose gate passes with ``dp_bare``'s GDP-view warning (no ``logreg``)."""
+    m = synthetic.with_blackbox(synthetic.metrics())
+    for kind in ("ltu", "audit", "bounds"):
+        del m[kind]["logreg"]
+    metrics = synthetic.typed(m)
+    return synthetic.report_inputs(metrics=metrics, gate=synthetic.gate_of(m), privacy_scores=None, roc=None)
+
+
+def test_warning_is_on_the_first_screen(tmp_path: Path) -> None:
+    inputs = passing_with_warning()
+    assert inputs.gate is not None and inputs.gate.passed and len(inputs.gate.warnings) == 1
+    paths = build_report(inputs, tmp_path)
+    html = paths["html"].read_text(encoding="utf-8")
+    verdict, box, first_heading = (html.index('class="verdict verdict-pass"'), html.index('class="warnings"'),
+                                   html.index("<h2"))
+    assert verdict < box < first_heading  # right under the verdict, before any other section
+    shown = html[box:first_heading]
+    assert '<span class="tag">WARNING</span> defender dp_bare: the GDP view' in shown
+    assert "(defenders[i].mechanism, README &#x27;Declaring a mechanism&#x27;)" in shown  # escaped
+    md = paths["md"].read_text(encoding="utf-8")
+    warning = md.index("> **WARNING** defender dp\\_bare: the GDP view")
+    assert md.index("## Verdict: **PASS**") < warning < md.index("\n## ", md.index("## Verdict") + 1)
+
+
+def test_no_warning_no_warning_box(built: dict[str, Any]) -> None:
+    assert 'class="warnings"' not in built["html"] and "**WARNING**" not in built["md"]
+
+
+def claims_rows(inputs: ReportInputs) -> dict[tuple[str, str], dict[str, list[str]]]:
+    """The DP-claims table as ``{(defender, bound label): {column: lines}}``."""
+    section = next(s for s in build_document(inputs, {}) if s.title.startswith("DP claims"))
+    table = next(b for b in section.blocks if isinstance(b, Table))
+    return {(r[0].lines[0], r[1].lines[0]): {c: cell.lines for c, cell in zip(table.columns, r, strict=True)}
+            for r in table.rows}
+
+
+def test_claims_table_names_the_curve_each_bound_tests() -> None:
+    rows = claims_rows(passing_with_warning())
+    label = BOUND_LABELS["blackbox"]
+    sg = rows[("dp_sgd", label)]
+    assert sg["Tested against"] == ["subsampled Gaussian (PLD), sigma=4.65, q=0.0712, T=280"]
+    threat = " | ".join(sg["Threat model"])
+    assert "assumes: none beyond the claim: tested against subsampled Gaussian (PLD)" in threat
+    assert "Gaussian (GDP view)" not in threat
+    assert "certified point FPR ≤ 0.280, FNR ≤ 0.700: on or above the claimed curve" in threat
+    assert "GDP view ε ≈ 0.193 (a diagnostic" in threat and "last-iterate ceiling" in threat
+    bare = rows[("dp_bare", label)]
+    assert bare["Tested against"] == ["(eps, delta) point"]
+    assert "assumes: none beyond the claim: tested against (eps, delta) point" in bare["Threat model"]
+    assert any("see the warning under the verdict" in line for line in bare["Threat model"])
+    assert rows[("dp_sgd", BOUND_LABELS["lidp"])]["Tested against"] == ["(eps, delta) point"]
+    assert rows[("dp_sgd", BOUND_LABELS["blackbox_rate"])]["Tested against"] == ["(eps, delta) point"]
+
+
+def test_claims_table_of_an_older_blackbox_block_and_of_no_claim() -> None:
+    m = synthetic.with_blackbox(synthetic.metrics(), bare=False)
+    old = m["audit"]["dp_sgd"]["blackbox"]
+    for key in ("curve", "curve_description", "refutes_claimed_curve", "claim_fpr_upper", "claim_fnr_upper"):
+        del old[key]
+    m["audit"]["logreg"]["blackbox"] = synthetic.bare_blackbox(warning=None)
+    rows = claims_rows(ReportInputs(synthetic.typed(m)))
+    label = BOUND_LABELS["blackbox"]
+    assert rows[("dp_sgd", label)]["Tested against"] == [
+        "Gaussian trade-off curve (GDP view; audit.json written before claim curves)"]
+    assert "assumes: the trade-off curve (canary in vs out) is Gaussian (GDP view)" in rows[("dp_sgd", label)][
+        "Threat model"]
+    assert rows[("logreg", label)]["Tested against"] == ["no claim"]
+
+
+def test_per_defender_claim_names_the_curve(built: dict[str, Any]) -> None:
+    table = built["html"][built["html"].index("Per-defender results"):]
+    assert "1.00<br>tested against: subsampled Gaussian (PLD), sigma=4.65, q=0.0712, T=280" in table
+    assert "none (not DP)" in table

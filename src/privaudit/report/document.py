@@ -68,10 +68,12 @@ class Note:
 
 @dataclass
 class Verdict:
-    """The gate verdict: ``passed`` is ``None`` when no gate result is available."""
+    """The gate verdict: ``passed`` is ``None`` when no gate result is available; ``warnings`` (the
+    gate's, never a failure) are shown right below it."""
 
     passed: bool | None
     reasons: list[str]
+    warnings: list[str] = field(default_factory=list)
 
 
 Block = Note | Table | Figure | Verdict

@@ -14,6 +14,13 @@ Figures (one PNG each; one panel per defender where it applies):
   individual privacy scores with the most exposed ids (ids only, never raw data).
 - ``roc.png``: ROC curves per defender and attacker on log-log axes, with TPR at 0.1 % and
   1 % FPR.
+- ``tradeoff.png``: the black-box audit against the claim's trade-off curve, one row per defender
+  with a black-box block and a claim comparable with it (add/remove): FPR α (x) against FNR β (y)
+  on [0, 1]², the claim's curve (its declared mechanism's, else the (ε, δ) polygon) and the region
+  it excludes, the certified point (``claim_fpr_upper``, ``claim_fnr_upper``) with its confidence
+  box, the GDP view's threshold (observed rates to upper bounds, a diagnostic) and, for DP-SGD
+  recipes, the last-iterate ceiling's Gaussian curve G_μ; beside it the low-FPR corner on log-log
+  axes (1 − FNR against FPR), and the legend in a column of its own.
 
 PNG bytes are deterministic for the same inputs and matplotlib version (no timestamp or
 software metadata), so ``dvc`` does not see a change where there is none.
@@ -23,6 +30,7 @@ from __future__ import annotations
 
 import io
 import math
+import textwrap
 from collections.abc import Mapping
 from typing import Any
 
@@ -32,18 +40,23 @@ from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
+from matplotlib.patches import Patch, Rectangle
 
-from privaudit.metrics_files import AuditEntry, LtuEntry
+from privaudit.claims import PrivacyClaim
+from privaudit.metrics_files import AuditEntry, BlackboxBlock, LtuEntry
 from privaudit.report.inputs import ReportInputs
 from privaudit.report.tables import (
+    block_value,
     curve_stat,
     epsilon_series,
     finite,
+    gdp_view_box,
     has_risk,
     most_exposed,
     privacy_utility_table,
     risk_summary,
     score_bins,
+    tradeoff_claims,
 )
 
 __all__ = [
@@ -54,6 +67,7 @@ __all__ = [
     "privacy_utility_figure",
     "render_plots",
     "roc_figure",
+    "tradeoff_figure",
 ]
 
 
@@ -61,6 +75,7 @@ __all__ = [
 PLOT_NAMES: dict[str, str] = {
     "privacy_utility": "LTU privacy vs utility",
     "epsilon_vs_trials": "Audited ε lower bound vs number of trials (LiDP)",
+    "tradeoff": "Black-box audit against the claimed trade-off curve",
     "privacy_scores": "Per-sample privacy risk",
     "roc": "ROC curves of the membership attacks",
 }
@@ -322,12 +337,156 @@ def roc_figure(roc: Mapping[str, Mapping[str, Mapping[str, Any]]] | None) -> byt
     return _png(fig)
 
 
+#: FPR grid of the trade-off figure: log-spaced for the low-FPR corner, linear for [0, 1]
+_ALPHA = np.unique(np.concatenate([np.logspace(-7, 0, 421), np.linspace(0.0, 1.0, 401)]))
+
+#: colours of the trade-off figure: claim curve, excluded region / refuting point, ceiling, GDP view
+_CLAIM, _REFUTED, _CEILING, _GDP = "#1f77b4", "#d62728", "#ff7f0e", "#9467bd"
+
+#: the log-log panel's lower limit on both axes (lower where a plotted point needs it, down to 1e-6)
+_LOG_LOW = 1e-4
+
+
+def _wrap(text: str, width: int = 46) -> str:
+    """A legend label wrapped to ``width`` characters (``$`` made literal)."""
+    return "\n".join(textwrap.wrap(_text(text), width, break_on_hyphens=False)) or _text(text)
+
+
+def _claim_curve(claim: PrivacyClaim) -> tuple[np.ndarray | None, str]:
+    """The claim's own trade-off curve on :data:`_ALPHA` and its description; ``(None, why)`` when it
+    cannot be computed (the figure says so instead of failing the report)."""
+    try:
+        family = claim.family()
+        curve = np.clip(np.asarray(family.curve(family.theta_claim, _ALPHA), dtype=float), 0.0, 1.0)
+        return curve, family.describe()
+    except Exception as exc:  # noqa: BLE001 - an accountant error must not fail the whole report
+        return None, f"claim curve not computed: {exc}"
+
+
+def _tradeoff_title(name: str, claim: PrivacyClaim, block: BlackboxBlock) -> str:
+    """The legend title of one defender: claim, gated ε̂ and the claim test's verdict."""
+    lines = [f"{name}", f"claim (add/remove): ε = {claim.epsilon:.4g}, δ = {claim.delta:.3g}"]
+    eps = block_value(block, "eps_lower_bound")
+    if eps is not None and block.curve is None:  # an older block: its ε̂ was the GDP view's
+        lines.append(f"black-box ε̂ = {eps:.3g} (GDP view: audit.json predates claim curves)")
+    elif eps is not None:
+        lines.append(f"gated black-box ε̂ = {eps:.3g}" + (f" at level {block.level:.3g}" if block.level else ""))
+    if block.refutes_claimed_curve is not None:
+        lines.append("the certified point REFUTES the claimed curve" if block.refutes_claimed_curve
+                     else "the certified point lies on or above the claimed curve")
+    return "\n".join(_text(line) for line in lines)
+
+
+def _tradeoff_row(axes: tuple[Axes, Axes, Axes], name: str, claim: PrivacyClaim, block: BlackboxBlock) -> None:
+    """One defender: the linear panel, the low-FPR log-log panel and the legend column."""
+    lin, log, leg = axes
+    curve, description = _claim_curve(claim)
+    if curve is not None:
+        label = (f"claimed (ε, δ) polygon, ε = {claim.epsilon:.4g}, δ = {claim.delta:.3g} (no mechanism declared)"
+                 if claim.mechanism is None else f"claimed curve: {description}")
+        lin.fill_between(_ALPHA, 0.0, curve, color=_REFUTED, alpha=0.07, linewidth=0,
+                         label="excluded by the claim (a certified point here refutes it)")
+        lin.plot(_ALPHA, curve, color=_CLAIM, linewidth=2.0, label=_wrap(label))
+        log.fill_between(_ALPHA, 1.0 - curve, 1.0, color=_REFUTED, alpha=0.07, linewidth=0)
+        log.plot(_ALPHA, 1.0 - curve, color=_CLAIM, linewidth=2.0)
+    else:
+        lin.text(0.5, 0.5, _wrap(description, 40), ha="center", va="center", fontsize=8, color="#555555",
+                 transform=lin.transAxes)
+    lin.plot([0.0, 1.0], [1.0, 0.0], ":", color="gray", linewidth=1.0, label="random guessing (FPR + FNR = 1)")
+    log.plot(_ALPHA, _ALPHA, ":", color="gray", linewidth=1.0)
+
+    ceiling = block.ceiling
+    mu = finite(ceiling.mu) if ceiling is not None else None
+    if mu is not None and mu > 0:
+        from privaudit.stats.tradeoff import GaussianFamily
+
+        g = np.asarray(GaussianFamily(mu).curve(mu, _ALPHA), dtype=float)
+        lin.plot(_ALPHA, g, "--", color=_CEILING, linewidth=1.6,
+                 label=_wrap(f"last-iterate ceiling (Gaussian approx.), G_μ with μ = {mu:.3g}: at most what a "
+                             "final-model audit can reach"))
+        log.plot(_ALPHA, 1.0 - g, "--", color=_CEILING, linewidth=1.6)
+
+    xs: list[float] = []
+    box = gdp_view_box(block)
+    if box is not None:
+        fpr, fnr, fpr_u, fnr_u = box
+        lin.add_patch(Rectangle((fpr, fnr), fpr_u - fpr, fnr_u - fnr, fill=False, edgecolor=_GDP, linewidth=1.3))
+        lin.plot([fpr], [fnr], "o", color=_GDP, markersize=5, clip_on=False,
+                 label=_wrap("GDP view's threshold (diagnostic): observed rates, box up to their upper bounds"))
+        xs += [fpr_u] + ([fpr] if fpr > 0 else [])
+    a, b = block_value(block, "claim_fpr_upper"), block_value(block, "claim_fnr_upper")
+    refutes = bool(block.refutes_claimed_curve)
+    color = _REFUTED if refutes else "black"
+    if a is not None and b is not None:
+        level = f" w.p. ≥ {1 - block.level:.4g}" if block.level else ""
+        lin.add_patch(Rectangle((0.0, 0.0), a, b, facecolor=color, alpha=0.06, edgecolor="none"))
+        lin.add_patch(Rectangle((0.0, 0.0), a, b, fill=False, edgecolor=color, linestyle="--", linewidth=1.2))
+        lin.plot([a], [b], "X", color=color, markersize=10, markeredgecolor="white", zorder=5, clip_on=False,
+                 label=_wrap(f"certified point FPR ≤ {a:.3g}, FNR ≤ {b:.3g} (the true rates lie in the dashed "
+                             f"box{level}): " + ("below the curve, refutes the claim" if refutes
+                                                 else "not below the curve")))
+        xs.append(a)
+    low = max(1e-6, min([_LOG_LOW, *(0.3 * x for x in xs if x > 0)]))
+    if box is not None:
+        fpr, fnr, fpr_u, fnr_u = box
+        x0, y0, y1 = max(fpr, low), max(1.0 - fnr_u, low), max(1.0 - fnr, low)
+        log.add_patch(Rectangle((x0, y0), max(fpr_u - x0, 0.0), y1 - y0, fill=False, edgecolor=_GDP, linewidth=1.3))
+        log.plot([max(fpr, low)], [max(1.0 - fnr, low)], "o", color=_GDP, markersize=5, clip_on=False)
+    if a is not None and b is not None:
+        y0 = max(1.0 - b, low)
+        log.add_patch(Rectangle((low, y0), max(a - low, 0.0), 1.0 - y0, facecolor=color, alpha=0.06,
+                                edgecolor="none"))
+        log.add_patch(Rectangle((low, y0), max(a - low, 0.0), 1.0 - y0, fill=False, edgecolor=color,
+                                linestyle="--", linewidth=1.2))
+        log.plot([a], [y0], "X", color=color, markersize=10, markeredgecolor="white", zorder=5, clip_on=False)
+
+    lin.set_xlim(0.0, 1.0)
+    lin.set_ylim(0.0, 1.0)
+    lin.set_aspect("equal")
+    lin.set_xlabel("FPR α (canary out, called in)")
+    lin.set_ylabel("FNR β (canary in, called out)")
+    lin.set_title(_text(f"{name}: trade-off"), fontsize=10)
+    lin.grid(True, alpha=0.3)
+    log.set_xscale("log")
+    log.set_yscale("log")
+    log.set_xlim(low, 1.0)
+    log.set_ylim(low, 1.0)
+    log.set_aspect("equal")
+    log.set_xlabel("FPR α (log)")
+    log.set_ylabel("1 − FNR (= TPR, log)")
+    log.set_title("low-FPR corner (log-log; the claim excludes above its curve)", fontsize=9)
+    log.grid(True, which="major", alpha=0.3)
+    leg.set_axis_off()
+    handles, labels = lin.get_legend_handles_labels()
+    if curve is None:
+        handles.insert(0, Patch(color="none"))
+        labels.insert(0, _wrap(description))
+    leg.legend(handles, labels, loc="upper left", fontsize=7.5, title=_tradeoff_title(name, claim, block),
+               title_fontsize=8, alignment="left", frameon=False, borderaxespad=0.0)
+
+
+def tradeoff_figure(audit: Mapping[str, AuditEntry]) -> bytes | None:
+    """The black-box audit against the claim's trade-off curve (see the module doc), one row per defender
+    with a black-box block and a claim comparable with it; ``None`` if there is none."""
+    rows = tradeoff_claims(audit)
+    if not rows:
+        return None
+    fig = Figure(figsize=(13.0, 4.6 * len(rows)), dpi=_DPI, layout="constrained")
+    FigureCanvasAgg(fig)
+    grid = fig.add_gridspec(len(rows), 3, width_ratios=[1.0, 1.0, 0.95])
+    for i, (name, (claim, block)) in enumerate(rows.items()):
+        axes = (fig.add_subplot(grid[i, 0]), fig.add_subplot(grid[i, 1]), fig.add_subplot(grid[i, 2]))
+        _tradeoff_row(axes, name, claim, block)
+    return _png(fig)
+
+
 def render_plots(inputs: ReportInputs) -> dict[str, bytes | None]:
     """All report figures as PNG bytes (``None`` where the data is absent), keyed by
     :data:`PLOT_NAMES`."""
     return {
         "privacy_utility": privacy_utility_figure(inputs.metrics.ltu),
         "epsilon_vs_trials": epsilon_trials_figure(inputs.epsilon_vs_trials, inputs.metrics.audit),
+        "tradeoff": tradeoff_figure(inputs.metrics.audit),
         "privacy_scores": privacy_score_figure(inputs.privacy_scores),
         "roc": roc_figure(inputs.roc),
     }

@@ -3,7 +3,8 @@
 ``evaluate_gate`` reads the three metrics files of the pipeline (``metrics/ltu.json``,
 ``metrics/audit.json``, ``metrics/bounds.json``, shapes fixed in docs/architecture.md, "Metrics
 contracts") and returns the ``metrics/gate.json`` object
-``{passed, reasons, defenders: {name: {passed, reasons}}}``.
+``{passed, reasons, defenders: {name: {passed, reasons}}}``, plus ``warnings`` when there is one
+(see "Warnings" below).
 
 Checks, per defender (every defender named in any of the three files):
 
@@ -45,6 +46,12 @@ The inputs are the typed metrics files (:class:`privaudit.metrics_files.AuditMet
 the file and key). Missing data fails the defender with a reason saying what is missing: a defender
 without an LTU result, without a utility, without an ε audit while claiming DP, or without
 theoretical bounds while claiming DP (when theory violations are gated).
+
+Warnings (``warnings`` of ``metrics/gate.json``, ``"defender <name>: <text>"``): every non-null
+``blackbox.gdp_warning`` of ``metrics/audit.json`` (the black-box GDP view exceeds a claim that
+declares no mechanism: a refutation if the trainer adds Gaussian noise, nothing for other
+mechanisms). A warning never changes pass/fail; ``privaudit verdict`` and the report's verdict
+show it right after the verdict.
 """
 
 from __future__ import annotations
@@ -224,6 +231,15 @@ def _theory_reasons(
     return reasons
 
 
+def _warnings(defender: str, metrics: AuditMetrics) -> list[str]:
+    """The defender's warnings (never a failure): its black-box GDP-view warning, if any."""
+    entry = metrics.audit.get(defender)
+    blackbox = entry.blackbox if entry is not None else None
+    if blackbox is None or not blackbox.gdp_warning:
+        return []
+    return [f"defender {defender}: {blackbox.gdp_warning}"]
+
+
 def _evaluate_defender(defender: str, metrics: AuditMetrics, params: GateParams) -> list[str]:
     """All failure reasons for one defender (empty list = pass)."""
     reasons = _ltu_reasons(defender, metrics.ltu.get(defender), params)
@@ -257,14 +273,17 @@ def evaluate_gate(metrics: AuditMetrics, params: GateParams) -> GateResult:
         The ``metrics/gate.json`` verdict, without provenance. A defender (every defender named in
         any of the three files) passes iff it has no reason; the gate passes iff there is at least
         one defender and all pass. The top-level reasons are all defender reasons, each prefixed
-        with the defender name.
+        with the defender name. ``warnings`` lists every black-box ``gdp_warning`` as
+        ``"defender <name>: <text>"``; it never changes pass/fail.
     """
     defenders: dict[str, DefenderVerdict] = {}
     all_reasons: list[str] = []
+    warnings: list[str] = []
     for defender in metrics.defenders():
         reasons = _evaluate_defender(defender, metrics, params)
         defenders[defender] = DefenderVerdict(passed=not reasons, reasons=tuple(reasons))
         all_reasons.extend(reasons)
+        warnings.extend(_warnings(defender, metrics))
     if not defenders:
         all_reasons.append(
             "no defender found in metrics/ltu.json, metrics/audit.json or metrics/bounds.json"
@@ -273,4 +292,5 @@ def evaluate_gate(metrics: AuditMetrics, params: GateParams) -> GateResult:
         passed=bool(defenders) and all(d.passed for d in defenders.values()),
         reasons=tuple(all_reasons),
         defenders=defenders,
+        warnings=tuple(warnings),
     )

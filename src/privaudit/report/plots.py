@@ -4,8 +4,9 @@ The figures themselves are drawn in :mod:`privaudit.report.figures` and the tabl
 :mod:`privaudit.report.tables`; both are re-exported here. :func:`write_plot_files` writes
 them under one folder (``reports/plots`` in the pipeline):
 
-- ``privacy_utility.png``, ``epsilon_vs_trials.png``, ``privacy_scores.png``, ``roc.png``
-  (image plots: ``dvc plots show/diff`` render them offline);
+- ``privacy_utility.png``, ``epsilon_vs_trials.png``, ``tradeoff.png``, ``privacy_scores.png``,
+  ``roc.png`` (image plots: ``dvc plots show/diff`` render them offline; a figure without data is a
+  "not computed" placeholder);
 - ``privacy_utility.csv``, ``most_exposed.csv``, ``epsilon_vs_trials/<defender>.csv``,
   ``roc/<defender>__<attacker>.csv``, ``privacy_scores/<defender>.csv`` (data-series plots).
 
@@ -31,6 +32,7 @@ from privaudit.report.figures import (
     privacy_utility_plot,
     render_plots,
     roc_figure,
+    tradeoff_figure,
 )
 from privaudit.report.inputs import ReportInputs
 from privaudit.report.tables import (
@@ -60,6 +62,7 @@ __all__ = [
     "roc_figure",
     "safe_name",
     "tpr_at",
+    "tradeoff_figure",
     "write_plot_files",
 ]
 

@@ -45,6 +45,14 @@ def _anchor(title: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-") or "section"
 
 
+def _html_warnings(warnings: list[str]) -> str:
+    """The gate's warnings as an amber box (empty string when there is none)."""
+    if not warnings:
+        return ""
+    items = "".join(f'<li><span class="tag">WARNING</span> {_h(w)}</li>' for w in warnings)
+    return f'<div class="warnings" id="warnings"><ul>{items}</ul></div>'
+
+
 def _html_block(block: Block) -> str:
     """One block as HTML."""
     if isinstance(block, Verdict):
@@ -60,7 +68,7 @@ def _html_block(block: Block) -> str:
         return (
             f'<div class="verdict {cls}" id="verdict"><span class="word">{word}</span>'
             f'<span class="lead">{lead}</span>{items}</div>'
-        )
+        ) + _html_warnings(block.warnings)
     if isinstance(block, Note):
         return (
             f'<p class="missing">{_h(block.text)}</p>'
@@ -123,6 +131,8 @@ def _md_block(block: Block, plots_rel: str) -> str:
             return f"## Verdict: NO VERDICT\n\nRelease gate: {MISSING}."
         word = "PASS" if block.passed else "FAIL"
         lines = [f"## Verdict: **{word}**", ""]
+        if block.warnings:  # one quoted paragraph per warning, before the reasons
+            lines += ["\n>\n".join(f"> **WARNING** {_md(w)}" for w in block.warnings), ""]
         lines += [f"- {_md(r)}" for r in block.reasons] or ["All gate checks passed."]
         return "\n".join(lines)
     if isinstance(block, Note):

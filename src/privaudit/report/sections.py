@@ -15,7 +15,7 @@ import pandas as pd
 
 from privaudit.claim_check import audited_bounds, check_bounds
 from privaudit.error_budget import BOUND_LABELS
-from privaudit.metrics_files import LidpBlock, LtuEntry
+from privaudit.metrics_files import AuditEntry, LidpBlock, LtuEntry
 from privaudit.report.document import (
     MISSING,
     Cell,
@@ -33,6 +33,7 @@ from privaudit.report.figures import PLOT_NAMES
 from privaudit.report.gate import NOT_AUDITED
 from privaudit.report.inputs import ReportInputs
 from privaudit.report.tables import (
+    block_value,
     check_most_exposed,
     curve_stat,
     exposed_label,
@@ -54,10 +55,11 @@ _BOUND_COLUMNS: tuple[tuple[str, str], ...] = (
 
 
 def _verdict_section(inputs: ReportInputs) -> Section:
-    """The verdict: PASS/FAIL with the gate's reasons and per-defender verdicts."""
+    """The verdict: PASS/FAIL with the gate's reasons and warnings, and per-defender verdicts."""
     gate = inputs.gate
     section = Section("Verdict")
-    section.blocks.append(Verdict(None if gate is None else gate.passed, list(gate.reasons) if gate else []))
+    section.blocks.append(Verdict(None if gate is None else gate.passed, list(gate.reasons) if gate else [],
+                                  list(gate.warnings) if gate else []))
     if gate is not None and gate.defenders:
         rows = []
         for name, verdict in gate.defenders.items():
@@ -87,6 +89,17 @@ def _privacy_cell(entry: LtuEntry | None) -> Cell:
         mark = " (strongest)" if top or (name == strongest and not entry.has_top_level_result) else ""
         lines.append(f"{name}: {pm(real(result.privacy), real(result.privacy_stderr))}{mark}")
     return Cell(lines or ["—"], numeric=True)
+
+
+def _claim_cell(audit: AuditEntry) -> Cell:
+    """The claimed ε; with a black-box audit, what its gated bound tested the claim against."""
+    claimed = audit.claimed_epsilon
+    if claimed is None:
+        return cell("none (not DP)", numeric=True)
+    lines = [num(real(claimed), 2)]
+    if audit.blackbox is not None and (tested := tested_against(audit, "blackbox")) is not None:
+        lines.append(f"tested against: {tested}")
+    return Cell(lines, numeric=len(lines) == 1)  # a numeric cell does not wrap
 
 
 def _lidp_cell(lidp: LidpBlock | None) -> Cell:
@@ -132,7 +145,6 @@ def _defender_section(inputs: ReportInputs) -> Section:
             )
         else:
             g3 = cell(MISSING, cls="muted")
-        claimed = audit.claimed_epsilon if audit is not None else None
         rows.append(
             [
                 cell(name),
@@ -147,9 +159,7 @@ def _defender_section(inputs: ReportInputs) -> Section:
                 _privacy_cell(ltu),
                 cell(MISSING, cls="muted")
                 if audit is None
-                else cell(
-                    "none (not DP)" if claimed is None else num(real(claimed), 2), numeric=True
-                ),
+                else _claim_cell(audit),
                 g3,
                 _lidp_cell(audit.lidp if audit is not None else None),
             ]
@@ -185,17 +195,57 @@ _THREAT = {
 }
 
 
-def _assumption_and_notes(entry: Any, kind: str) -> tuple[str | None, list[str]]:
-    """What a bound assumes beyond its threat model, and the black-box audit's ceiling beside its ε̂."""
+#: what a bound other than the gated black-box one is compared with: the claim's (ε, δ) point
+EPS_DELTA_POINT = "(eps, delta) point"
+#: what an older ``blackbox`` block (no ``curve`` key) tested: its ε̂ was the GDP view
+_OLD_BLACKBOX_CURVE = "Gaussian trade-off curve (GDP view; audit.json written before claim curves)"
+
+
+def tested_against(entry: AuditEntry, kind: str) -> str | None:
+    """What the claim is tested against by bound ``kind`` of ``entry``: the gated black-box bound's
+    ``curve_description`` (``"(eps, delta) point"`` for the ``eps_delta`` curve), the (ε, δ) point for
+    every other bound; ``None`` without a claim."""
+    if entry.claim is None:
+        return None
+    bb = entry.blackbox
+    if kind != "blackbox" or bb is None:
+        return EPS_DELTA_POINT
+    if bb.curve is None:
+        return _OLD_BLACKBOX_CURVE
+    if bb.curve == "eps_delta":
+        return EPS_DELTA_POINT
+    return bb.curve_description or bb.curve
+
+
+def _assumption_and_notes(entry: AuditEntry, kind: str) -> tuple[str | None, list[str]]:
+    """What a bound assumes beyond its threat model; beside the black-box ε̂ the certified point, the GDP
+    view (a diagnostic) and the last-iterate ceiling."""
     if kind == "whitebox" and entry.whitebox is not None:
         return entry.whitebox.assumption, []
     bb = entry.blackbox
     if kind not in ("blackbox", "blackbox_rate") or bb is None:
         return None, []
     runs = f"{num(bb.runs_in)} + {num(bb.runs_out)} final models" if bb.runs_in is not None else ""
-    assumption = ("the trade-off curve (canary in vs out) is Gaussian (GDP view)" if kind == "blackbox"
-                  else "none beyond independent runs")
     notes = [runs] if runs else []
+    if kind == "blackbox_rate":
+        assumption = "none beyond independent runs"
+    elif bb.curve is None:  # an older block: its ε̂ was the GDP view
+        assumption = "the trade-off curve (canary in vs out) is Gaussian (GDP view)"
+    else:
+        tested = tested_against(entry, kind)
+        assumption = (f"none beyond the claim: tested against {tested}" if tested is not None
+                      else "none beyond independent runs (no claim: the assumption-free (eps, delta) bound)")
+        fpr, fnr = block_value(bb, "claim_fpr_upper"), block_value(bb, "claim_fnr_upper")
+        if fpr is not None and fnr is not None and bb.refutes_claimed_curve is not None:
+            where = ("below the claimed curve: refutes it" if bb.refutes_claimed_curve
+                     else "on or above the claimed curve")
+            notes.append(f"certified point FPR ≤ {num(fpr)}, FNR ≤ {num(fnr)}: {where}")
+        if bb.gdp_epsilon is not None:
+            notes.append(f"GDP view ε ≈ {num(real(bb.gdp_epsilon))} (a diagnostic: assumes a Gaussian trade-off "
+                         "curve; never gated)")
+        if bb.gdp_warning:
+            notes.append("⚠ the GDP view exceeds the claim, which declares no mechanism: see the warning under "
+                         "the verdict")
     if bb.ceiling is not None:
         notes.append(f"last-iterate ceiling ε ≈ {num(bb.ceiling.eps)} (Steinke et al. 2024): what a final-model "
                      "audit of a linear DP-SGD head can reach at most; an ε̂ below the claim is not a pass of its own")
@@ -237,6 +287,8 @@ def _claims_section(inputs: ReportInputs) -> Section:
                 cell("gated" if (b.kind in gated or budget is None) else "diagnostic"),
                 cell("no claim" if claim is None else "—" if f is None or f.compared_with is None
                      else num(f.compared_with.epsilon), numeric=True),
+                cell("no claim" if claim is None else "—" if f is None or not f.comparable
+                     else tested_against(entry, b.kind) or "—"),
                 cell(status, cls="fail" if status == "VIOLATION" else "muted" if status != "holds" else "pass"),
                 Cell([_THREAT.get(b.kind, "")] + ([f"assumes: {assumption}"] if assumption else []) + notes
                      + ([f.reason] if f is not None and f.reason and not f.violation else [])),
@@ -247,10 +299,12 @@ def _claims_section(inputs: ReportInputs) -> Section:
     for text in sentences.values():
         section.blocks.append(Note(text))
     section.blocks.append(Table(
-        ["Defender", "Bound", "ε̂", "δ", "Neighbourhood", "Level", "Gate", "Claim ε there", "Status",
-         "Threat model"], rows,
+        ["Defender", "Bound", "ε̂", "δ", "Neighbourhood", "Level", "Gate", "Claim ε there", "Tested against",
+         "Status", "Threat model"], rows,
         "Each bound is compared with the claim converted to the bound's neighbourhood (group privacy) at the "
-        "bound's δ; its level is its share of gate.beta"))
+        "bound's δ; its level is its share of gate.beta. The gated black-box bound tests its certified "
+        "(FPR, FNR) point against the claim's own trade-off curve (the declared mechanism's, else the "
+        "(eps, delta) polygon); the others compare ε̂ with the claim's (eps, delta) point"))
     return section
 
 
@@ -313,6 +367,14 @@ def _plots_section(
     captions = {
         "privacy_utility": "One point per defender and attacker; error bars are ± 1 standard error.",
         "epsilon_vs_trials": "LiDP ε lower bound with K = 1 vs K = √n canaries per trial; dashed: claimed ε.",
+        "tradeoff": "One row per defender with a black-box audit and a claim comparable with it (add/remove). "
+        "x: false-positive rate α, y: false-negative rate β of the threshold test 'canary in' over the final "
+        "models. Blue: the claim's trade-off curve (its declared mechanism's, else the (ε, δ) polygon); shaded: "
+        "what the claim excludes. ✕: the certified point the gate tested (upper confidence bounds on both rates; "
+        "the true rates lie in its dashed box): in the shaded region it refutes the claim. Purple: the GDP view's "
+        "threshold, observed rates up to their upper bounds (a diagnostic, never gated). Dashed orange, DP-SGD "
+        "only: the last-iterate ceiling's Gaussian curve G_μ, about the most a final-model audit can reach. "
+        "Right: the low-FPR corner, 1 − FNR against FPR on log-log axes.",
         "privacy_scores": "Per-sample privacy risk: each sample's LiRA log-likelihood ratio IN vs OUT (x) against "
         "−log10 of its p-value versus reference models that never saw it (y); dashed: the cutoff after the "
         "multiplicity correction; red: flagged Defender samples with bootstrap intervals; grey: Reserved samples "

@@ -10,15 +10,18 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from privaudit.metrics_files import AuditEntry, LtuEntry
+from privaudit.claims import PrivacyClaim
+from privaudit.metrics_files import AuditEntry, BlackboxBlock, LtuEntry
 
 __all__ = [
     "CORRECTION_NAMES",
+    "block_value",
     "check_most_exposed",
     "curve_stat",
     "epsilon_series",
     "exposed_label",
     "finite",
+    "gdp_view_box",
     "has_risk",
     "most_exposed",
     "risk_note",
@@ -28,6 +31,7 @@ __all__ = [
     "safe_name",
     "score_bins",
     "tpr_at",
+    "tradeoff_claims",
     "unique_names",
 ]
 
@@ -289,3 +293,40 @@ def curve_stat(curve: Mapping[str, Any], key: str, target: float) -> float:
     """A recorded TPR@FPR value, or its interpolation from the curve."""
     value = finite(curve.get(key))
     return value if value is not None else tpr_at(curve["fpr"], curve["tpr"], target)
+
+
+def block_value(block: Any, key: str) -> float | None:
+    """A finite number of a metrics block, typed field or extra key (``None``: absent, null, not finite)."""
+    return finite(getattr(block, key, None))
+
+
+def tradeoff_claims(audit: Mapping[str, AuditEntry]) -> dict[str, tuple[PrivacyClaim, BlackboxBlock]]:
+    """The defenders the trade-off figure shows: those with a black-box block and a claim comparable with
+    it (:meth:`PrivacyClaim.implied_for` ``add_remove`` not ``None``), as ``{name: (add/remove claim, block)}``."""
+    out: dict[str, tuple[PrivacyClaim, BlackboxBlock]] = {}
+    for name, entry in audit.items():
+        claim = entry.claim.implied_for("add_remove") if entry.claim is not None else None
+        if claim is not None and entry.blackbox is not None:
+            out[str(name)] = (claim, entry.blackbox)
+    return out
+
+
+def gdp_view_box(block: BlackboxBlock) -> tuple[float, float, float, float] | None:
+    """The GDP view's threshold test as ``(fpr, fnr, fpr_upper, fnr_upper)``: its observed rates on the
+    runs not used for tuning (``false_positives / (runs_out - tuning_out)``, ``false_negatives / (runs_in -
+    tuning_in)``) and their upper confidence bounds; ``None`` when the block lacks one of them.
+
+    >>> b = BlackboxBlock(runs_in=100, runs_out=100, tuning_in=20, tuning_out=20, false_positives=8,
+    ...                   false_negatives=40, fpr_upper=0.2, fnr_upper=0.6)
+    >>> gdp_view_box(b)
+    (0.1, 0.5, 0.2, 0.6)
+    """
+    values = [block_value(block, k) for k in ("false_positives", "false_negatives", "runs_in", "runs_out",
+                                              "tuning_in", "tuning_out", "fpr_upper", "fnr_upper")]
+    if any(v is None for v in values):
+        return None
+    fp, fn, runs_in, runs_out, tune_in, tune_out, fpr_u, fnr_u = (float(v) for v in values)  # type: ignore[arg-type]
+    n_out, n_in = runs_out - tune_out, runs_in - tune_in
+    if n_out <= 0 or n_in <= 0:
+        return None
+    return fp / n_out, fn / n_in, fpr_u, fnr_u

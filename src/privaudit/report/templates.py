@@ -26,6 +26,12 @@ h3 { font-size: 1.05rem; margin: 1.4rem 0 .4rem; }
 .verdict .lead { font-size: 1.05rem; margin-left: .8rem; }
 .verdict ul { margin: .6rem 0 0; padding-left: 1.3rem; }
 .verdict li { margin: .15rem 0; }
+.warnings { border-radius: 10px; padding: .7rem 1.2rem; margin: -.8rem 0 1.5rem; background: #fff4e0;
+            border: 2px solid #b26a00; color: #4a2f00; }
+.warnings ul { margin: 0; padding-left: 0; list-style: none; }
+.warnings li { margin: .3rem 0; }
+.warnings .tag { background: #b26a00; color: #fff; font-weight: 800; letter-spacing: .05em;
+                 padding: .05rem .45rem; border-radius: 4px; margin-right: .4rem; }
 table { border-collapse: collapse; margin: .5rem 0 1rem; font-size: .9rem; width: 100%; }
 th, td { border: 1px solid var(--line); padding: .35rem .55rem; text-align: left;
          vertical-align: top; }
@@ -43,7 +49,7 @@ figure img { max-width: 100%; height: auto; border: 1px solid var(--line); }
 figcaption { color: var(--muted); font-size: .85rem; }
 code { background: var(--bg); padding: 0 .25rem; border-radius: 3px; }
 nav a { margin-right: 1rem; }
-@media print { .verdict { -webkit-print-color-adjust: exact; print-color-adjust: exact; } }
+@media print { .verdict, .warnings { -webkit-print-color-adjust: exact; print-color-adjust: exact; } }
 """
 
 #: Page skeleton; ``{title}``, ``{css}`` and ``{body}`` are filled in (title escaped).

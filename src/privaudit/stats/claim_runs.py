@@ -9,17 +9,19 @@ with probability ≤ level for *every* mechanism that satisfies the claim (the m
 :mod:`privaudit.stats.tradeoff` gives the one-line proof), and ε̂ is the ε at the claim's δ of the
 least private member it refutes.
 
-τ is the better of the two thresholds :func:`~privaudit.stats.gdp_runs.select_threshold_runs`
-chooses (the GDP objective, smoothed, and the assumption-free rate objective), judged by the family's
-ε̂ on the tuning runs' counts rescaled to the certification sizes. It is a function of the tuning
-runs only, so the certification stays exact whatever the family.
+τ is chosen by :func:`~privaudit.stats.gdp_runs.select_threshold_runs` on the tuning runs: with the
+rate objective for the (ε, δ) polygon (its ε̂ is then exactly the assumption-free bound), with the
+smoothed GDP objective for every curved family (the curves of DP mechanisms are close to Gaussian
+in the bulk where a few thousand runs resolve the rates; judging two candidate thresholds by the
+family's ε̂ on raw tuning counts instead was measured to pick the worse one often: mean ε̂/ε 0.07
+against 0.27 on the digits DP-SGD head at ε = 1). τ is a function of the tuning runs only, so the
+certification stays exact whatever the family.
 
 numpy/scipy only; imports nothing from privaudit but other ``stats`` modules.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -28,7 +30,7 @@ from numpy.typing import ArrayLike
 from ._checks import check_prob
 from .binomial import clopper_pearson
 from .gdp_runs import select_threshold_runs
-from .tradeoff import RefutedPoint, TradeoffFamily, refute_point
+from .tradeoff import EpsDeltaFamily, RefutedPoint, TradeoffFamily, refute_point
 
 __all__ = ["ClaimRunsBound", "certify_claim_scores"]
 
@@ -88,15 +90,10 @@ def certify_claim_scores(s_in: ArrayLike, s_out: ArrayLike, family: TradeoffFami
     ci, co = si.size - ti, so.size - to
     tune_in, tune_out = si[:ti], so[:to]
     kw = dict(level=level, delta=max(delta, 1e-300), certify_in=ci, certify_out=co)
-    candidates = {select_threshold_runs(tune_in, tune_out, objective="gdp", smooth=True, **kw).tau,
-                  select_threshold_runs(tune_in, tune_out, objective="rate", **kw).tau}
-    best_tau, best_eps = math.nan, -1.0
-    for tau in sorted(candidates):
-        fp, fn = _counts(tune_in, tune_out, tau)
-        kfp, kfn = int(round(fp / to * co)), int(round(fn / ti * ci))
-        eps = refute_point(family, _upper(kfp, co, level), _upper(kfn, ci, level), delta).epsilon
-        if eps > best_eps:
-            best_tau, best_eps = tau, eps
+    if isinstance(family, EpsDeltaFamily):
+        best_tau = select_threshold_runs(tune_in, tune_out, objective="rate", **kw).tau
+    else:
+        best_tau = select_threshold_runs(tune_in, tune_out, objective="gdp", smooth=True, **kw).tau
     cert_in, cert_out = si[ti:], so[to:]
     fp, fn = _counts(cert_in, cert_out, best_tau)
     point = refute_point(family, _upper(fp, co, level), _upper(fn, ci, level), delta)
