@@ -173,6 +173,7 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
                                   "tests/defenders/test_all_defenders_pipeline.py::test_every_kind_trains_through_dvc"),
     "user_trainer.py": ("tests/defenders/test_user.py",),
     "opacus_user_trainer.py": ("tests/whitebox/test_user_example.py::test_readme_user_trainer_is_audited_tightly_and_passes",),
+    "laplace_trainer.py": ("tests/claims/test_declared_mechanisms.py::test_an_honest_laplace_trainer_is_not_refuted_declared_or_not",),
 }
 
 

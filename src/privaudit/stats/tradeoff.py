@@ -115,7 +115,7 @@ def laplace_tradeoff(epsilon: float, alpha: ArrayLike) -> NDArray[np.float64]:
     if e0 <= 0.0:
         return 1.0 - a
     em = math.exp(-min(e0, 700.0))
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         mid = em / (4.0 * a)
     out = np.where(a <= em / 2.0, 1.0 - a / em, np.where(a <= 0.5, mid, em * (1.0 - a)))
     return np.clip(out, 0.0, 1.0)
