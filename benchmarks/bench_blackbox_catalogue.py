@@ -7,7 +7,15 @@ no clipping, no noise, noise once per epoch) on the digits Defender half, claims
 sequentially, in = with the crafted canary, out = without (alternating), and audits the first N
 runs per side for N on a ladder (each prefix is a valid fixed-size audit: independent runs, τ on
 the prefix's first 20 %, certified on the rest at ``--level``: 0.05, or the pipeline's share gate.beta/6 =
-0.00833); "caught" = ε̂ (GDP view) > claim.
+0.00833); "caught" = ε̂ > claim, where ε̂ is, per ``--curves`` (issue 33):
+
+* ``gdp`` — the GDP view (what the gate used before issue 33; assumes a Gaussian curve);
+* ``eps_delta`` — the certified point against the bare (ε, δ) claim's polygon (the gated bound of a
+  trainer that declares nothing);
+* ``declared`` — against the claimed recipe's own subsampled-Gaussian curve (σ, q, T of the
+  *correct* recipe at the claim: what a trainer declaring ``mechanism: subsampled_gaussian`` gets).
+
+All curves are judged on the same runs; the ladder stops once every curve has caught the bug.
 Runs stop at the first ladder N that catches the bug (so "runs/side" is the smallest such N) or
 at the ladder's top. The correct recipe is audited at the top of the ladder only.
 
@@ -34,8 +42,25 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from bench_blackbox_tightness import digits_defender  # noqa: E402
 
 from privaudit.blackbox_runs import certify_scores  # noqa: E402
+from privaudit.stats.claim_runs import certify_claim_scores  # noqa: E402
+from privaudit.stats.tradeoff import EpsDeltaFamily, SubsampledGaussianFamily  # noqa: E402
 from privaudit.canaries.crafted import craft_canary, score_model  # noqa: E402
-from benchmarks.planted.blackbox_plain_trainers import BUGS, PlainTrainer, true_epsilon  # noqa: E402
+from benchmarks.planted.blackbox_plain_trainers import BUGS, PlainTrainer, recipe_numbers, true_epsilon  # noqa: E402
+
+CURVES = ("gdp", "eps_delta", "declared")
+
+
+def curve_epsilon(curve: str, si, so, claim: float, n: int, level: float) -> float:
+    """ε̂ of one audit of the runs (si, so) under ``curve`` (see the module docstring)."""
+    if curve == "gdp":
+        g, _, _, _ = certify_scores(si, so, tune_fraction=0.2, level=level, delta=1e-5)
+        return g.eps_lower_bound_gdp
+    if curve == "eps_delta":
+        fam = EpsDeltaFamily(claim, 1e-5)
+    else:
+        sigma, q, steps = recipe_numbers(n, claim, "correct")
+        fam = SubsampledGaussianFamily(1.0 / sigma, sample_rate=q, steps=steps)
+    return certify_claim_scores(si, so, fam, tune_fraction=0.2, level=level, delta=1e-5).eps_lower_bound
 
 VARIANTS = (("numpy", "random", "lr/B"), ("torch", "zero", "lr"), ("numpy", "zero", "lr"),
             ("torch", "random", "lr/B"), ("numpy", "random", "lr"))
@@ -66,6 +91,9 @@ def main() -> None:
     ap.add_argument("--scale", type=float, default=None,
                     help="canary scale s (default: clip-aware, 3; the pipeline uses 30 for trainers it does not run)")
     ap.add_argument("--level", type=float, default=0.05, help="level of each audit (pipeline: gate.beta/6 = 0.00833)")
+    ap.add_argument("--curves", nargs="+", choices=CURVES, default=["gdp"],
+                    help="what eps-hat tests the point against (issue 33): gdp view, the (eps, delta) polygon, the "
+                         "claimed recipe's declared subsampled-Gaussian curve")
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args()
     torch.set_num_threads(1)
@@ -74,37 +102,40 @@ def main() -> None:
     lines = [f"# many-run black-box audit of plain trainers (final model only) on digits ({len(y)} rows), level {args.level:.5g}, "
              f"delta 1e-5; ladder {args.ladder} runs/side; machine: {platform.machine()}, {os.cpu_count()} cores shared "
              f"(load avg at start {os.getloadavg()[0]:.1f}), 1 torch thread; {canary.describe()}",
-             "claim | bug | true eps | caught (eps_hat > claim) | runs/side needed per seed (- = not caught at top) | "
-             "eps_hat per seed (at that N) | eps_hat_rate per seed | variants | seconds"]
+             "claim | bug | true eps | curve | caught (eps_hat > claim) | runs/side needed per seed (- = not caught at top) | "
+             "eps_hat per seed (at that N) | variants | seconds"]
     print("\n".join(lines), flush=True)
     for claim in args.claims:
         for bug in args.bugs:
             t0 = time.perf_counter()
-            needed, eh, er, var = [], [], [], []
+            needed = {c: [] for c in args.curves}
+            eh = {c: [] for c in args.curves}
+            var = []
             for seed in range(args.correct_seeds if bug == "correct" else args.seeds):
                 fw, init, scaling = VARIANTS[seed % len(VARIANTS)]
                 var.append(f"{fw}/{init}/{scaling}")
                 tr = PlainTrainer(claim, bug, 10, len(y), framework=fw, init=init, scaling=scaling)
                 ladder = args.ladder[-1:] if bug == "correct" else args.ladder
                 si, so = np.zeros(0), np.zeros(0)
-                got = None
+                got: dict[str, tuple[int, float]] = {}
                 for N in ladder:
                     a, b = run_scores(tr, X, y, canary, N - si.size, 1000 * seed + int(claim), start=si.size)
                     si, so = np.concatenate([si, a]), np.concatenate([so, b])
-                    g, r, _, _ = certify_scores(si, so, tune_fraction=0.2, level=args.level, delta=1e-5)
-                    got = (N, g.eps_lower_bound_gdp, r.eps_lower_bound_rate)
-                    if g.eps_lower_bound_gdp > claim:
+                    for c in args.curves:
+                        if c not in got or got[c][1] <= claim:
+                            got[c] = (N, curve_epsilon(c, si, so, claim, len(y), args.level))
+                    if all(got[c][1] > claim for c in args.curves):
                         break
-                caught = got[1] > claim
-                needed.append(str(got[0]) if caught else "-")
-                eh.append(f"{got[1]:.2f}")
-                er.append(f"{got[2]:.2f}")
+                for c in args.curves:
+                    needed[c].append(str(got[c][0]) if got[c][1] > claim else "-")
+                    eh[c].append(f"{got[c][1]:.2f}")
             te = true_epsilon(len(y), claim, bug)
-            row = (f"{claim:g} | {bug} | {'inf' if math.isinf(te) else f'{te:.2f}'} | "
-                   f"{sum(n != '-' for n in needed)}/{len(needed)} | {' '.join(needed)} | {' '.join(eh)} | "
-                   f"{' '.join(er)} | {', '.join(var)} | {time.perf_counter() - t0:.0f}")
-            print(row, flush=True)
-            lines.append(row)
+            for c in args.curves:
+                row = (f"{claim:g} | {bug} | {'inf' if math.isinf(te) else f'{te:.2f}'} | {c} | "
+                       f"{sum(n != '-' for n in needed[c])}/{len(needed[c])} | {' '.join(needed[c])} | "
+                       f"{' '.join(eh[c])} | {', '.join(var)} | {time.perf_counter() - t0:.0f}")
+                print(row, flush=True)
+                lines.append(row)
     if args.out:
         args.out.write_text("\n".join(lines) + "\n")
 

@@ -1,5 +1,5 @@
 """Declared mechanisms (issue 33): params validation, the claim's round trip through ``info.json``, and the
-black-box audit of an honest exactly-ε-DP Laplace trainer (``examples/laplace_trainer.py``) end to end
+black-box audit of an honest exactly-ε-DP Laplace trainer (``examples/noisy_sums_trainer.py``) end to end
 through the real ``kind: python`` defender, ``audit_trainer``'s runs and ``audits.blackbox.run``.
 
 Ground truth: the Laplace trainer is pure ε-DP (output perturbation with L1 sensitivity 1), so no honest
@@ -24,7 +24,7 @@ from privaudit.defenders.registry import make_defender
 from privaudit.defenders.specs import validate_defender_spec
 from privaudit.stats.tradeoff import EpsDeltaFamily, LaplaceFamily, SubsampledGaussianFamily
 
-TARGET = "examples/laplace_trainer.py:train"
+TARGET = "examples/noisy_sums_trainer.py:train"
 
 
 def _spec(**extra: object):

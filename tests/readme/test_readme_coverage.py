@@ -110,6 +110,8 @@ COVERAGE: list[tuple[str, tuple[str, ...] | str]] = [
      + REVIEW),
     # --- benchmarks and GPU
     (r"python -m benchmarks\.bench_blackbox_honest", BENCH),
+    (r"python benchmarks/bench_claim_curves\.py --audits 500 --runs 320 --workers 2", BENCH),
+    (r"python benchmarks/bench_claim_tightness\.py --audits \d+", BENCH),
     (r"python benchmarks/(ltu_table1|bench_ltu_retrain|bench_sample_risk)\.py( --dataset digits)?", BENCH),
     (r"(DEVICE=cpu )?bash benchmarks/gpu_check\.sh( tests audit)?", GPU),
     # --- code blocks
@@ -173,7 +175,7 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
                                   "tests/defenders/test_all_defenders_pipeline.py::test_every_kind_trains_through_dvc"),
     "user_trainer.py": ("tests/defenders/test_user.py",),
     "opacus_user_trainer.py": ("tests/whitebox/test_user_example.py::test_readme_user_trainer_is_audited_tightly_and_passes",),
-    "laplace_trainer.py": ("tests/claims/test_declared_mechanisms.py::test_an_honest_laplace_trainer_is_not_refuted_declared_or_not",),
+    "noisy_sums_trainer.py": ("tests/claims/test_declared_mechanisms.py::test_an_honest_laplace_trainer_is_not_refuted_declared_or_not",),
 }
 
 

@@ -29,7 +29,7 @@ from numpy.typing import ArrayLike
 
 from ._checks import check_prob
 from .binomial import clopper_pearson
-from .gdp_runs import select_threshold_runs
+from .gdp_runs import _scores, select_threshold_runs
 from .tradeoff import EpsDeltaFamily, RefutedPoint, TradeoffFamily, refute_point
 
 __all__ = ["ClaimRunsBound", "certify_claim_scores"]
@@ -83,7 +83,7 @@ def certify_claim_scores(s_in: ArrayLike, s_out: ArrayLike, family: TradeoffFami
     """
     level = check_prob("level", level, open_low=True, open_high=True)
     delta = check_prob("delta", delta, open_high=True)
-    si, so = np.asarray(s_in, np.float64).ravel(), np.asarray(s_out, np.float64).ravel()
+    si, so = _scores("s_in", s_in), _scores("s_out", s_out)  # every score finite: a NaN would sort last
     ti, to = int(si.size * tune_fraction), int(so.size * tune_fraction)
     if ti < 1 or to < 1 or ti >= si.size or to >= so.size:
         raise ValueError(f"{si.size} / {so.size} runs cannot be split at tune_fraction={tune_fraction}")

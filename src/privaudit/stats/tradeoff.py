@@ -247,8 +247,8 @@ class GaussianFamily(TradeoffFamily):
 
     def curve(self, theta: float, alpha: ArrayLike) -> NDArray[np.float64]:
         a = _alpha(alpha)
-        with np.errstate(divide="ignore"):
-            return special.ndtr(special.ndtri(1.0 - a) - float(theta))
+        with np.errstate(divide="ignore"):  # Φ⁻¹(1 − α) = −Φ⁻¹(α): no rounding of 1 − α at tiny α
+            return special.ndtr(-special.ndtri(a) - float(theta))
 
     def epsilon(self, theta: float, delta: float) -> float:
         if theta == 0.0:
@@ -303,6 +303,9 @@ class RandomizedResponseFamily(TradeoffFamily):
     theta_claim: float
     classes: int
     name: str = "randomized_response"
+
+    def __post_init__(self) -> None:
+        check_int("classes", self.classes, minimum=2)
 
     def _pr(self, theta: float) -> tuple[float, float]:
         t = min(float(theta), 700.0)
