@@ -408,7 +408,9 @@ def run(request: AuditRequest, inputs: AuditInputs, settings: Any) -> AuditBound
                         canaries=settings.canaries, level=request.level, delta=max(delta, PURE_DELTA),
                         seed=request.int_seed("one_run"), method="fdp", family=family)
     block = one_run_metrics(res, delta=delta, level=request.level)
-    block["curve"] = family.name
+    # the gated bound (Steinke et al.) tests the (ε, δ) point; the f-DP view beside it tests the claim's own curve
+    block["curve"] = "eps_delta"
+    block["fdp_curve"] = family.name
     claimed = request.claim.epsilon if request.claim else None
     line = (f"one_run: {request.name}: eps_hat={block['eps_lower_bound']:.3f} at delta={block['delta']:.3g} "
             f"({block['correct']}/{block['guesses']} guesses right, {block['canaries']} canaries); claimed {claimed}")
