@@ -73,7 +73,7 @@ def cell(X: np.ndarray, y: np.ndarray, C: int, estimator: str, level: str, trial
     model.fit(Xs[is_def], ys[is_def], seed=int_seed(seed, "table1", estimator, level, trial))
     proba = model.predict_proba(Xs)
     acc_r = float((proba[~is_def].argmax(1) == ys[~is_def]).mean())
-    u, ue = ltu_utility(acc_r, C, int((~is_def).sum()))
+    u, ue = ltu_utility(acc_r, C, int((~is_def).sum()), error="paper")  # Table 1 as printed (Eq. 2's c·se)
     data = LtuData(X=Xs, y=ys, proba=proba, is_defender=is_def, ids=rows.astype(str),
                    train_rows=np.flatnonzero(is_def), n_classes=C, spec=spec, model=model)
     res, _, _ = run_attacker(RetrainAttacker(n_jobs), data, rounds, rng_for(seed, "table1", "ltu", estimator, level, trial))

@@ -88,6 +88,14 @@ def train_loop(X: np.ndarray, y: np.ndarray, n_classes: int, seed: int, *, varia
     opt = privaudit.hooks.watch(opt, dataset_size=n)
     bias_opt = torch.optim.SGD([net.bias], lr=r["lr"]) if variant == "bias_second_optimizer" else None
     lr_sched = torch.optim.lr_scheduler.StepLR(base, step_size=1, gamma=0.5) if variant == "steplr" else None
+    if variant == "steplr_after_watch":  # the order most code uses: the scheduler wraps the watched opt.step
+        lr_sched = torch.optim.lr_scheduler.StepLR(opt, step_size=1, gamma=0.5)
+    if variant == "step_hooks":  # torch's step hooks (on the wrapped optimizer: opacus's DPOptimizer has no hook
+        # registry of its own) and a user's own wrapper of the watched opt.step
+        base.register_step_pre_hook(lambda o, args, kwargs: None)
+        base.register_step_post_hook(lambda o, args, kwargs: None)
+        watched_step = opt.step
+        opt.step = lambda *args, **kwargs: watched_step(*args, **kwargs)
     noise_sched = ExponentialNoise(opt, gamma=GAMMA) if variant == "noise_schedule" else None
     clip_sched = ExponentialGradClip(opt, gamma=GAMMA) if variant == "clip_schedule" else None
     Xt, yt = torch.as_tensor(X, dtype=torch.float32), torch.as_tensor(y, dtype=torch.long)
@@ -190,6 +198,8 @@ LOOPS: dict[str, Loop] = {lp.variant: lp for lp in (
     Loop("momentum", "SGD with momentum 0.9 after the noise", True),
     Loop("weight_decay", "SGD with weight decay 1e-3", True),
     Loop("steplr", "StepLR halving the lr every epoch", True),
+    Loop("steplr_after_watch", "StepLR on the DPOptimizer, created after privaudit.hooks.watch", True),
+    Loop("step_hooks", "torch step pre/post hooks on the wrapped SGD and a user's wrapper of the watched step", True),
     Loop("noise_schedule", f"opacus ExponentialNoise, σ × {GAMMA} per epoch, claim on the σ history", True),
     Loop("clip_schedule", f"opacus ExponentialGradClip, C × {GAMMA} per epoch", True),
     Loop("batch2", "expected batch size 2 (many empty Poisson batches)", True, (("batch_size", 2), ("epochs", 2))),

@@ -46,6 +46,7 @@ are the original ones (marked processed, as opacus marks them).
 from __future__ import annotations
 
 import math
+import types
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any, Iterator, TypeVar
@@ -221,20 +222,20 @@ class Recording:
         self._owned.extend(params)
         self._after.extend(p.detach().clone() for p in params)
 
-        def clip_and_accumulate() -> None:
+        def clip_and_accumulate(_self: Any) -> None:
             if not rec.open:
                 return orig_clip()
             rec._clip(opt, orig_clip)
             return None
 
-        def add_noise() -> None:
+        def add_noise(_self: Any) -> None:
             if not rec.open:
                 return orig_noise()
             orig_noise()
             rec._noise(opt)
             return None
 
-        def step(*args: Any, **kwargs: Any) -> Any:
+        def step(_self: Any, *args: Any, **kwargs: Any) -> Any:
             if not rec.open:
                 return orig_step(*args, **kwargs)
             rec._check_unchanged(f"before watched step {rec.steps}")
@@ -242,9 +243,12 @@ class Recording:
             rec._snapshot()
             return out
 
-        opt.clip_and_accumulate = clip_and_accumulate
-        opt.add_noise = add_noise
-        opt.step = step
+        # bound methods, as the optimizer's own are: whatever wraps them afterwards (torch's LR schedulers
+        # read ``opt.step.__func__`` and rebind it; AMP's GradScaler and step hooks call them) sees the
+        # shape it expects (issue 34: a StepLR created after watch crashed on a plain function)
+        opt.clip_and_accumulate = types.MethodType(clip_and_accumulate, opt)
+        opt.add_noise = types.MethodType(add_noise, opt)
+        opt.step = types.MethodType(step, opt)
         setattr(opt, _MARK, self)
 
     # -- what reaches the released model ------------------------------------------------------

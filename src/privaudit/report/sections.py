@@ -474,7 +474,9 @@ def _table1_section(inputs: ReportInputs) -> Section:
         "Utility (Eq. 2) and Privacy (Eq. 1) ± standard error of the trainer-based LTU attacker "
         "(`retrain`, Fig. 2 branch 3) per sklearn model and randomness level: fixed = fixed seed "
         "and data order; shuffled = random order; unseeded = random seed. Theorem 3: deterministic, "
-        "order-invariant trainers have Privacy 0."
+        "order-invariant trainers have Privacy 0. The utility error here is Eq. 2's as the paper prints it, "
+        "c·sqrt(A(1−A)/n), reproduced as published; it is (c − 1) times the standard error of the score, "
+        "c/(c − 1)·sqrt(A(1−A)/n), which the gate and the per-defender tables use."
     ))
     for name, frame in tables.items():
         if name:

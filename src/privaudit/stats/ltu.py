@@ -15,6 +15,7 @@ Bounds are floored at 1/2 (random guessing), which is a valid lower bound for an
 from __future__ import annotations
 
 import math
+from typing import Literal
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -51,25 +52,35 @@ def ltu_privacy(accuracy: float, rounds: int) -> tuple[float, float]:
     return min(2.0 * (1.0 - a), 1.0), 2.0 * math.sqrt(a * (1.0 - a) / n)
 
 
-def ltu_utility(accuracy: float, n_classes: int, n_reserved: int) -> tuple[float, float]:
+def ltu_utility(accuracy: float, n_classes: int, n_reserved: int, *,
+                error: Literal["delta", "paper"] = "delta") -> tuple[float, float]:
     """Defender utility score and its standard error (Pedersen et al. Eq. 2).
+
+    The score is ``U = max((c A − 1)/(c − 1), 0)``. Its standard error: A is a mean of |D_R| Bernoulli
+    outcomes, so ``se(A) = sqrt(A (1 − A)/|D_R|)`` and, U being linear in A,
+    ``se(U) = c/(c − 1) · se(A)`` (``error="delta"``, the default: what the gate and the report use).
+    The paper prints ``c · se(A)`` (``error="paper"``), (c − 1) times too large (9× for 10 classes);
+    it is kept only to reproduce the paper's Table 1 (``benchmarks/ltu_table1.py``).
 
     Args:
         accuracy: classification accuracy ``A_D`` of the Defender model on the Reserved data.
         n_classes: number of classes c (>= 2).
         n_reserved: size ``|D_R|`` of the Reserved set (>= 1).
-
-    Returns:
-        ``(max((c A - 1)/(c - 1), 0), c sqrt(A (1 - A) / |D_R|))``.
+        error: ``"delta"`` (correct) or ``"paper"`` (Eq. 2 as printed).
 
     >>> s, e = ltu_utility(0.91, 10, 1000)
     >>> round(s, 4), round(e, 4)
-    (0.9, 0.0905)
+    (0.9, 0.0101)
+    >>> round(ltu_utility(0.91, 10, 1000, error="paper")[1], 4)
+    0.0905
     """
     a = check_prob("accuracy", accuracy)
     c = check_int("n_classes", n_classes, minimum=2)
     n = check_int("n_reserved", n_reserved, minimum=1)
-    return max((c * a - 1.0) / (c - 1.0), 0.0), c * math.sqrt(a * (1.0 - a) / n)
+    if error not in ("delta", "paper"):
+        raise ValueError(f"error must be 'delta' or 'paper', got {error!r}")
+    se_a = math.sqrt(a * (1.0 - a) / n)
+    return max((c * a - 1.0) / (c - 1.0), 0.0), (c / (c - 1.0) if error == "delta" else float(c)) * se_a
 
 
 def _as_1d(name: str, v: ArrayLike) -> NDArray[np.float64]:
