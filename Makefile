@@ -58,13 +58,18 @@ $(STAMP): pyproject.toml
 	@$(BIN)/pip install -q -c $(VENV)/constraints.txt -e ".[test]"
 	@touch $@
 
+# make exits 2 whenever a recipe fails; the verdict's own code (1 = the gate failed, 2 = missing, corrupt
+# or stale gate) is printed on the last line
+VERDICT = $(BIN)/privaudit verdict --gate metrics/gate.json || { rc=$$?; \
+	  echo "make: privaudit verdict exited $$rc ($$( [ $$rc = 1 ] && echo 'the release gate failed' || echo 'no usable gate: missing, corrupt or stale' )); make itself exits 2"; exit $$rc; }
+
 audit: setup
 	@test -d data/external || { mkdir -p data/external && touch data/external/.gitkeep; }
 	$(BIN)/dvc repro
-	@$(BIN)/privaudit verdict --gate metrics/gate.json
+	@$(VERDICT)
 
 verdict: setup
-	@$(BIN)/privaudit verdict --gate metrics/gate.json
+	@$(VERDICT)
 
 test: setup browser
 	$(BIN)/python -m pytest -n 2 -q

@@ -283,3 +283,23 @@ def test_rich_warning_follows_the_verdict_line(metrics: dict[str, Any], warning:
         assert "declare the mechanism in params.yaml" in " ".join(text.split())
     else:
         assert "WARNING" not in text
+
+
+def test_make_verdict_names_the_verdicts_own_exit_code(tmp_path: Path, metrics: dict[str, Any]) -> None:
+    """Issue 34: `make audit`/`make verdict` exit with make's code 2 on a failed gate; the README says so and
+    the last line names the verdict's own code (1 = failed), which scripts read from privaudit verdict."""
+    import shutil
+
+    venv = Path(sys.prefix)
+    if not (venv / ".privaudit-installed").is_file():
+        pytest.skip(f"not running from a `make setup` venv ({venv} has no .privaudit-installed)")
+    write_gate(tmp_path, metrics)
+    repo = Path(__file__).resolve().parents[2]
+    for name in ("Makefile", "pyproject.toml"):
+        shutil.copy2(repo / name, tmp_path / name)
+    os.utime(tmp_path / "pyproject.toml", (0, 0))  # older than the venv's stamp: `setup` has nothing to do
+    proc = subprocess.run(["make", "-s", "verdict", f"VENV={venv}"], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=120, check=False)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 2, out
+    assert "privaudit verdict: FAIL" in out and "privaudit verdict exited 1 (the release gate failed)" in out, out
