@@ -42,6 +42,19 @@ def test_readme_opacus_trainer_block_trains() -> None:
     assert torch.equal(head.weight, again.weight)  # all randomness from `seed`
 
 
+def test_every_yaml_block_and_example_is_read_by_dvcs_own_reader() -> None:
+    """Issue 34: DVC reads params.yaml with its own YAML loader (ruamel), stricter than PyYAML: a flow mapping
+    with an unquoted ``target: examples/x.py:train`` is "corrupted" for DVC. Every ```yaml block of the README
+    and every YAML file of examples/ parses there, to what PyYAML reads."""
+    from dvc.utils.serialize import parse_yaml
+
+    texts = {f"README.md:{s.line}": block_text(s.line) for s in readme_snippets() if s.kind == "block:yaml"}
+    texts |= {str(p.relative_to(ROOT)): p.read_text(encoding="utf-8") for p in sorted((ROOT / "examples").glob("*.y*ml"))}
+    assert len(texts) >= 3, sorted(texts)
+    for where, text in texts.items():
+        assert parse_yaml(text, "params.yaml") == yaml.safe_load(text), where
+
+
 def test_readme_defenders_yaml_block_is_valid_params(monkeypatch: pytest.MonkeyPatch) -> None:
     """The ```yaml block, put into params.yaml as the README says, passes ``config`` (its target imports)."""
     monkeypatch.chdir(ROOT)
