@@ -49,9 +49,16 @@ def run_stage(
     add_arguments(parser)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format=f"[{name}] %(levelname)s %(name)s: %(message)s")
+    from privaudit.defenders.user_errors import UserCodeError
+
     try:
         params = load_params(args.params)
         body(args, params)
+    except UserCodeError as err:  # the user's code raised: one line naming defender, file:line, then its frames
+        print(f"stage {name} failed: {cap(err.summary)}", file=sys.stderr)
+        if err.frames:
+            print("the trainer's frames (most recent call last):\n" + err.frames.rstrip(), file=sys.stderr)
+        return 1
     except EXPECTED_ERRORS as err:
         print(f"stage {name} failed: {cap(str(err))}", file=sys.stderr)
         return 1

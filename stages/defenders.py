@@ -33,8 +33,10 @@ def _body(args: argparse.Namespace, params: Params) -> None:
     from privaudit.features.feature_set import load_feature_set
 
     fs = load_feature_set(args.features, args.split)
+    # a user's trainer (kind: python) trains first: a broken one fails before the built-in defenders are retrained
+    ordered = sorted(params.defenders, key=lambda s: s.kind != "python")
     with atomic_dir(args.out) as tmp:
-        for spec in params.defenders:
+        for spec in ordered:
             # observable defenders train under privaudit.hooks.recording (same bits; the white-box audit pools it)
             t = train_release(spec, fs, params.base.seed, device, canary_scale=params.whitebox.canary_scale)
             validate_defender_outputs(t.outputs, fs.n_classes, fs.ids)  # output, before it is moved into place

@@ -46,6 +46,7 @@ from privaudit.defenders.base import Defender
 from privaudit.defenders.registry import register
 from privaudit.defenders.skops_files import dump_skops
 from privaudit.defenders.specs import PythonSpec
+from privaudit.defenders.user_errors import user_code
 from privaudit.defenders.user_target import resolve_target
 from privaudit.validation.model_files import TRUSTED_TYPES
 
@@ -71,7 +72,9 @@ class PythonDefender(Defender[PythonSpec]):
         return self.spec.order_invariant
 
     def fit(self, X: np.ndarray, y: np.ndarray, seed: int) -> "PythonDefender":
-        model = resolve_target(self.spec.target)(X, y, self.n_classes, seed, **self.spec.options)
+        train = resolve_target(self.spec.target)
+        with user_code(self.name, self.spec.target):
+            model = train(X, y, self.n_classes, seed, **self.spec.options)
         if not callable(getattr(model, "predict_proba", None)):
             raise ValueError(f"defender {self.name!r}: {self.spec.target} returned {type(model).__name__}, "
                              f"which has no predict_proba")
@@ -84,7 +87,8 @@ class PythonDefender(Defender[PythonSpec]):
     def predict_proba(self, X: np.ndarray) -> np.ndarray:
         if self.model is None:
             raise RuntimeError(f"defender {self.name!r} is not fitted")
-        p = np.asarray(self.model.predict_proba(X), dtype=np.float64)
+        with user_code(self.name, f"{type(self.model).__name__}.predict_proba"):
+            p = np.asarray(self.model.predict_proba(X), dtype=np.float64)
         classes = getattr(self.model, "classes_", None)
         if classes is not None and p.shape[1] != self.n_classes:
             full = np.zeros((len(X), self.n_classes))
@@ -112,8 +116,9 @@ class PythonDefender(Defender[PythonSpec]):
         if not zipfile.is_zipfile(path):  # a safetensors state, rebuilt by the user's loader
             if self.spec.loader is None:
                 raise ValueError(f"{path} holds a state_dict but defender {self.name!r} has no 'loader'")
-            self.model = resolve_target(self.spec.loader, "loader")(load_file(str(path)), self.n_classes,
-                                                                   **self.spec.options)
+            loader = resolve_target(self.spec.loader, "loader")
+            with user_code(self.name, self.spec.loader):
+                self.model = loader(load_file(str(path)), self.n_classes, **self.spec.options)
             return self
         untrusted = sio.get_untrusted_types(file=path)
         unknown = sorted(set(untrusted) - set(TRUSTED_TYPES) - set(self.spec.trusted_types))
