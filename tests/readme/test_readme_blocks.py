@@ -107,3 +107,17 @@ def test_lidp_self_check_command(tmp_path: Path) -> None:
     proc = subprocess.run([sys.executable, *command.split()[1:]], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert "lidp self-check: Gaussian mechanism with eps=2" in proc.stdout
+
+
+def test_readme_per_sample_counts_are_the_committed_metrics() -> None:
+    """Issue 34: the README quoted per-sample counts (mlp 9, logreg 8) that the committed metrics no longer had."""
+    import json
+
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    m = re.search(r"`mlp` (\d+) of (\d+) flagged, `logreg` (\d+), `dpsgd_eps1` none", text)
+    assert m, "the README's per-sample sentence changed: update this test with it"
+    ltu = json.loads((ROOT / "metrics" / "ltu.json").read_text(encoding="utf-8"))
+    risk = {name: ltu[name]["sample_risk"] for name in ("mlp", "logreg", "dpsgd_eps1")}
+    assert (int(m[1]), int(m[2]), int(m[3])) == (risk["mlp"]["flagged"], risk["mlp"]["tested"],
+                                                 risk["logreg"]["flagged"])
+    assert risk["dpsgd_eps1"]["flagged"] == 0
