@@ -384,3 +384,13 @@ def test_per_defender_claim_names_the_curve(built: dict[str, Any]) -> None:
     table = built["html"][built["html"].index("Per-defender results"):]
     assert "1.00<br>tested against: subsampled Gaussian (PLD), sigma=4.65, q=0.0712, T=280" in table
     assert "none (not DP)" in table
+
+
+def test_lidp_cell_rounds_its_level() -> None:
+    """Issue 34: the LiDP cell printed β=0.008333333333333333 and pushed the table off screen."""
+    from privaudit.metrics_files import LidpBlock
+    from privaudit.report.sections import _lidp_cell
+
+    cell = _lidp_cell(LidpBlock(eps_lower_bound=0.4, eps_lower_bound_k1=0.1, trials=32, canaries=5, order=2,
+                                method="wilson", beta=0.05 / 6))
+    assert "interval: order 2, wilson, β=0.00833" in cell.lines

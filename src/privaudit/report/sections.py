@@ -116,7 +116,7 @@ def _lidp_cell(lidp: LidpBlock | None) -> Cell:
         interval = f"order {order}" if order is not None else "order ?"
         interval += f", {method}" if method is not None else ""
         if lidp.beta is not None:
-            interval += f", β={lidp.beta}"
+            interval += f", β={float(lidp.beta):.3g}"  # 0.00833, not 0.008333333333333333 (issue 34)
         lines.append(f"interval: {interval}")
     else:
         lines.append("interval order/method: not recorded")
