@@ -394,3 +394,15 @@ def test_lidp_cell_rounds_its_level() -> None:
     cell = _lidp_cell(LidpBlock(eps_lower_bound=0.4, eps_lower_bound_k1=0.1, trials=32, canaries=5, order=2,
                                 method="wilson", beta=0.05 / 6))
     assert "interval: order 2, wilson, β=0.00833" in cell.lines
+
+
+def test_first_screen_says_which_data_and_what_each_verdict_is_about(built: dict[str, Any]) -> None:
+    """Issue 34: the first screen names the audited data set and, per defender, the claim its verdict is about;
+    a defender without a claim says what its PASS means instead of standing next to an unexplained ε̂."""
+    html = built["html"]
+    first = html[: html.index('id="dp-claims-against-audited-lower-bounds"')]
+    assert "Audited: data set digits" in first
+    assert "no DP claim: PASS means the LTU privacy and utility floors hold" in first
+    assert "black-box tested against: subsampled Gaussian (PLD)" in first
+    md = built["md"]
+    assert "| Defender | Gate | Claim | Reasons |" in md

@@ -54,12 +54,53 @@ _BOUND_COLUMNS: tuple[tuple[str, str], ...] = (
 )
 
 
+def audited_what(inputs: ReportInputs) -> str | None:
+    """One line for the first screen: which data, seed, code and params were audited (from the manifest).
+
+    >>> from privaudit.metrics_files import AuditMetrics
+    >>> m = {"params": {"dataset": {"name": "digits", "max_samples": None}}, "seed": 7, "code_revision": "abc123456789x"}
+    >>> audited_what(ReportInputs(metrics=AuditMetrics(ltu={}, audit={}, bounds={}), manifest=m))
+    'Audited: data set digits, base.seed 7, code abc123456789 (params and data hashes: Provenance manifest).'
+    """
+    man = inputs.manifest or {}
+    dataset = (man.get("params") or {}).get("dataset") or {}
+    name = dataset.get("name") or inputs.dataset
+    if not man and name is None:
+        return None
+    parts = [f"data set {name}" if name else "data set not recorded"]
+    if dataset.get("path"):
+        parts[0] += f" ({dataset['path']})"
+    if dataset.get("max_samples"):
+        parts[0] += f", {dataset['max_samples']} rows sampled"
+    if man.get("seed") is not None:
+        parts.append(f"base.seed {man['seed']}")
+    if man.get("code_revision"):
+        parts.append(f"code {str(man['code_revision'])[:12]}" + (" (uncommitted changes)" if man.get("code_dirty") else ""))
+    return "Audited: " + ", ".join(parts) + " (params and data hashes: Provenance manifest)."
+
+
+def _what_pass_means(audit: AuditEntry | None) -> str:
+    """The claim a defender's verdict is about, in words (the verdict table's "Claim" column)."""
+    if audit is None or audit.claim is None:
+        bb = None if audit is None or audit.blackbox is None else audit.blackbox.eps_lower_bound
+        seen = f"; black-box ε̂ {num(real(bb))} is evidence of leakage, checked against nothing" if bb is not None else ""
+        return "no DP claim: PASS means the LTU privacy and utility floors hold" + seen
+    c = audit.claim
+    delta = "pure (δ = 0)" if c.delta == 0 else f"δ = {c.delta:.3g}"
+    text = f"ε = {num(c.epsilon, 3)}, {delta}, {c.neighbourhood}"
+    tested = tested_against(audit, "blackbox") if audit.blackbox is not None else None
+    return text + (f"; black-box tested against: {tested}" if tested else "")
+
+
 def _verdict_section(inputs: ReportInputs) -> Section:
-    """The verdict: PASS/FAIL with the gate's reasons and warnings, and per-defender verdicts."""
+    """The verdict: PASS/FAIL with the gate's reasons and warnings, what was audited, and per-defender
+    verdicts with the claim each is about."""
     gate = inputs.gate
     section = Section("Verdict")
     section.blocks.append(Verdict(None if gate is None else gate.passed, list(gate.reasons) if gate else [],
                                   list(gate.warnings) if gate else []))
+    if (what := audited_what(inputs)) is not None:
+        section.blocks.append(Note(what))
     if gate is not None and gate.defenders:
         rows = []
         for name, verdict in gate.defenders.items():
@@ -69,11 +110,12 @@ def _verdict_section(inputs: ReportInputs) -> Section:
                     cell(name),
                     cell("NOT AUDITED", cls="fail") if not_audited
                     else cell("PASS" if verdict.passed else "FAIL", cls="pass" if verdict.passed else "fail"),
+                    cell(_what_pass_means(inputs.metrics.audit.get(name))),
                     Cell(list(verdict.reasons) or ["all checks passed"]),
                 ]
             )
         section.blocks.append(
-            Table(["Defender", "Gate", "Reasons"], rows, "Release gate per defender")
+            Table(["Defender", "Gate", "Claim", "Reasons"], rows, "Release gate per defender")
         )
     return section
 
