@@ -168,6 +168,8 @@ class LidpBlock(EpsilonBlock):
     eps_lower_bound: Number | None = None
     eps_lower_bound_k1: Number | None = None
     trials: Number | None = None
+    certified_trials: Number | None = None
+    tuning_trials: Number | None = None
     canaries: Number | None = None
     order: Number | None = None
     method: str | None = None

@@ -147,14 +147,26 @@ def test_many_defenders_get_a_legend_beside_the_axes_not_over_them() -> None:
     ltu = {f"defender_{i:02d}": synthetic.defender_ltu(0.55 + i / 100, 0.6 + i / 100, 0.9) for i in range(20)}
     fig = privacy_utility_plot(parse_entries("ltu", ltu))
     assert fig is not None
-    (legend,) = fig.legends
-    labels = [t.get_text() for t in legend.get_texts()]
-    assert labels[:20] == [f"defender_{i:02d}" for i in range(20)]
-    assert sorted(labels[20:]) == ["attacker: gap", "attacker: model_diff"]
+    colours, shapes = fig.legends  # colour = defender, shape = attacker: two titled legends (issue 34)
+    assert colours.get_title().get_text() == "defender (colour)" and shapes.get_title().get_text() == "attacker (shape)"
+    assert [t.get_text() for t in colours.get_texts()] == [f"defender_{i:02d}" for i in range(20)]
+    assert sorted(t.get_text() for t in shapes.get_texts()) == ["gap", "model_diff"]
     fig.canvas.draw()
     renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]
-    box, axes_box = legend.get_window_extent(renderer), fig.axes[0].get_window_extent(renderer)
-    assert box.x0 >= axes_box.x1 and box.y0 >= 0 and box.y1 <= fig.bbox.height
+    axes_box = fig.axes[0].get_window_extent(renderer)
+    for legend in (colours, shapes):
+        box = legend.get_window_extent(renderer)
+        assert box.x0 >= axes_box.x1 and box.y0 >= 0 and box.y1 <= fig.bbox.height
+    assert not colours.get_window_extent(renderer).overlaps(shapes.get_window_extent(renderer))
+
+
+def test_privacy_utility_axes_zoom_on_the_points() -> None:
+    """Issue 34: every marker sat in one corner of 0-1 axes; the axes now span the points and their bars."""
+    ltu = {"a": synthetic.defender_ltu(0.95, 0.97, 0.9), "b": synthetic.defender_ltu(0.93, 0.96, 0.95)}
+    fig = privacy_utility_plot(parse_entries("ltu", ltu))
+    assert fig is not None
+    lo, hi = fig.axes[0].get_xlim()
+    assert lo > 0.5 and hi - lo < 0.6
 
 
 # --------------------------------------------------------------------------- trade-off figure
@@ -212,3 +224,34 @@ def test_tradeoff_figure_of_an_older_blackbox_block() -> None:
                 "claim_fnr_upper", "gdp_epsilon", "gdp_warning", "tuning_in"):
         del m["audit"]["dp_sgd"]["blackbox"][key]
     assert tradeoff_figure(synthetic.typed(m).audit) is not None  # the claim's curve, no points
+
+
+def test_most_exposed_ids_do_not_print_over_each_other() -> None:
+    """Issue 34: flagged samples at nearly the same p printed their ids on top of each other."""
+    import numpy as np
+    import pandas as pd
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    from privaudit.report.figures import _risk_panel
+    from privaudit.report.tables import most_exposed
+
+    rng = np.random.default_rng(1)
+    n = 60
+    frame = pd.DataFrame({
+        "id": [f"x{i}" for i in range(n)], "role": ["defender"] * 30 + ["reserved"] * 30, "score": rng.random(n),
+        "risk": rng.normal(size=n), "risk_low": -1.0, "risk_high": 1.0, "z": 0.0, "p_value": rng.random(n),
+        "q_value": 1.0, "flagged": False, "control_hit": False, "risk_level": 0.05, "risk_correction": "bh",
+        "risk_interval": 0.9,
+    })
+    close = [3, 7, 9, 11]  # four flagged samples within a factor 1.1 of each other in p and risk
+    frame.loc[close, "flagged"] = True
+    frame.loc[close, ["p_value", "risk"]] = [[1e-6, 10.0], [1.05e-6, 10.3], [1.1e-6, 10.1], [0.95e-6, 9.9]]
+    fig = Figure(figsize=(5, 4))
+    FigureCanvasAgg(fig)
+    ax = fig.add_subplot()
+    _risk_panel(ax, "d", frame, most_exposed({"d": frame}, 5)["d"])
+    ys = sorted(t.xyann[1] for t in ax.texts)
+    assert len(ys) == 4
+    span = ax.get_ylim()[1] - ax.get_ylim()[0]
+    assert min(b - a for a, b in zip(ys, ys[1:])) >= 0.06 * span

@@ -152,19 +152,31 @@ def privacy_utility_plot(ltu: Mapping[str, LtuEntry]) -> Figure | None:
             markersize=8,
             capsize=4,
         )
-    ax.set_xlim(-0.05, 1.05)
-    ax.set_ylim(-0.05, 1.05)
+    # the axes span the points and their error bars (with a margin), not all of [0, 1]: the defenders of one
+    # audit usually sit in one corner, where full axes squeezed them into one blob (issue 34)
+    def span(value: str, err: str) -> tuple[float, float]:
+        e = table[err].fillna(0.0).astype(float) if err in table else 0.0
+        lo, hi = float((table[value] - e).min()), float((table[value] + e).max())
+        pad = max(0.02, 0.08 * (hi - lo))
+        return max(-0.05, lo - pad), min(1.05, hi + pad)
+
+    ax.set_xlim(*span("utility", "utility_stderr"))
+    ax.set_ylim(*span("privacy", "privacy_stderr"))
     ax.set_xlabel("utility (LTU Eq. 2)  →  more useful")
     ax.set_ylabel("privacy (LTU Eq. 1)  →  more private")
     ax.set_title("Privacy vs utility (± 1 standard error)")
     ax.grid(True, alpha=0.3)
     # colour = defender, marker = attacker: one legend entry each (not one per pair), outside the
     # axes, in columns of at most 20, so that many defenders never cover the points
-    handles = [Line2D([], [], color=_COLORS[i % len(_COLORS)], marker="o", linestyle="", label=_text(d))
+    colours = [Line2D([], [], color=_COLORS[i % len(_COLORS)], marker="o", linestyle="", label=_text(d))
                for i, d in enumerate(defenders)]
-    handles += [Line2D([], [], color="#444444", marker=_MARKERS[i % len(_MARKERS)], linestyle="",
-                       label=_text(f"attacker: {a}")) for i, a in enumerate(attackers)]
-    fig.legend(handles=handles, fontsize=8, loc="outside right upper", ncols=math.ceil(len(handles) / 20))
+    shapes = [Line2D([], [], color="#444444", marker=_MARKERS[i % len(_MARKERS)], linestyle="", label=_text(a))
+              for i, a in enumerate(attackers)]
+    # two legends, each titled: colours name defenders, shapes name attackers
+    fig.legend(handles=colours, title="defender (colour)", fontsize=8, title_fontsize=8, loc="outside right upper",
+               ncols=math.ceil(len(colours) / 20))
+    fig.legend(handles=shapes, title="attacker (shape)", fontsize=8, title_fontsize=8, loc="outside right lower",
+               ncols=math.ceil(len(shapes) / 20))
     return fig
 
 
@@ -188,7 +200,14 @@ def epsilon_trials_figure(
         trials = frame["trials"].dropna()
         if len(trials) and trials.min() > 0 and trials.max() / trials.min() >= 10:
             ax.set_xscale("log")
-        ax.set_xlabel("number of trials n")
+        # the curve runs over the certification trials only: the table's n also counts the trials that chose τ
+        lidp = entry.lidp if entry is not None else None
+        tuning = finite(lidp.tuning_trials) if lidp is not None else None
+        total = finite(lidp.trials) if lidp is not None else None
+        if tuning and total:
+            ax.set_xlabel(f"certification trials (of n = {total:g}; the other {tuning:g} chose τ)")
+        else:
+            ax.set_xlabel("number of trials n")
         ax.set_ylabel(r"audited $\hat{\varepsilon}$ (lower bound)")
         ax.set_title(_text(defender))
         ax.set_ylim(bottom=0)
@@ -255,15 +274,23 @@ def _risk_panel(ax: Axes, defender: str, frame: pd.DataFrame, top: pd.DataFrame)
                    label=_text(f"{name} {finite(summary.get('level')):g} cutoff, "
                                f"{summary.get('tested')} tested"))
     by_id = {str(i): k for k, i in enumerate(frame["id"].astype(str))}
+    ytop = max(float(y[ok].max()) if ok.any() else 1.0, -math.log10(cutoff) if cutoff else 0.0)
+    points: list[tuple[float, float, str]] = []
     for row in top.itertuples():
         k = by_id.get(str(row.id))
         if k is not None and ok.iloc[k]:
-            ax.annotate(_text(row.id), (float(risk.iloc[k]), float(y.iloc[k])), fontsize=7,
-                        xytext=(4, 2), textcoords="offset points")
+            points.append((float(y.iloc[k]), float(risk.iloc[k]), str(row.id)))
+    # labels stacked downwards from the highest point, at least 7 % of the axis apart, each joined to its
+    # point: ids of points that lie close together no longer print over each other (issue 34)
+    gap, last = 0.07 * (1.5 * ytop + 0.5), math.inf
+    for py, px, label in sorted(points, reverse=True):
+        ly = min(py, last - gap)
+        last = ly
+        ax.annotate(_text(label), (px, py), xytext=(8, ly), textcoords=("offset points", "data"), fontsize=7,
+                    va="center", arrowprops={"arrowstyle": "-", "color": "#888888", "linewidth": 0.6})
     ax.set_xscale("symlog", linthresh=1.0)
     ax.axvline(0.0, color="gray", alpha=0.4, linewidth=0.8)
-    top = max(float(y[ok].max()) if ok.any() else 1.0, -math.log10(cutoff) if cutoff else 0.0)
-    ax.set_ylim(-0.05 * top, 1.5 * top + 0.5)  # head room: the legend sits above points and cutoff
+    ax.set_ylim(-0.05 * ytop, 1.5 * ytop + 0.5)  # head room: the legend sits above points and cutoff
     interval = finite(summary.get("interval"))
     band = f"\nbars: {100 * interval:g} % bootstrap interval over reference models" if interval else ""
     ax.set_xlabel(_text(f"risk: LiRA log-likelihood ratio IN vs OUT (symlog){band}"), fontsize=9)
@@ -333,7 +360,8 @@ def roc_figure(roc: Mapping[str, Mapping[str, Mapping[str, Any]]] | None) -> byt
         ax.set_ylabel("true positive rate")
         ax.set_title(_text(defender))
         ax.grid(True, which="major", alpha=0.3)
-        ax.legend(fontsize=7, loc="lower right")
+        # below the panel: inside it, the legend covered the low-FPR curves (issue 34)
+        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.3), ncols=1, frameon=False)
     return _png(fig)
 
 
