@@ -112,6 +112,7 @@ COVERAGE: list[tuple[str, tuple[str, ...] | str]] = [
     (r"python -m benchmarks\.bench_blackbox_honest", BENCH),
     (r"python benchmarks/bench_claim_curves\.py --audits 500 --runs 320 --workers 2", BENCH),
     (r"python benchmarks/bench_claim_tightness\.py --audits \d+", BENCH),
+    (r"python benchmarks/bench_blackbox_catalogue\.py --claims 1 4 --seeds 5 --ladder 40 320 --scale 30 --level 0\.00833 --curves gdp eps_delta declared", BENCH),
     (r"python benchmarks/(ltu_table1|bench_ltu_retrain|bench_sample_risk)\.py( --dataset digits)?", BENCH),
     (r"(DEVICE=cpu )?bash benchmarks/gpu_check\.sh( tests audit)?", GPU),
     # --- code blocks
