@@ -523,8 +523,11 @@ class DefenderSummary(_Closed):
     reasons: Annotated[int, Field(ge=0)]
     claimed_epsilon: _NonNegative | None = None
     claimed_delta: _Unit | None = None
+    claimed_delta_log10: Number | None = None
+    claimed_neighbourhood: Neighbourhood | None = None
     eps_hat: dict[str, _NonNegative] = Field(default_factory=dict)
     eps_hat_bound: dict[str, str] = Field(default_factory=dict)
+    eps_hat_neighbourhood: dict[str, str] | None = None
     ltu: LtuSummary | None = None
 
 

@@ -154,3 +154,18 @@ def test_dvc_metrics_diff_fits_one_screen(tmp_path: Path) -> None:
     assert any("eps_hat.white_box" in line for line in out)
     detail = _run([sys.executable, "-m", "dvc", "metrics", "diff", "--targets", "metrics/audit.json"], tmp_path)
     assert "dpsgd_eps1.whitebox.eps_lower_bound" in detail
+
+
+def test_label_dp_and_small_delta_are_readable() -> None:
+    """Issue 34: a label-DP defender's add/remove black-box ε̂ says which neighbourhood it certifies, and a
+    δ of 1e-5 keeps a leaf that `dvc metrics diff --precision 3` does not round to 0.0."""
+    metrics, _ = committed()
+    raw = json.loads((METRICS / "audit.json").read_text())["dpsgd_eps1"]
+    raw.update(claimed_epsilon=2.0, claimed_delta=1e-5, claimed_neighbourhood="replace_label", claimed_mechanism=None)
+    entry = parse_entry(type(metrics.audit["dpsgd_eps1"]), raw, "audit.alibi")
+    gate = parse_gate({"passed": True, "reasons": [], "defenders": {"alibi": {"passed": True, "reasons": []}}})
+    m = type(metrics)(ltu={}, audit={"alibi": entry}, bounds={})
+    out = build_summary(m, gate).to_json()["defenders"]["alibi"]
+    assert out["claimed_neighbourhood"] == "replace_label" and out["claimed_delta_log10"] == -5.0
+    assert out["eps_hat_neighbourhood"]["black_box"] == "add_remove"
+    assert round(out["claimed_delta_log10"], 3) == -5.0  # survives --precision 3
