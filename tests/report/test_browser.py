@@ -133,6 +133,7 @@ def test_report_renders_in_chromium(driver: Any, tmp_path: Path) -> None:
     assert [i["plot"] for i in images] == [
         "privacy_utility",
         "epsilon_vs_trials",
+        "tradeoff",
         "privacy_scores",
         "roc",
     ]
@@ -145,6 +146,12 @@ def test_report_renders_in_chromium(driver: Any, tmp_path: Path) -> None:
         ".filter(n => !n.startsWith('data:'))"
     )
     assert resources == []
+
+    # Issue 34: at a common laptop width nothing overflows the page sideways (wide tables scroll in their box)
+    driver.set_window_size(1400, 900)
+    overflow = driver.execute_script(
+        "const d = document.documentElement; return {scroll: d.scrollWidth, client: d.clientWidth}")
+    assert overflow["scroll"] <= overflow["client"], overflow
 
     # Full-page screenshot: grow the window to the document height, then capture.
     height = driver.execute_script("return document.documentElement.scrollHeight")
