@@ -11,6 +11,7 @@ declared ``randomized_response``). privaudit's own ``dp_sgd`` runs beside them w
 from __future__ import annotations
 
 import json
+import shutil
 import sys
 from pathlib import Path
 
@@ -28,7 +29,7 @@ LOADER = "examples/noisy_sums_trainer.py:load"
 
 
 def _defenders(n_classes: int) -> list[dict]:
-    from examples.noisy_sums_trainer import gaussian_sigma
+    from privaudit.mechanisms.gaussian import gaussian_mechanism_sigma
 
     base = {"kind": "python", "target": TARGET, "loader": LOADER}
     return [
@@ -38,7 +39,7 @@ def _defenders(n_classes: int) -> list[dict]:
          "claimed_epsilon": 2.0, "claimed_delta": 0},
         {**base, "name": "gaussian_declared", "options": {"noise": "gaussian", "epsilon": 2.0, "delta": 1e-5},
          "claimed_epsilon": 2.0, "claimed_delta": 1e-5,
-         "mechanism": {"kind": "gaussian", "noise_multiplier": gaussian_sigma(2.0, 1e-5)}},
+         "mechanism": {"kind": "gaussian", "noise_multiplier": gaussian_mechanism_sigma(2.0, 1e-5, sensitivity=1.0)}},
         {**base, "name": "label_rr", "options": {"noise": "label_rr", "epsilon": 1.0},
          "claimed_epsilon": 1.0, "claimed_delta": 0, "claimed_neighbourhood": "replace_label",
          "mechanism": {"kind": "randomized_response", "epsilon": 1.0, "classes": n_classes}},
@@ -70,6 +71,7 @@ def test_honest_catalogue_is_not_refuted_end_to_end(case: str, repo_root: Path, 
         "report": {"table1": None},
     })
     ws = make_workspace(repo_root, tmp_path / "ws", params)
+    shutil.copytree(repo_root / "examples", ws / "examples", ignore=shutil.ignore_patterns("__pycache__"))
     if case == "binary":
         _binary_csv(ws / "data" / "external" / "binary.csv")
     run(["git", "add", "examples"], ws)  # the user_code stage refuses trainer files git does not track
