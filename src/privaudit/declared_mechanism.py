@@ -135,6 +135,6 @@ def check_against_claim(mechanism: _Mechanism, epsilon: float, delta: float, whe
     own = mechanism.epsilon_at(delta)
     if own > epsilon * (1.0 + 1e-9) + 1e-12:
         own_s = "infinite (no pure-DP guarantee)" if math.isinf(own) else f"{own:.6g}"
-        raise ValueError(f"{where} ({mechanism.kind}) has epsilon {own_s} at the claimed delta {delta:g}, above the "
+        raise ValueError(f"the declared {mechanism.kind} {where} has epsilon {own_s} at the claimed delta {delta:g}, above the "
                          f"claimed epsilon {epsilon:g}: declare the mechanism the trainer runs, or claim at least its "
                          f"epsilon")

@@ -157,3 +157,29 @@ def test_polygon_family_without_a_claim_is_the_assumption_free_bound() -> None:
     fam = claim_family(None, 1e-5)
     assert isinstance(fam, EpsDeltaFamily)
     assert fam.theta_star(0.02, 0.4) == pytest.approx(rate_epsilon(0.02, 0.4, 1e-5))
+
+
+@pytest.mark.parametrize("mechanism,needle", [
+    ({"kind": "laplace", "scale": 0.5},
+     "defenders[0].mechanism: the declared laplace mechanism has epsilon 2 at the claimed delta 0, above the claimed "
+     "epsilon 1"),
+    ({"kind": "laplace", "scale": -1}, "defenders[0].mechanism.laplace.scale"),
+    ({"kind": "staircase"}, "defenders[0].mechanism"),
+])
+def test_the_first_stage_refuses_a_bad_mechanism_in_one_line(tmp_path: Path, mechanism: dict, needle: str,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 33 item 6: `dvc repro` stops at its first stage (user_code), one line naming the key, nothing written."""
+    import yaml
+
+    from stages import user_code as stage
+
+    root = Path(__file__).resolve().parents[2]
+    params = yaml.safe_load((root / "params.yaml").read_text())
+    params["defenders"] = [{"name": "lap", "kind": "python", "target": TARGET, "claimed_epsilon": 1.0,
+                            "claimed_delta": 0, "mechanism": mechanism}]
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(params))
+    out = tmp_path / "user_code.json"
+    code = stage.main(["--params", str(tmp_path / "params.yaml"), "--out", str(out), "--repo", str(root)])
+    err = capsys.readouterr().err.strip()
+    assert code == 1 and not out.exists()
+    assert err.startswith("stage user_code failed:") and needle in err and "\n" not in err, err
