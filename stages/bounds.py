@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from privaudit.artifacts import ensure_writable, write_json
+from privaudit.artifacts import ensure_writable, read_json, write_json
 from privaudit.audits.entry import read_claim
 from privaudit.audits.theory import compute_bounds
 from privaudit.config import Params
@@ -27,10 +27,13 @@ def _body(args: argparse.Namespace, params: Params) -> None:
     ensure_writable(args.out)
     check_defender_dirs(args.defenders, [d.name for d in params.defenders])  # model files are data, not code
     claims = {d.name: read_claim(args.defenders, d.name) for d in params.defenders}
+    # an η-MIP recipe (kind: mip) claims η, not ε: its info.json records it
+    etas = {d.name: read_json(args.defenders / d.name / "info.json").get("mip_eta") for d in params.defenders}
     ltu = read_entries("ltu", args.ltu, contract=True)  # input: GX contract, then typed
     plan = params.budget_plan()
     levels = {d.name: plan.budget(d.name).levels.get("theory", params.gate.beta) for d in params.defenders}
-    bounds = compute_bounds(claims, ltu, params.bounds.p_member, levels=levels, use_error_bars=params.gate.use_error_bars)
+    bounds = compute_bounds(claims, ltu, params.bounds.p_member, levels=levels, use_error_bars=params.gate.use_error_bars,
+                            mip_etas=etas)
     validate_metrics("bounds", bounds)  # output, before it is written
     write_json(args.out, bounds)
     for name, row in bounds.items():

@@ -447,3 +447,31 @@ def test_no_warning_writes_no_warnings_key(metrics: dict[str, Any]) -> None:
     assert result.passed is True and result.warnings == ()
     assert "warnings" not in result.to_json()  # the older shape, byte for byte
     assert parse_gate({"passed": True, "reasons": [], "defenders": {}}).warnings == ()
+
+
+def test_a_mip_eta_claim_is_checked_by_the_theory_bound() -> None:
+    """Issue 34: an η-MIP defender's claim (1/2 + η on any attacker's accuracy) was never checked (mip_eta null)."""
+    from privaudit.audits.theory import compute_bounds
+    from privaudit.metrics_files import parse_entries
+
+    ltu = parse_entries("ltu", {"mip": synthetic.defender_ltu(0.62, 0.70, 0.9)})  # accuracy 0.70 over 1000 rounds
+    bounds = compute_bounds({"mip": None}, ltu, 0.5, levels={"mip": 0.01}, mip_etas={"mip": 0.1})
+    row = bounds["mip"]
+    assert row["mip_eta"] == 0.1 and row["comparable"] is True and row["exceeds_theory"] is True  # 0.70 > 0.6
+    honest = compute_bounds({"mip": None}, ltu, 0.5, levels={"mip": 0.01}, mip_etas={"mip": 0.3})["mip"]
+    assert honest["exceeds_theory"] is False
+    none = compute_bounds({"mip": None}, ltu, 0.5, levels={"mip": 0.01})["mip"]
+    assert none["mip_eta"] is None and none["exceeds_theory"] is False
+
+
+def test_gate_fails_a_mip_recipe_above_its_eta_bound(metrics: dict) -> None:
+    from privaudit.audits.theory import compute_bounds
+    from privaudit.metrics_files import parse_entries
+
+    metrics["ltu"]["mip"] = synthetic.defender_ltu(0.62, 0.70, 0.9)
+    metrics["audit"]["mip"] = {"claimed_epsilon": None}
+    metrics["bounds"]["mip"] = compute_bounds({"mip": None}, parse_entries("ltu", {"mip": metrics["ltu"]["mip"]}),
+                                              0.5, levels={"mip": 0.01}, mip_etas={"mip": 0.1})["mip"]
+    gate = synthetic.gate_of(metrics, min_privacy=0.0)
+    reasons = gate.defenders["mip"].reasons
+    assert any("izzo" in r and "claimed MIP η = 0.1" in r for r in reasons), reasons

@@ -85,18 +85,24 @@ def theory_check(entry: BoundsEntry, ltu: LtuEntry | None, *, level: float,
 
 
 def defender_bounds(claim: PrivacyClaim | None, ltu: AttackerResult | None, p_member: float, *,
-                    level: float, use_error_bars: bool = True) -> dict[str, Any]:
+                    level: float, use_error_bars: bool = True, claimed_eta: float | None = None) -> dict[str, Any]:
     """One row of ``metrics/bounds.json``: bounds (None without a claimed ε) + empirical accuracy.
 
     The LTU game swaps a member for a non-member (a ``replace_one`` neighbourhood), so the bounds
     use the claim implied for ``replace_one`` (:mod:`privaudit.claims`): an add/remove (ε, δ) claim
     (DP-SGD) gives (2ε, (1 + e^ε)δ). A claim that implies nothing for it (label-DP) gives null
     bounds and ``comparable: false`` (the gate skips the theory check). ``exceeds_theory`` is
-    :func:`theory_check` at ``level``.
+    :func:`theory_check` at ``level``. ``claimed_eta``: the η an η-MIP recipe claims instead of an ε (``kind:
+    mip``): its bound 1/2 + η (Izzo et al. 2023, Definition 1) is checked the same way (issue 34: it was
+    never checked).
     """
     empirical = None if ltu is None else ltu.accuracy
     row: dict[str, Any] = {k: None for k in KINDS}
     row.update(mip_eta=None, empirical_accuracy=empirical, p_member=p_member, exceeds_theory=False)
+    if claim is None and claimed_eta is not None:
+        row.update(mip_eta=float(claimed_eta), comparable=True)
+        _check_row(row, ltu, empirical, level, use_error_bars)
+        return row
     if claim is None:
         return row
     implied = claim.implied_for("replace_one")
@@ -111,21 +117,31 @@ def defender_bounds(claim: PrivacyClaim | None, ltu: AttackerResult | None, p_me
     row["sablayrolles"] = mi_accuracy_bound(claimed_epsilon, p_member=p_member, kind="sablayrolles")
     row["delta"] = delta
     row["mip_eta"] = mip_eta(claimed_epsilon)
-    if empirical is not None:
-        # stderr of the accuracy = privacy_stderr / 2 (Eq. 1 of Pedersen et al. 2022)
-        stderr = float(ltu.privacy_stderr or 0.0) if ltu is not None else 0.0
-        row["empirical_accuracy_stderr"] = 0.5 * stderr
-        exceeded, _, _ = theory_check(parse_entry(BoundsEntry, row, "bounds"),
-                                      ltu if isinstance(ltu, LtuEntry) else None, level=level,
-                                      use_error_bars=use_error_bars)
-        row["exceeds_theory"] = bool(exceeded)
+    _check_row(row, ltu, empirical, level, use_error_bars)
     return row
 
 
+def _check_row(row: dict[str, Any], ltu: AttackerResult | None, empirical: float | None, level: float,
+               use_error_bars: bool) -> None:
+    """Fill ``empirical_accuracy_stderr`` and ``exceeds_theory`` of a bounds row (:func:`theory_check`)."""
+    if empirical is None:
+        return
+    # stderr of the accuracy = privacy_stderr / 2 (Eq. 1 of Pedersen et al. 2022)
+    stderr = float(ltu.privacy_stderr or 0.0) if ltu is not None else 0.0
+    row["empirical_accuracy_stderr"] = 0.5 * stderr
+    exceeded, _, _ = theory_check(parse_entry(BoundsEntry, row, "bounds"),
+                                  ltu if isinstance(ltu, LtuEntry) else None, level=level,
+                                  use_error_bars=use_error_bars)
+    row["exceeds_theory"] = bool(exceeded)
+
+
 def compute_bounds(claims: Mapping[str, PrivacyClaim | None], ltu: Mapping[str, AttackerResult],
-                   p_member: float, *, levels: Mapping[str, float], use_error_bars: bool = True) -> dict[str, Any]:
+                   p_member: float, *, levels: Mapping[str, float], use_error_bars: bool = True,
+                   mip_etas: Mapping[str, float | None] | None = None) -> dict[str, Any]:
     """``metrics/bounds.json``: {defender: row} for every defender in ``claims`` (name → its claim or None);
     ``levels[name]`` is the theory check's level for it (its budget share, or ``gate.beta`` when the
-    check is not gated)."""
-    return {name: defender_bounds(claim, ltu.get(name), p_member, level=levels[name], use_error_bars=use_error_bars)
+    check is not gated); ``mip_etas[name]``: the η an η-MIP defender claims (``info.json``'s ``mip_eta``)."""
+    etas = mip_etas or {}
+    return {name: defender_bounds(claim, ltu.get(name), p_member, level=levels[name], use_error_bars=use_error_bars,
+                                  claimed_eta=etas.get(name))
             for name, claim in sorted(claims.items())}

@@ -191,9 +191,10 @@ def _ltu_reasons(defender: str, entry: LtuEntry | None, params: GateParams) -> l
 
 
 def _theory_reasons(
-    defender: str, claim: PrivacyClaim, metrics: AuditMetrics, params: GateParams
+    defender: str, claim: PrivacyClaim | None, metrics: AuditMetrics, params: GateParams
 ) -> list[str]:
-    """4. Empirical accuracy against the theoretical bounds implied by the claim."""
+    """4. Empirical accuracy against the theoretical bounds implied by the claim (an (ε, δ) claim, or the
+    η of an η-MIP recipe, whose bound is 1/2 + η: Izzo et al. 2023 Definition 1)."""
     ltu_entry, bounds_entry = metrics.ltu.get(defender), metrics.bounds.get(defender)
     if bounds_entry is not None and bounds_entry.comparable is False:
         return []  # bounds.json marks a claim whose neighbourhood says nothing about the LTU (swap) game
@@ -207,8 +208,9 @@ def _theory_reasons(
             if not bounds
             else "no empirical_accuracy in metrics/bounds.json"
         )
+        what = f"ε = {fmt_value(claim.epsilon)}" if claim is not None else "η (MIP)"
         return [
-            f"{defender}: claimed ε = {fmt_value(claim.epsilon)} but {missing}, so the theory check "
+            f"{defender}: claimed {what} but {missing}, so the theory check "
             "(gate.fail_on_theory_violation = true) cannot be done"
         ]
     audit_entry = metrics.audit.get(defender)
@@ -223,9 +225,11 @@ def _theory_reasons(
             if stderr
             else f"empirical_accuracy = {fmt_value(accuracy)}"
         )
+        at = (f"claimed ε = {fmt_value(claim.epsilon)}" if claim is not None
+              else f"claimed MIP η = {fmt_value(bounds_entry.mip_eta)}")
         reasons.append(
             f"{defender}: {shown} > theoretical MI accuracy bound {kind} = "
-            f"{fmt_value(bound)} at claimed ε = {fmt_value(claim.epsilon)} "
+            f"{fmt_value(bound)} at {at} "
             "(gate.fail_on_theory_violation = true; implementation or accounting bug)"
         )
     return reasons
@@ -256,7 +260,9 @@ def _evaluate_defender(defender: str, metrics: AuditMetrics, params: GateParams)
     elif claim is not None:
         reasons.extend(_claim_reasons(defender, claim, audit_entry, params))
 
-    if claim is not None and params.fail_on_theory_violation and "theory" in params.bounds:
+    bounds_entry = metrics.bounds.get(defender)
+    claims_eta = claim is None and bounds_entry is not None and bounds_entry.mip_eta is not None
+    if (claim is not None or claims_eta) and params.fail_on_theory_violation and "theory" in params.bounds:
         reasons.extend(_theory_reasons(defender, claim, metrics, params))
     return reasons
 
