@@ -4,8 +4,9 @@ pure claim (``claimed_delta: 0``) is accepted and audited, with its mechanism de
 
 The trainers are ``examples/noisy_sums_trainer.py``: Laplace output perturbation (pure ε-DP), Gaussian
 output perturbation ((ε, δ)-DP, declared ``gaussian``) and label randomized response (ε-label-DP,
-declared ``randomized_response``). privaudit's own ``dp_sgd`` runs beside them with its automatic
-``subsampled_gaussian`` declaration.
+declared ``randomized_response``); a plain numpy DP-SGD loop (:data:`NUMPY_DPSGD`, declared
+``subsampled_gaussian`` with its σ, q, T); privaudit's own ``dp_sgd`` and ``pate`` with their automatic
+declarations (subsampled Gaussian, μ-GDP).
 """
 
 from __future__ import annotations
@@ -25,14 +26,63 @@ from tests.pipeline.conftest import make_workspace, merged_params, run
 pytestmark = pytest.mark.slow  # several minutes on 2 cores: four trainers x 2 x 120 black-box fits, every stage
 
 TARGET = "examples/noisy_sums_trainer.py:train"
+
+#: a plain numpy DP-SGD loop of a linear softmax head (Poisson sampling, per-example clipping at 1, Gaussian
+#: noise σ): the subsampled Gaussian mechanism with (σ, q = batch/n, T = epochs · round(n / batch))
+NUMPY_DPSGD = '''import numpy as np
+
+
+def train(X, y, n_classes, seed, sigma=1.0, batch=32, epochs=3, lr=0.5):
+    rng = np.random.default_rng(seed)
+    n, d = X.shape
+    W = np.zeros((n_classes, d))
+    q, steps = batch / n, epochs * max(1, round(n / batch))
+    onehot = np.eye(n_classes)[y]
+    for _ in range(steps):
+        idx = np.flatnonzero(rng.random(n) < q)
+        z = X[idx] @ W.T
+        p = np.exp(z - z.max(axis=1, keepdims=True))
+        p /= p.sum(axis=1, keepdims=True)
+        g = (p - onehot[idx])[:, :, None] * X[idx][:, None, :]  # per-example gradients (b, C, d)
+        norms = np.sqrt((g ** 2).sum(axis=(1, 2)))
+        g /= np.maximum(norms / 1.0, 1.0)[:, None, None]
+        W -= lr * (g.sum(axis=0) + rng.normal(0.0, sigma, W.shape)) / batch
+    return Linear(W)
+
+
+class Linear:
+    def __init__(self, W):
+        self.W = W
+
+    def predict_proba(self, X):
+        z = X @ self.W.T
+        p = np.exp(z - z.max(axis=1, keepdims=True))
+        return p / p.sum(axis=1, keepdims=True)
+
+    def state_dict(self):
+        return {"W": self.W}
+
+
+def load(state, n_classes, **options):
+    return Linear(state["W"])
+'''
 LOADER = "examples/noisy_sums_trainer.py:load"
 
 
-def _defenders(n_classes: int) -> list[dict]:
+def _defenders(n_classes: int, n_train: int) -> list[dict]:
+    from opacus.accountants.utils import get_noise_multiplier
+
     from privaudit.mechanisms.gaussian import gaussian_mechanism_sigma
 
     base = {"kind": "python", "target": TARGET, "loader": LOADER}
+    q, steps = 32 / n_train, 3 * max(1, round(n_train / 32))
+    sigma = float(get_noise_multiplier(target_epsilon=2.0, target_delta=1e-5, sample_rate=q, steps=steps,
+                                       accountant="prv"))
     return [
+        {"name": "numpy_dpsgd", "kind": "python", "target": "numpy_dpsgd.py:train", "loader": "numpy_dpsgd.py:load",
+         "options": {"sigma": sigma}, "claimed_epsilon": 2.0, "claimed_delta": 1e-5,
+         "mechanism": {"kind": "subsampled_gaussian", "noise_multiplier": sigma, "sample_rate": q, "steps": steps}},
+        {"name": "pate", "kind": "pate", "epsilon": 2.0, "teachers": 10},
         {**base, "name": "laplace_declared", "options": {"noise": "laplace", "epsilon": 1.0},
          "claimed_epsilon": 1.0, "claimed_delta": 0, "mechanism": {"kind": "laplace", "scale": 1.0}},
         {**base, "name": "laplace_bare", "options": {"noise": "laplace", "epsilon": 2.0},
@@ -55,17 +105,18 @@ def _binary_csv(path: Path) -> None:
     frame.to_csv(path, index=False)
 
 
-CASES = {
-    "binary": ({"name": "csv", "path": "data/external/binary.csv", "label_column": "label", "max_samples": None}, 2),
-    "digits": ({"name": "digits", "max_samples": 800}, 10),
+CASES = {  # dataset, classes, Defender rows (the split's half)
+    "binary": ({"name": "csv", "path": "data/external/binary.csv", "label_column": "label", "max_samples": None}, 2,
+               284),
+    "digits": ({"name": "digits", "max_samples": 800}, 10, 400),
 }
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_honest_catalogue_is_not_refuted_end_to_end(case: str, repo_root: Path, tmp_path: Path) -> None:
-    dataset, n_classes = CASES[case]
+    dataset, n_classes, n_train = CASES[case]
     params = merged_params({
-        "base": {"seed": 11, "device": "cpu"}, "dataset": dataset, "defenders": _defenders(n_classes),
+        "base": {"seed": 11, "device": "cpu"}, "dataset": dataset, "defenders": _defenders(n_classes, n_train),
         "ltu": {"rounds": 100}, "game3": {"canaries": "auto", "tau_steps": 4}, "lidp": {"trials": 6, "tau_quantiles": 4},
         "blackbox": {"runs": 200, "runs_no_claim": 20, "sequential_runs": 120, "block": 200},
         "report": {"table1": None},
@@ -74,12 +125,14 @@ def test_honest_catalogue_is_not_refuted_end_to_end(case: str, repo_root: Path, 
     shutil.copytree(repo_root / "examples", ws / "examples", ignore=shutil.ignore_patterns("__pycache__"))
     if case == "binary":
         _binary_csv(ws / "data" / "external" / "binary.csv")
-    run(["git", "add", "examples"], ws)  # the user_code stage refuses trainer files git does not track
+    (ws / "numpy_dpsgd.py").write_text(NUMPY_DPSGD)
+    run(["git", "add", "examples", "numpy_dpsgd.py"], ws)  # the user_code stage refuses trainer files git does not track
     run([sys.executable, "-m", "dvc", "repro"], ws)
     audit = json.loads((ws / "metrics" / "audit.json").read_text())
     gate = json.loads((ws / "metrics" / "gate.json").read_text())
     expected_curve = {"laplace_declared": "laplace", "laplace_bare": "eps_delta", "gaussian_declared": "gaussian",
-                      "dpsgd": "subsampled_gaussian", "label_rr": "eps_delta"}  # label-DP: no add/remove claim
+                      "dpsgd": "subsampled_gaussian", "numpy_dpsgd": "subsampled_gaussian", "pate": "gaussian",
+                      "label_rr": "eps_delta"}  # label-DP: no add/remove claim
     for name, curve in expected_curve.items():
         entry = audit[name]
         assert entry["violations"] == [], (name, entry["violations"])

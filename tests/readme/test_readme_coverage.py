@@ -109,7 +109,7 @@ COVERAGE: list[tuple[str, tuple[str, ...] | str]] = [
      "tests/blackbox/test_blackbox_audit.py::test_runs_per_side_follow_the_kind_and_the_claim, `dvc exp run -S` itself: "
      + REVIEW),
     # --- benchmarks and GPU
-    (r"python -m benchmarks\.bench_blackbox_honest", BENCH),
+    (r"python -m benchmarks\.bench_blackbox_honest.*", BENCH),
     (r"python benchmarks/bench_claim_curves\.py --audits 500 --runs 320 --workers 2", BENCH),
     (r"python benchmarks/bench_claim_tightness\.py --audits \d+", BENCH),
     (r"python benchmarks/bench_blackbox_catalogue\.py --claims 1 4 --seeds 5 --ladder 40 320 --scale 30 --level 0\.00833 --curves gdp eps_delta declared", BENCH),
