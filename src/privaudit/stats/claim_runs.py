@@ -28,8 +28,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from ._checks import check_prob
-from .binomial import clopper_pearson
-from .gdp_runs import _scores, select_threshold_runs
+from .gdp_runs import certify_threshold_runs, select_threshold_runs
 from .tradeoff import EpsDeltaFamily, RefutedPoint, TradeoffFamily, refute_point
 
 __all__ = ["ClaimRunsBound", "certify_claim_scores"]
@@ -55,17 +54,6 @@ class ClaimRunsBound:
         return self.point.epsilon
 
 
-def _counts(s_in: np.ndarray, s_out: np.ndarray, tau: float) -> tuple[int, int]:
-    fp = int(s_out.size - np.searchsorted(np.sort(s_out), tau, side="right"))
-    fn = int(np.searchsorted(np.sort(s_in), tau, side="right"))
-    return fp, fn
-
-
-def _upper(k: int, n: int, level: float) -> float:
-    """One-sided Clopper-Pearson upper bound at miss probability ``level / 2``."""
-    return float(clopper_pearson(np.asarray(k), n, alpha=level)[1])
-
-
 def certify_claim_scores(s_in: ArrayLike, s_out: ArrayLike, family: TradeoffFamily, *, tune_fraction: float,
                          level: float, delta: float) -> ClaimRunsBound:
     """Choose τ on the first ``tune_fraction`` of each side, certify (FPR_U, FNR_U) on the rest, and
@@ -83,7 +71,8 @@ def certify_claim_scores(s_in: ArrayLike, s_out: ArrayLike, family: TradeoffFami
     """
     level = check_prob("level", level, open_low=True, open_high=True)
     delta = check_prob("delta", delta, open_high=True)
-    si, so = _scores("s_in", s_in), _scores("s_out", s_out)  # every score finite: a NaN would sort last
+    # every score is checked finite by the two gdp_runs calls below (a NaN would sort last and count as a detection)
+    si, so = np.asarray(s_in, np.float64).ravel(), np.asarray(s_out, np.float64).ravel()
     ti, to = int(si.size * tune_fraction), int(so.size * tune_fraction)
     if ti < 1 or to < 1 or ti >= si.size or to >= so.size:
         raise ValueError(f"{si.size} / {so.size} runs cannot be split at tune_fraction={tune_fraction}")
@@ -94,8 +83,10 @@ def certify_claim_scores(s_in: ArrayLike, s_out: ArrayLike, family: TradeoffFami
         best_tau = select_threshold_runs(tune_in, tune_out, objective="rate", **kw).tau
     else:
         best_tau = select_threshold_runs(tune_in, tune_out, objective="gdp", smooth=True, **kw).tau
-    cert_in, cert_out = si[ti:], so[to:]
-    fp, fn = _counts(cert_in, cert_out, best_tau)
-    point = refute_point(family, _upper(fp, co, level), _upper(fn, ci, level), delta)
-    return ClaimRunsBound(tau=float(best_tau), false_positives=fp, false_negatives=fn, n_in=ci, n_out=co,
-                          point=point, curve=family.name, level=level, delta=delta)
+    # the certified rates at τ (one-sided Clopper-Pearson, level/2 each); only its rates are used here, so its
+    # own δ (which must be > 0) does not matter
+    cert = certify_threshold_runs(si[ti:], so[to:], best_tau, level=level, delta=max(delta, 1e-12))
+    point = refute_point(family, cert.fpr_upper, cert.fnr_upper, delta)
+    return ClaimRunsBound(tau=float(best_tau), false_positives=cert.false_positives,
+                          false_negatives=cert.false_negatives, n_in=ci, n_out=co, point=point, curve=family.name,
+                          level=level, delta=delta)

@@ -45,7 +45,9 @@ def fdp_one_run_family_bound(correct: int, guesses: int, canaries: int, delta: f
     th_c = float(family.theta_claim)
     refutes = math.isfinite(th_c) and rejects(th_c)
     start = th_c if math.isfinite(th_c) and th_c > 0 else 1.0
-    if rejects(start):
+    # the bracket from the claim's own θ (or 1): the same search as SubsampledGaussianFamily.theta_star, without
+    # its ε cap (no PLD here) and continuing to bisect past theta_max
+    if refutes if start == th_c else rejects(start):
         lo, hi = start, 2.0 * start
         while rejects(hi):
             lo, hi = hi, 2.0 * hi

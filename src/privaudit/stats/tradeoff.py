@@ -289,7 +289,8 @@ class LaplaceFamily(TradeoffFamily):
 
 @dataclass(frozen=True)
 class RandomizedResponseFamily(TradeoffFamily):
-    """k-ary randomized response with parameter ε₀ (true answer w.p. e^{ε₀}/(e^{ε₀}+k−1)).
+    """k-ary randomized response with parameter ε₀ (true answer w.p. e^{ε₀}/(e^{ε₀}+k−1); Kairouz, Bonawitz &
+    Ramage 2016, "Discrete distribution estimation under local privacy", §2, k-RR).
 
     The curve is the exact trade-off of two inputs' output distributions: piecewise linear through
     (0, 1), (r, 1 − p), ((k−1) r, r), (1, 0) with p = e^{ε₀}/(e^{ε₀}+k−1), r = 1/(e^{ε₀}+k−1).
