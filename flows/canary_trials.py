@@ -3,7 +3,8 @@
 For audits that outgrow one machine (thousands of LiDP trials, Pillutla et al. 2023,
 Algorithm 1; many Game-3 runs, Malek et al. 2021, App. B). The flow
 
-1. runs ``dvc repro featurize split`` (the inputs of every shard) under the pipeline lock;
+1. runs ``dvc repro plan`` under the pipeline lock: the inputs of every shard, the trained defenders and
+   the plan, which checks ``compute.budget_minutes`` and sizes the black-box runs (``data/plan``);
 2. lists the shards not yet finished (:func:`privaudit.canaries.shards.missing_shards`, which
    also treats shards of other features/split as missing);
 3. computes them as Prefect tasks on prefect-dask's ``DaskTaskRunner`` — on the existing
@@ -39,6 +40,7 @@ from prefect_dask import DaskTaskRunner
 from flows._dvc import exclusive_pipeline, resolve_repo, run_dvc
 from flows.audit import GateFailed, defender_rows, gate_failure_message, publish_artifacts, read_gate, read_metrics
 from privaudit.canaries.shards import DEFAULT_SHARD_ROOT, Shard, missing_shards, run_shard, save_shard
+from privaudit.planning.plan_files import read_sized_runs
 from privaudit.canaries.plan import CanaryPlan
 from privaudit.config import Params, load_params
 from privaudit.features.feature_set import FeatureSet, load_feature_set
@@ -77,7 +79,7 @@ def shards_flow(repo: str, shards: list[Shard], device: str | None = None) -> li
     params = load_params(root / "params.yaml")
     fs = load_feature_set(root / "data" / "features", root / "data" / "split")
     store = root / DEFAULT_SHARD_ROOT
-    plan = CanaryPlan.of(params, root)
+    plan = CanaryPlan.of(params, root, sized_runs=read_sized_runs(root / "data" / "plan"))
     futures = [compute_shard.submit(plan, fs, shard, device) for shard in shards]
     return [store_shard(store, plan, shard, future.result()) for shard, future in zip(shards, futures)]
 
@@ -117,9 +119,10 @@ def canary_trials_flow(
     params = load_params(root / "params.yaml")  # validated before any work
     store = root / DEFAULT_SHARD_ROOT
     with exclusive_pipeline(root, timeout_s):
-        run_dvc(root, ["repro", "featurize", "split"], timeout_s)
+        # up to the plan stage: the budget is checked and the black-box runs are sized before any shard runs
+        run_dvc(root, ["repro", "plan"], timeout_s)
         fs = load_feature_set(root / "data" / "features", root / "data" / "split")
-        todo = missing_shards(store, CanaryPlan.of(params, root), fs)
+        todo = missing_shards(store, CanaryPlan.of(params, root, sized_runs=read_sized_runs(root / "data" / "plan")), fs)
         address = scheduler_address(dask_address, params)
         logger.info("%d shard(s) to compute on %s", len(todo), address or f"a LocalCluster of {n_workers} worker(s)")
         saved = []

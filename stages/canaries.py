@@ -11,8 +11,6 @@ import argparse
 import sys
 from pathlib import Path
 
-from tqdm import tqdm
-
 from privaudit.artifacts import atomic_dir, ensure_writable
 from privaudit.canaries.assembly import canary_meta, summary_line, write_defender_outputs
 from privaudit.canaries.plan import CanaryPlan
@@ -21,6 +19,8 @@ from privaudit.canaries.shards import (DEFAULT_SHARD_ROOT, inputs_fingerprint, m
                                        prune_shards, run_missing_shards)
 from privaudit.canaries.sizes import game3_canaries
 from privaudit.config import Params
+from privaudit.planning.plan_files import read_sized_runs
+from privaudit.planning.progress import FitProgress
 from privaudit.determinism import configure_determinism
 from privaudit.features import resolve_device
 from privaudit.features.feature_set import load_feature_set
@@ -32,6 +32,8 @@ def _args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--split", type=Path, default=Path("data/split"))
     p.add_argument("--out", type=Path, default=Path("data/canaries"))
     p.add_argument("--shards", type=Path, default=DEFAULT_SHARD_ROOT, help="store of finished shards")
+    p.add_argument("--plan", type=Path, default=None,
+                   help="the plan stage's outputs (data/plan): black-box runs sized to compute.budget_minutes")
 
 
 def _body(args: argparse.Namespace, params: Params) -> None:
@@ -39,14 +41,16 @@ def _body(args: argparse.Namespace, params: Params) -> None:
     ensure_writable(args.out)
     device = resolve_device(params.base.device)
     configure_determinism(device)  # local shards train in this process (Dask workers set it in theirs)
-    fs, plan = load_feature_set(args.features, args.split), CanaryPlan.of(params)
+    fs, plan = load_feature_set(args.features, args.split), CanaryPlan.of(
+        params, sized_runs=read_sized_runs(args.plan) if args.plan is not None else None)
     check_canary_setup(plan, fs)
     todo, shards = missing_shards(args.shards, plan, fs), plan_shards(plan)
     where = "locally" if params.compute.scheduler == "local" else "on " + params.compute.scheduler
-    print(f"canaries: {len(shards) - len(todo)} of {len(shards)} shards already finished; running {len(todo)} ({where})")
-    with tqdm(total=sum(s.stop - s.start for s in todo), unit="trial", desc="canaries",
-              disable=not progress_enabled()) as bar:
-        run_missing_shards(args.shards, plan, fs, todo, device, bar.update)
+    jobs = f", {params.compute.n_jobs} worker processes" if where == "locally" and params.compute.n_jobs > 1 else ""
+    print(f"canaries: {len(shards) - len(todo)} of {len(shards)} shards already finished; running {len(todo)} ({where}{jobs})")
+    with FitProgress("canaries", sum(s.stop - s.start for s in todo), "trial", bar=progress_enabled()) as bar:
+        run_missing_shards(args.shards, plan, fs, todo, device,
+                           lambda s: bar.advance(s.stop - s.start, f"{s.defender} {s.experiment} {s.start}-{s.stop}"))
     fp, n_game3 = inputs_fingerprint(fs), game3_canaries(plan, int(fs.is_defender.sum()))
     meta = canary_meta(plan, fs.n_classes, n_game3, fp)
     with atomic_dir(args.out) as tmp:

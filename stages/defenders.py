@@ -1,5 +1,8 @@
 """Stage defenders: train every ``defenders[i]`` → ``data/defenders/<name>/`` (model, outputs, info; for an
-observable defender also the release run's white-box observations, ``privaudit.defenders.release_watch``)."""
+observable defender also the release run's white-box observations, ``privaudit.defenders.release_watch``).
+
+Each release fit is timed; the times go to ``data/.timings/fits.json`` (outside DVC, read by the plan stage:
+``privaudit.planning.timings``)."""
 
 from __future__ import annotations
 
@@ -12,6 +15,7 @@ from privaudit.config import Params
 from privaudit.features.feature_set import read_feature_files
 from privaudit.determinism import configure_determinism
 from privaudit.features import resolve_device
+from privaudit.planning.timings import DEFAULT_TIMINGS, FitTime, fit_key, record_fit_time, trainer_digests
 from privaudit.validation import check_defender_dirs, validate_defender_outputs, validate_features, validate_membership
 from stages._runner import run_stage
 
@@ -20,6 +24,7 @@ def _args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--features", type=Path, default=Path("data/features"))
     p.add_argument("--split", type=Path, default=Path("data/split"))
     p.add_argument("--out", type=Path, default=Path("data/defenders"))
+    p.add_argument("--timings", type=Path, default=DEFAULT_TIMINGS, help="where the release fits' times are kept")
 
 
 def _body(args: argparse.Namespace, params: Params) -> None:
@@ -35,10 +40,14 @@ def _body(args: argparse.Namespace, params: Params) -> None:
     fs = load_feature_set(args.features, args.split)
     # a user's trainer (kind: python) trains first: a broken one fails before the built-in defenders are retrained
     ordered = sorted(params.defenders, key=lambda s: s.kind != "python")
+    digests = trainer_digests([s.model_dump(mode="json") for s in ordered], Path.cwd())
+    times = []
     with atomic_dir(args.out) as tmp:
         for spec in ordered:
             # observable defenders train under privaudit.hooks.recording (same bits; the white-box audit pools it)
             t = train_release(spec, fs, params.base.seed, device, canary_scale=params.whitebox.canary_scale)
+            times.append(FitTime(spec.name, fit_key(spec.model_dump(mode="json"), digests.get(spec.name),
+                                                    int(t.info["n_defender"])), t.fit_seconds, int(t.info["n_defender"])))
             validate_defender_outputs(t.outputs, fs.n_classes, fs.ids)  # output, before it is moved into place
             write_defender(tmp / spec.name, t.model, t.outputs, t.info, t.watch)
             info = t.info
@@ -46,6 +55,8 @@ def _body(args: argparse.Namespace, params: Params) -> None:
                   f"test acc {info['test_accuracy']:.3f}, utility {info['utility']:.3f}, "
                   f"claimed eps {info['claimed_epsilon']}" + (f"; {t.watch.summary()}" if t.watch else ""))
         check_defender_dirs(tmp, [spec.name for spec in params.defenders])  # before the move into place
+    for fit in times:  # measured, not a result: beside the DVC outputs (privaudit.planning.timings)
+        record_fit_time(fit, args.timings)
 
 
 def check_inputs(features: Path, split: Path, params: Params) -> None:

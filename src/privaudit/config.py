@@ -166,6 +166,9 @@ class ComputeParams(_Strict):
     n_jobs: int = Field(1, ge=1, description="joblib workers for defenders without a batched recipe")
     prune_shards: bool = Field(True, description="after a successful canaries stage, delete stored shards "
                                "of other params/code (the DVC cache keeps their assembled outputs)")
+    budget_minutes: float | None = Field(
+        30.0, gt=0, description="wall-clock budget of the timed fits of one audit (privaudit.planning.cost): the "
+        "black-box runs of sequential claiming defenders shrink to fit; null: no budget")
 
 
 class Game3Params(_Strict):
@@ -280,6 +283,9 @@ class BlackboxParams(_Strict):
                                                         "epsilon (kind: python, pate): one fit per run, in shards")
     runs_no_claim: int = Field(32, ge=8, description="models per side for a defender without a DP claim, any "
                                                      "trainer (its eps-hat is evidence of leakage; nothing to refute)")
+    observable_runs: int = Field(64, ge=8, description="models per side for an observable defender that privaudit "
+                                 "cannot batch (kind: python, observable: true): a cross-check of the white-box audit, "
+                                 "which sees every step and bounds eps far tighter")
     block: int = Field(1000, ge=2, description="models trained together in one batched call (even; the unit of "
                                                "training randomness)")
     tune_fraction: float = Field(0.2, gt=0.0, lt=1.0, description="share of each side's runs that only chooses "
@@ -301,12 +307,15 @@ class BlackboxParams(_Strict):
             raise ValueError(f"must be 'auto' or a number in (0, 1e6), got {v}")
         return v
 
-    def runs_per_side(self, *, batched: bool, claims_epsilon: bool) -> int:
+    def runs_per_side(self, *, batched: bool, claims_epsilon: bool, observable: bool = False) -> int:
         """Models per side for a defender: ``runs_no_claim`` without a DP claim; with one, ``runs`` (batched
-        trainer) or ``sequential_runs`` (one fit per run)."""
+        trainer), ``observable_runs`` (an observable trainer privaudit cannot batch: the white-box audit is
+        its main evidence) or ``sequential_runs`` (one fit per run)."""
         if not claims_epsilon:
             return int(self.runs_no_claim)
-        return int(self.runs if batched else self.sequential_runs)
+        if batched:
+            return int(self.runs)
+        return int(self.observable_runs if observable else self.sequential_runs)
 
 
 class BoundsParams(_Strict):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import numpy as np
@@ -128,3 +129,32 @@ def test_prune_keeps_only_the_shards_these_params_use(tmp_path: Path, small_fs) 
     assert set(removed) == {shard_dir(tmp_path, old), gone_defender}
     assert all(k.is_file() for k in kept) and unrelated.is_dir()
     assert prune_shards(tmp_path, p) == [] and prune_shards(tmp_path / "absent", p) == []
+
+
+def test_local_worker_processes_give_the_one_process_results(tmp_path: Path, small_fs) -> None:
+    """compute.n_jobs: 2 runs whole shards in two local processes: same shard key, same arrays."""
+    sequential = {"name": "knn", "kind": "logistic_regression"}
+    one = make_params([sequential, MLP])
+    two = make_params([sequential, MLP], compute={"n_jobs": 2})
+    assert shard_dir(tmp_path / "a", one).name == shard_dir(tmp_path / "b", two).name
+    run_missing_shards(tmp_path / "a", one, small_fs, plan_shards(one), "cpu")
+    seen: list[Shard] = []
+    run_missing_shards(tmp_path / "b", two, small_fs, plan_shards(two), "cpu", seen.append)
+    assert sorted(seen, key=plan_shards(two).index) == plan_shards(two)  # every shard reported once
+    for shard in plan_shards(one):
+        a, b = load_shard(tmp_path / "a", one, shard), load_shard(tmp_path / "b", two, shard)
+        assert a.keys() == b.keys()
+        for k in a:
+            np.testing.assert_array_equal(a[k], b[k])
+
+
+def test_sized_runs_change_only_the_sized_defenders_shards(tmp_path: Path) -> None:
+    """The plan stage's sized black-box runs key a defender's own shard directory, not the others'."""
+    claim = {"name": "mine", "kind": "logistic_regression"}
+    asked = make_params([claim, MLP], blackbox={"runs_no_claim": 64})
+    sized = dataclasses.replace(asked, sized_runs=(("mine", 32),))
+    assert asked.blackbox_runs("mine") == 64 and sized.blackbox_runs("mine") == 32
+    assert sized.blackbox_runs("mlp") == asked.blackbox_runs("mlp")
+    a = {s.defender: shard_path(tmp_path, asked, s).parent for s in plan_shards(asked)}
+    b = {s.defender: shard_path(tmp_path, sized, s).parent for s in plan_shards(sized)}
+    assert a["mlp"] == b["mlp"] and a["mine"] != b["mine"]

@@ -73,7 +73,7 @@ def test_shards_on_an_existing_dask_cluster_match_the_stage(micro_workspace: Pat
     result = state.result(raise_on_failure=False)
     summary = result.summary if isinstance(result, GateFailed) else result
     assert len(summary["shards"]) == len(before)
-    assert dvc_calls == [["repro", "featurize", "split"], ["repro"]]
+    assert dvc_calls == [["repro", "plan"], ["repro"]]
     after = _arrays(store)
     assert after.keys() == before.keys()
     for name, arrays in before.items():

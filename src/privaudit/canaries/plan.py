@@ -10,7 +10,7 @@ hashes: :func:`privaudit.canaries.shards.shard_dir`).
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, Protocol
@@ -56,8 +56,9 @@ class BlackboxTrialSettings(Protocol):
     sequential_runs: int
     block: int
     canary_scale: float | Literal["auto"]
+    observable_runs: int
 
-    def runs_per_side(self, *, batched: bool, claims_epsilon: bool) -> int: ...
+    def runs_per_side(self, *, batched: bool, claims_epsilon: bool, observable: bool = False) -> int: ...
 
 
 class ComputeSettings(Protocol):
@@ -101,6 +102,11 @@ class CanaryPlan:
         user_code: ``(defender name, digest)`` of every audited ``kind: python`` defender: a hash of
             its :func:`privaudit.user_code.user_code_manifest` entry (target, loader and the local
             modules they import), so an edited trainer never reuses another trainer's shards.
+        sized_runs: ``(defender name, runs per side)`` of the black-box runs the plan stage sized to
+            ``compute.budget_minutes`` (:mod:`privaudit.planning.cost`); a defender not listed runs what
+            its params ask.
+        fits_in_shard_workers: set on the copy handed to local shard workers (``compute.n_jobs`` > 1 runs
+            whole shards in parallel, so the fits inside one shard run one after the other there).
     """
 
     seed: int
@@ -111,11 +117,15 @@ class CanaryPlan:
     compute: ComputeSettings
     user_code: tuple[tuple[str, str], ...] = ()
     blackbox: BlackboxTrialSettings | None = None
+    fits_in_shard_workers: bool = False
+    sized_runs: tuple[tuple[str, int], ...] = ()
 
     @classmethod
-    def of(cls, params: ParamsWithCanaries, root: Path | None = None) -> "CanaryPlan":
+    def of(cls, params: ParamsWithCanaries, root: Path | None = None,
+           sized_runs: Mapping[str, int] | None = None) -> "CanaryPlan":
         """The plan of ``params``; user trainer files are resolved against ``root`` (default: the working
-        directory, where the stages import them from) and hashed (:mod:`privaudit.user_code`)."""
+        directory, where the stages import them from) and hashed (:mod:`privaudit.user_code`);
+        ``sized_runs``: black-box runs per side sized by the plan stage (``data/plan/sizes.json``)."""
         from privaudit.artifacts import dumps_json
         from privaudit.user_code import user_code_manifest
 
@@ -125,7 +135,8 @@ class CanaryPlan:
         digests = {name: hashlib.sha256(dumps_json(entry).encode()).hexdigest() for name, entry in manifest.items()}
         return cls(seed=params.base.seed, device=params.base.device, defenders=defenders,
                    game3=params.game3, lidp=params.lidp, compute=params.compute,
-                   user_code=tuple(sorted(digests.items())), blackbox=params.blackbox)
+                   user_code=tuple(sorted(digests.items())), blackbox=params.blackbox,
+                   sized_runs=tuple(sorted((sized_runs or {}).items())))
 
     def user_code_of(self, name: str) -> str | None:
         """The digest of defender ``name``'s own code (``None``: not a ``kind: python`` defender)."""
@@ -136,7 +147,9 @@ class CanaryPlan:
         if self.blackbox is None:
             return 0
         spec = self.defender(name)
-        return self.blackbox.runs_per_side(batched=spec.kind in BATCHED_KINDS, claims_epsilon=spec.claims_epsilon())
+        asked = self.blackbox.runs_per_side(batched=spec.kind in BATCHED_KINDS, claims_epsilon=spec.claims_epsilon(),
+                                            observable=spec.observable_training())
+        return min(asked, dict(self.sized_runs).get(name, asked))
 
     def blackbox_block(self, name: str) -> int:
         """Trials of one black-box block of defender ``name``: ``blackbox.block`` models trained together

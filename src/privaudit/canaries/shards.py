@@ -39,6 +39,7 @@ Shards of other keys (old params or code) and of defenders no longer in the para
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 import json
@@ -167,15 +168,21 @@ def shard_dir(root: Path, plan: CanaryPlan) -> Path:
     bb = plan.blackbox
     if bb is not None:  # the black-box runs' settings (plans without them keep their old keys)
         key["blackbox"] = {"runs": bb.runs, "runs_no_claim": bb.runs_no_claim, "sequential": bb.sequential_runs,
-                           "block": bb.block, "canary_scale": bb.canary_scale}
+                           "block": bb.block, "canary_scale": bb.canary_scale,
+                           "observable": bb.observable_runs}
     return Path(root) / _digest(key)
 
 
 def shard_path(root: Path, plan: CanaryPlan, shard: Shard) -> Path:
-    """Where ``shard`` lives: ``shard_dir/<defender>-<spec hash>/<experiment>-<start>-<stop>.npz``."""
+    """Where ``shard`` lives: ``shard_dir/<defender>-<hash>/<experiment>-<start>-<stop>.npz``; the hash covers the
+    defender's spec, its black-box runs per side (as the plan stage sized them) and a ``kind: python``
+    trainer's own files."""
     spec = plan.defender(shard.defender).model_dump(mode="json")
     user_code = plan.user_code_of(shard.defender)  # a kind: python trainer's own files (and local imports)
-    digest = _digest(spec if user_code is None else {"spec": spec, "user_code": user_code})
+    key: dict[str, object] = {"spec": spec, "blackbox_runs": plan.blackbox_runs(shard.defender)}
+    if user_code is not None:
+        key["user_code"] = user_code
+    digest = _digest(key)
     return shard_dir(root, plan) / f"{shard.defender}-{digest[:10]}" / shard.filename
 
 
@@ -204,17 +211,51 @@ def _run_shard_on_worker(plan: CanaryPlan, fs: FeatureSet, shard: Shard, device:
     return run_shard(plan, fs, shard, device)
 
 
-def run_missing_shards(root: Path, plan: CanaryPlan, fs: FeatureSet, todo: Sequence[Shard], device: str,
-                       progress: Callable[[int], None] = lambda trials: None) -> None:
-    """Run the shards ``todo`` and save each as it finishes; ``progress`` gets each shard's trial count.
+def plan_index(plan: CanaryPlan, shard: Shard) -> int:
+    """Position of ``shard`` in :func:`plan_shards` (a stable tie-break)."""
+    return plan_shards(plan).index(shard)
 
-    Locally (``compute.scheduler: local``) one after the other; otherwise on the Dask cluster at
-    ``compute.scheduler`` (features scattered once), saved here in the order they finish.
+
+def _run_shard_in_process(plan: CanaryPlan, fs: FeatureSet, shard: Shard,
+                          device: str) -> tuple[Shard, dict[str, np.ndarray]]:
+    """:func:`run_shard` in a local worker process (one torch thread, deterministic kernels)."""
+    import torch
+
+    from privaudit.determinism import configure_determinism
+
+    torch.set_num_threads(1)
+    configure_determinism(device)
+    return shard, run_shard(plan, fs, shard, device)
+
+
+def run_missing_shards(root: Path, plan: CanaryPlan, fs: FeatureSet, todo: Sequence[Shard], device: str,
+                       progress: Callable[[Shard], None] = lambda shard: None) -> None:
+    """Run the shards ``todo`` and save each as it finishes; ``progress`` gets each finished shard.
+
+    Locally (``compute.scheduler: local``) one after the other, or on ``compute.n_jobs`` local worker
+    processes (joblib's loky backend; each worker sets the device's deterministic kernels and one torch
+    thread, and the fits inside a shard then run one after the other); otherwise on the Dask cluster at
+    ``compute.scheduler`` (features scattered once). Shards are saved here in the order they finish: a
+    shard's numbers depend only on its trial range (module docstring), so the assembled outputs are the
+    same bits whatever the parallelism, and a killed stage keeps every shard that finished.
     """
     if plan.compute.scheduler == "local":
-        for shard in todo:
-            save_shard(root, plan, shard, run_shard(plan, fs, shard, device))
-            progress(shard.stop - shard.start)
+        n_jobs = min(int(plan.compute.n_jobs), len(todo))
+        if n_jobs <= 1:
+            for shard in todo:
+                save_shard(root, plan, shard, run_shard(plan, fs, shard, device))
+                progress(shard)
+            return
+        from joblib import Parallel, delayed
+
+        # longest shards first (they are whole blocks; the big ones are the black-box runs) to balance workers
+        order = sorted(todo, key=lambda s: (-(s.stop - s.start), plan_index(plan, s)))
+        inner = dataclasses.replace(plan, fits_in_shard_workers=True)
+        runs = Parallel(n_jobs=n_jobs, return_as="generator_unordered")(
+            delayed(_run_shard_in_process)(inner, fs, s, device) for s in order)
+        for shard, arrays in runs:
+            save_shard(root, plan, shard, arrays)
+            progress(shard)
         return
     from distributed import Client, as_completed
 
@@ -224,7 +265,7 @@ def run_missing_shards(root: Path, plan: CanaryPlan, fs: FeatureSet, todo: Seque
         for fut in as_completed(futures):
             shard = futures[fut]
             save_shard(root, plan, shard, fut.result())
-            progress(shard.stop - shard.start)
+            progress(shard)
 
 
 def save_shard(root: Path, plan: CanaryPlan, shard: Shard, arrays: dict[str, np.ndarray]) -> Path:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import decimal
 import math
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -93,6 +94,7 @@ class TrainedDefender:
     outputs: pd.DataFrame
     info: dict[str, Any]
     watch: ReleaseWatch | None = None
+    fit_seconds: float = 0.0  # wall time of the fit alone (the plan stage's seconds per fit; not in info.json)
 
 
 def train_release(spec: DefenderSpecBase, fs: FeatureSet, seed: int, device: str, *,
@@ -109,11 +111,18 @@ def train_release(spec: DefenderSpecBase, fs: FeatureSet, seed: int, device: str
     Xd, yd = fs.defender
     fit_seed = int_seed(seed, "defenders", spec.name)
     watch = None
+    target = getattr(spec, "target", None)
+    if isinstance(target, str):  # import the user's module (and what it imports) before the fit is timed
+        from privaudit.defenders.user_target import resolve_target
+
+        resolve_target(target)
+    start = time.perf_counter()
     if canary_scale is not None and spec.observable_training():
         _, watch = record_release(lambda: model.fit(Xd, yd, seed=fit_seed),  # fit returns the defender itself
                                       seed=release_canary_seed(seed, spec.name), canary_scale=canary_scale)
     else:
         model.fit(Xd, yd, seed=fit_seed)
+    fit_seconds = time.perf_counter() - start
     outputs = per_sample_outputs(model, fs)
     res = outputs[outputs["role"] == "reserved"]
     acc = float(res["correct"].mean())
@@ -131,7 +140,7 @@ def train_release(spec: DefenderSpecBase, fs: FeatureSet, seed: int, device: str
     }
     if "claimed_epsilon" in info:
         info["claimed_epsilon"] = round_claim(info["claimed_epsilon"])
-    return TrainedDefender(model, outputs, info, watch)
+    return TrainedDefender(model, outputs, info, watch, fit_seconds)
 
 
 def write_defender(out_dir: Path, model: Defender[Any], outputs: pd.DataFrame, info: dict[str, Any],

@@ -1,0 +1,112 @@
+"""Issue 35: the defenders stage times each release fit; the plan stage prints fits, seconds per fit and the
+estimate, sizes the black-box runs to compute.budget_minutes and stops, naming the params, when it cannot fit.
+Runs the split, featurize, defenders and plan stages in-process on a tiny table with a slow user trainer."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+from privaudit.artifacts import read_json
+from privaudit.data.sources import SourceData, save_source
+from privaudit.data.sources.base import make_ids
+from privaudit.planning.plan_files import read_sized_runs
+from privaudit.planning.timings import read_fit_times
+from stages import defenders as defenders_stage
+from stages import featurize as featurize_stage
+from stages import plan as plan_stage
+from stages import split as split_stage
+from stages._runner import run_stage
+
+SLOW = '''import time
+
+from sklearn.linear_model import LogisticRegression
+
+
+def train(X, y, n_classes, seed):
+    time.sleep(0.3)  # a trainer whose fit costs a known time
+    return LogisticRegression(max_iter=200).fit(X, y)
+'''
+
+
+def _params(tmp: Path, **compute: object) -> None:
+    params = {"base": {"seed": 1, "device": "cpu"}, "lidp": {"trials": 4}, "game3": {"canaries": 6},
+              "compute": compute, "ltu": {"risk_reference_models": 0},
+              "defenders": [{"name": "logreg", "kind": "logistic_regression"},
+                            {"name": "mine", "kind": "python", "target": "slow_trainer.py:train", "claimed_epsilon": 1.0,
+                             "claimed_delta": 1e-5}]}
+    (tmp / "params.yaml").write_text(yaml.safe_dump(params))
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    tmp = tmp_path_factory.mktemp("plan")
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(120, 4)).astype(np.float32)
+    y = (X[:, 0] > 0).astype(np.int64) + (X[:, 1] > 0)
+    save_source(SourceData(X=X, y=y, ids=make_ids("t", len(y)),
+                           meta={"name": "t", "n_classes": 3, "class_names": ["a", "b", "c"], "modality": "tabular",
+                                 "image_shape": None, "origin": "test"}), tmp / "source")
+    (tmp / "slow_trainer.py").write_text(SLOW)
+    _params(tmp)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.chdir(tmp)
+        for stage, name, argv in (
+                (split_stage, "split", ["--source", "source", "--out", "split"]),
+                (featurize_stage, "featurize", ["--source", "source", "--split", "split", "--out", "features"]),
+                (defenders_stage, "defenders", ["--features", "features", "--split", "split", "--out", "defenders",
+                                                "--timings", "timings/fits.json"])):
+            assert run_stage(name, stage._args, stage._body, argv=["--params", "params.yaml", *argv]) == 0
+    return tmp
+
+
+def _plan(tmp: Path, out: str) -> int:
+    return run_stage("plan", plan_stage._args, plan_stage._body,
+                     argv=["--params", "params.yaml", "--defenders", "defenders", "--timings", "timings/fits.json",
+                           "--out", out])
+
+
+def test_the_defenders_stage_times_each_release_fit(trained: Path) -> None:
+    times = read_fit_times(trained / "timings" / "fits.json")
+    assert set(times) == {"logreg", "mine"}
+    assert 0.3 <= times["mine"].seconds < 5.0 and times["logreg"].seconds < times["mine"].seconds
+    assert not any(p.name == "fits.json" for p in (trained / "defenders").rglob("*"))  # not a DVC output
+
+
+def test_the_plan_prints_fits_seconds_and_estimate(trained: Path, monkeypatch: pytest.MonkeyPatch,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.chdir(trained)
+    _params(trained)
+    assert _plan(trained, "plan") == 0
+    out = capsys.readouterr().out
+    line = next(l for l in out.splitlines() if l.startswith("plan: mine (python)"))
+    # ltu 8 reference models, canaries 1 + 8 + 640, one_run 1
+    assert "658 fits (ltu 8 on 2 workers, canaries 649, one_run 1)" in line and "s per fit, about" in line
+    assert "budget 30.0 min (compute.budget_minutes)" in out
+    assert read_sized_runs(trained / "plan") == {"logreg": 32, "mine": 320}
+    estimate = read_json(trained / "timings" / "plan.json")
+    assert estimate["defenders"]["mine"]["fits"] == 658 and estimate["estimated_seconds"] > 0.3 * 658
+
+
+def test_a_small_budget_sizes_the_black_box_runs(trained: Path, monkeypatch: pytest.MonkeyPatch,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.chdir(trained)
+    _params(trained, budget_minutes=2.0)
+    assert _plan(trained, "plan_small") == 0
+    runs = read_sized_runs(trained / "plan_small")
+    assert 32 <= runs["mine"] < 320 and runs["logreg"] == 32
+    assert "sized to compute.budget_minutes" in capsys.readouterr().out
+
+
+def test_over_budget_stops_in_one_line_and_writes_nothing(trained: Path, monkeypatch: pytest.MonkeyPatch,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.chdir(trained)
+    _params(trained, budget_minutes=0.1)
+    assert _plan(trained, "plan_none") == 1
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("stage plan failed: the audit's timed fits need about") and "\n" not in err
+    assert "compute.budget_minutes is 0.1" in err and "compute.n_jobs" in err
+    assert not (trained / "plan_none").exists()
