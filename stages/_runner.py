@@ -66,5 +66,7 @@ def run_stage(
 
 
 def progress_enabled() -> bool:
-    """Progress bars on a terminal, quiet in CI and in logs."""
-    return sys.stderr.isatty() and not os.environ.get("CI")
+    """Progress bars on a terminal, lines in CI and in logs (:func:`privaudit.planning.progress.terminal`)."""
+    from privaudit.planning.progress import terminal
+
+    return terminal()

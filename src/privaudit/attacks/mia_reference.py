@@ -87,10 +87,19 @@ def train_subset_confidences(spec: DefenderSpecBase, n_classes: int, X: np.ndarr
         cols = [_fit_conf(spec, n_classes, X, y, subsets[0], int(seeds[0]))]
         quick = time.perf_counter() - start < SEQUENTIAL_FIT_S
         rest = list(zip(subsets[1:], seeds[1:]))
-        if n_jobs == 1 or quick or not rest:
+        if quick or not rest:
             cols += [_fit_conf(spec, n_classes, X, y, s, int(sd)) for s, sd in rest]
-        else:
-            cols += Parallel(n_jobs=n_jobs)(delayed(_fit_conf)(spec, n_classes, X, y, s, int(sd)) for s, sd in rest)
+        else:  # slow fits: a progress bar (terminal) or a line per fit, with rate and ETA
+            from privaudit.planning.progress import FitProgress, terminal
+
+            with FitProgress(f"{spec.name}: reference models", count, "fit", bar=terminal()) as bar:
+                bar.advance(1, "model 1")
+                fits = ((_fit_conf(spec, n_classes, X, y, s, int(sd)) for s, sd in rest) if n_jobs == 1 else
+                        Parallel(n_jobs=n_jobs, return_as="generator")(
+                            delayed(_fit_conf)(spec, n_classes, X, y, s, int(sd)) for s, sd in rest))
+                for k, col in enumerate(fits, start=2):
+                    cols.append(col)
+                    bar.advance(1, f"model {k}")
         conf = np.column_stack(cols)
     inside = np.zeros((len(y), count), bool)
     for k, s in enumerate(subsets):

@@ -9,7 +9,14 @@ from collections.abc import Callable
 from types import TracebackType
 from typing import TextIO
 
-__all__ = ["FitProgress"]
+__all__ = ["FitProgress", "terminal"]
+
+
+def terminal() -> bool:
+    """Whether progress should be a bar: stderr is a terminal and ``CI`` is unset (logs get lines)."""
+    import os
+
+    return sys.stderr.isatty() and not os.environ.get("CI")
 
 
 class FitProgress:
