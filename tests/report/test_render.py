@@ -17,7 +17,7 @@ from privaudit.error_budget import BOUND_LABELS
 from privaudit.metrics_files import AuditMetrics
 from privaudit.report import MISSING, ReportInputs, build_report
 from privaudit.report.plots import PLOT_NAMES, most_exposed, render_plots
-from privaudit.report.document import Table
+from privaudit.report.document import Note, Table
 from privaudit.report.render import build_document, render_html, render_markdown
 from tests.report import synthetic
 
@@ -343,7 +343,18 @@ def claims_rows(inputs: ReportInputs) -> dict[tuple[str, str], dict[str, list[st
     """The DP-claims table as ``{(defender, bound label): {column: lines}}``."""
     section = next(s for s in build_document(inputs, {}) if s.title.startswith("DP claims"))
     table = next(b for b in section.blocks if isinstance(b, Table))
-    return {(r[0].lines[0], r[1].lines[0]): {c: cell.lines for c, cell in zip(table.columns, r, strict=True)}
+    notes = {n.text.split("] ", 1)[0] + "]": n.text.split("] ", 1)[1] for n in section.blocks
+             if isinstance(n, Note) and n.text.startswith("[")}
+
+    def threat(lines: list[str]) -> list[str]:  # the short label, then its numbered note's text, one part a line
+        assert len(lines) == 1, lines  # one line per row: the long text is in the notes below the table
+        label, _, ref = lines[0].rpartition(" [")
+        if not label:
+            return lines
+        return [label] + notes["[" + ref].split(": ", 1)[1].split("; ")
+
+    return {(r[0].lines[0], r[1].lines[0]): {c: threat(cell.lines) if c == "Threat model" else cell.lines
+                                             for c, cell in zip(table.columns, r, strict=True)}
             for r in table.rows}
 
 

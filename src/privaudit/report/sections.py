@@ -226,6 +226,13 @@ def _defender_section(inputs: ReportInputs) -> Section:
     return section
 
 
+#: the Threat model column's short label (the full sentence is in the table's notes)
+_THREAT_SHORT = {
+    "whitebox": "white-box", "one_run": "black-box, 1 run", "blackbox": "black-box, many runs",
+    "blackbox_rate": "black-box, many runs", "lidp": "black-box, trial pairs", "lidp_k1": "black-box, trial pairs",
+    "game3": "black-box, 1 run",
+}
+
 _THREAT = {
     "whitebox": "white-box: every intermediate update visible",
     "one_run": "black-box: final model only, one training run",
@@ -299,6 +306,7 @@ def _claims_section(inputs: ReportInputs) -> Section:
     section = Section("DP claims against audited ε lower bounds")
     rows: list[list[Cell]] = []
     sentences: dict[str, str] = {}
+    footnotes: list[str] = []
     for name in inputs.defenders():
         entry = inputs.metrics.audit.get(name)
         if entry is None:
@@ -332,8 +340,9 @@ def _claims_section(inputs: ReportInputs) -> Section:
                 cell("no claim" if claim is None else "—" if f is None or not f.comparable
                      else tested_against(entry, b.kind) or "—"),
                 cell(status, cls="fail" if status == "VIOLATION" else "muted" if status != "holds" else "pass"),
-                Cell([_THREAT.get(b.kind, "")] + ([f"assumes: {assumption}"] if assumption else []) + notes
-                     + ([f.reason] if f is not None and f.reason and not f.violation else [])),
+                _threat_cell(footnotes, name, b.kind, [_THREAT.get(b.kind, "")]
+                             + ([f"assumes: {assumption}"] if assumption else []) + notes
+                             + ([f.reason] if f is not None and f.reason and not f.violation else [])),
             ])
     if not rows:
         section.blocks.append(Note(MISSING, missing=True))
@@ -346,8 +355,24 @@ def _claims_section(inputs: ReportInputs) -> Section:
         "Each bound is compared with the claim converted to the bound's neighbourhood (group privacy) at the "
         "bound's δ; its level is its share of gate.beta. The gated black-box bound tests its certified "
         "(FPR, FNR) point against the claim's own trade-off curve (the declared mechanism's, else the "
-        "(eps, delta) polygon); the others compare ε̂ with the claim's (eps, delta) point"))
+        "(eps, delta) polygon); the others compare ε̂ with the claim's (eps, delta) point. The threat model "
+        "and what each bound assumes are in the numbered notes below"))
+    for k, text in enumerate(footnotes, start=1):
+        section.blocks.append(Note(f"[{k}] {text}"))
     return section
+
+
+def _threat_cell(footnotes: list[str], name: str, kind: str, lines: list[str]) -> Cell:
+    """A short threat-model label and a note number; the full text (threat model, assumption, notes) is appended
+    to ``footnotes`` once per distinct text, so the table keeps one line per row."""
+    text = "; ".join(line for line in lines if line)
+    label = _THREAT_SHORT.get(kind, kind)
+    if not text:
+        return Cell([label])
+    entry = f"{name}, {BOUND_LABELS.get(kind, kind)}: {text}"
+    if entry not in footnotes:
+        footnotes.append(entry)
+    return Cell([f"{label} [{footnotes.index(entry) + 1}]"])
 
 
 def _bounds_table(inputs: ReportInputs, names: list[str]) -> Table | Note:
