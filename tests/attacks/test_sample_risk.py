@@ -192,7 +192,11 @@ def test_reserved_samples_are_never_flagged_or_listed() -> None:
     phi_t = rng.normal(size=n)
     phi_t[150:155] = 8.0  # Reserved samples far above every reference model (e.g. a twin in D_D)
     phi_t[:3] = 8.0       # and three Defender samples
-    r = risk_from_confidences(_sig(phi_t), _sig(phi_ref), inside, is_def, RiskOptions(bootstrap=0), rng)
+    phi_ref[[0, 1, 2, 150, 151, 152, 153, 154]] += 2.0 * inside[[0, 1, 2, 150, 151, 152, 153, 154]]  # IN-like: risk > 0
+    # the parametric p-values (calibrate=False): calibrated, the five twins in the control would make
+    # the three Defender samples unremarkable (tests/attacks/test_sample_risk_calibration.py)
+    r = risk_from_confidences(_sig(phi_t), _sig(phi_ref), inside, is_def, RiskOptions(bootstrap=0, calibrate=False),
+                              rng)
     assert set(np.flatnonzero(r.flagged)) == {0, 1, 2}
     assert r.control_hit[150:155].all() and r.info["reserved_flagged"] == 5
     assert r.info["empirical_fdr"] == 1.0  # 5 control hits × 100/100 ≥ 3 flagged: the check says "do not trust"

@@ -29,18 +29,48 @@ From First Principles", online LiRA) and tests it with a multiplicity correction
    distribution: the Student-t predictive test (φ_D − μ_out) / (σ̃_out √(1 + 1/K_out)) with the
    moderated degrees of freedom — exact for Gaussian φ, and it accounts for μ_out and σ_out
    being estimated from K_out models. H0: "M_D behaves on x like a model that never saw x".
-5. **Calibration on the negative control.** M_D never trained on the Reserved samples, so their
-   p-values are draws from the null. Their z-scores (Φ⁻¹(1 − p)) give a robust location and
-   scale (median, IQR / 1.349); where they show that the null is too liberal (location > 0,
-   scale > 1: a trainer mismatch between M_D and the reference models) the z-scores of all
-   samples are re-standardised with them (Efron 2004, "empirical null"); a conservative null is
-   never made more liberal. Reserved samples are calibrated cross-fitted (each half by the other
-   half's estimate) so that the control stays out of sample.
+5. **Calibration on the negative control** (issue 34). M_D never trained on the Reserved
+   samples, so their statistics are draws from H0. The statistic is S = −log p_t, and S = 0
+   (p = 1) unless the risk is positive: a sample where M_D does not look more like a model trained
+   on it can never be flagged. The Student-t tail is only as good as the Gaussian fit of φ across
+   reference models, and that fails for deterministic and near-deterministic trainers (svc,
+   gaussian_nb, knn, trees, mip, a deterministic user trainer): their OUT distributions are narrow,
+   skewed, tied or at the clip, and deviations of a few hundredths of a logit got p = 1e-5 to
+   5e-15 — on Reserved samples as often as on Defender ones (digits, all defenders: empirical FDR
+   0.5-0.96 at level 0.05). The p-value of a sample is therefore taken against the Reserved
+   statistics themselves (:func:`control_p_values`):
+
+   * the **conformal p-value** p = (1 + #{r: S_r >= S}) / (n_R + 1) (Bates, Candès, Lei, Romano &
+     Sesia 2023, "Testing for outliers with conformal p-values", Ann. Statist. 51(1), Eq. (2)). If
+     the split into Defender and Reserved is random and training on x leaves M_D's φ(x) unchanged,
+     a Defender sample's S is exchangeable with the Reserved ones, p is super-uniform, and
+     Benjamini-Hochberg on conformal p-values controls the FDR (their Theorem 2: the conformal
+     p-values are PRDS). It needs no model of φ: ties count as "at least as extreme", so identical
+     statistics get identical p-values and a statistic tied with the control's top values gets at
+     least (1 + ties) / (n_R + 1) — a utility-0 model's ties never give small p-values.
+   * **beyond the control's reach**: n_R Reserved samples cannot certify a p-value below
+     1 / (n_R + 1), but BH over n_D tests needs level / n_D to flag fewer than ~1/level samples.
+     Above the (1 − :data:`TAIL_FRACTION`) quantile u of the control statistics the exceedances
+     S − u get a tail model, as for permutation p-values (Knijnenburg, Wessels, Reinders &
+     Shmulevich 2009, "Fewer permutations, more accurate P-values", Bioinformatics 25(12), i161;
+     Pickands-Balkema-de Haan): P(S >= s) ≈ (1 + #{S_r > u}) / (n_R + 1) · GPD_ξ,σ survival of s − u,
+     exponential (ξ = 0, σ = mean excess; exact when the parametric p-values are exact, σ = 1, or
+     off by a power p^(1/σ)) unless a generalised Pareto with ξ > 0 (a heavier tail) fits
+     significantly better (likelihood ratio, one-sided 5 %). Up to the control's top statistic the
+     p-value is the larger of the conformal one and the tail model; beyond it the tail model,
+     capped at the conformal 1 / (n_R + 1). Only this extrapolation rests on a model.
+   * the p-value is never below the parametric one exp(−S): a conservative parametric null (the
+     default defenders: logistic regression, torch MLP, DP-SGD) keeps its power unchanged.
+
+   The Reserved samples' own p-values are cross-fitted (each half against the other half) so that
+   the control stays out of sample. ``calibrate=False`` keeps the parametric p-values (with the
+   positive-risk screen). ``null_location`` / ``null_scale`` (median and IQR/1.349 of the
+   Reserved Student-t z-scores, Efron 2004) remain as diagnostics of the parametric null.
 6. **Multiplicity.** Only Defender samples are tested for leakage (a Reserved sample was not
    trained on and can never be listed as leaked): Benjamini-Hochberg at FDR ``level`` over the
-   n_D tested samples (or Bonferroni at family-wise ``level``). The **empirical false-discovery
-   check** applies the same p-value cutoff to the Reserved samples: the number they would have
-   flagged estimates the false discoveries among the n_D Defender tests
+   n_D tested samples (or Bonferroni at family-wise ``level``); a flag needs a positive risk. The
+   **empirical false-discovery check** applies the same p-value cutoff to the Reserved samples: the
+   number they would have flagged estimates the false discoveries among the n_D Defender tests
    (``reserved_flagged × n_D / n_R``), like a target-decoy search; ``empirical_fdr`` is that
    estimate divided by the number flagged.
 
@@ -85,8 +115,17 @@ P_CLIP = 1e-4
 VAR_CENSORED = 0.25
 PHI_MAX = float(np.log((1 - P_CLIP) / P_CLIP))
 
+#: the tail of the negative control's statistics (−log p) is fitted above its TAIL_FRACTION upper
+#: quantile, on at least TAIL_MIN statistics (digits, 899 Reserved samples: the top 90)
+TAIL_FRACTION = 0.1
+TAIL_MIN = 10
+#: a heavier-than-exponential (generalised Pareto, ξ > 0) tail is used when its likelihood ratio
+#: against the exponential exceeds this: χ²₁ 90 % quantile, a one-sided 5 % test (ξ = 0 is a boundary)
+TAIL_LR_CRITICAL = float(stats.chi2.ppf(0.90, 1))
+
 METHOD = ("online LiRA: per-example Gaussian fits of phi = log(p/(1-p)) on IN/OUT reference models "
-          "(moderated variances); p-value: one-sided Student-t predictive test against OUT")
+          "(moderated variances); p-value: one-sided Student-t predictive test against OUT, calibrated "
+          "on the Reserved control (conformal, GPD tail beyond it; never below the Student-t p)")
 
 
 @dataclass(frozen=True)
@@ -99,8 +138,9 @@ class RiskOptions:
         correction: ``bh`` (Benjamini-Hochberg) | ``bonferroni``, over the tested Defender samples.
         bootstrap: resamples of the reference models for the risk interval (0: no interval).
         interval: coverage of the bootstrap interval.
-        calibrate: re-standardise z-scores by the Reserved negative control where it shows a
-            liberal null (never the other way).
+        calibrate: p-values against the Reserved negative control's statistics (conformal, with a
+            fitted tail beyond the control; never below the parametric p-value). False: the
+            parametric Student-t p-values.
         n_jobs / batched / max_models / device: how the reference models train
             (:func:`privaudit.attacks.mia_reference.train_subset_confidences`).
     """
@@ -350,7 +390,7 @@ def _norm_ppf_log(logp: np.ndarray) -> np.ndarray:
 
 
 def _robust_null(z: np.ndarray) -> tuple[float, float]:
-    """(median, IQR / 1.349) of finite z-scores; (0, 1) when fewer than 10."""
+    """(median, IQR / 1.349) of finite z-scores; (0, 1) when fewer than 10 (a diagnostic only)."""
     z = z[np.isfinite(z)]
     if len(z) < 10:
         return 0.0, 1.0
@@ -358,10 +398,95 @@ def _robust_null(z: np.ndarray) -> tuple[float, float]:
     return float(q50), float((q75 - q25) / 1.349)
 
 
-def _calibrated(z: np.ndarray, loc: float, scale: float) -> tuple[np.ndarray, np.ndarray]:
-    """(z', p') with z' = (z − max(loc, 0)) / max(scale, 1): only ever more conservative."""
-    zc = (z - max(loc, 0.0)) / max(scale, 1.0)
-    return zc, stats.norm.sf(zc)
+@dataclass(frozen=True)
+class NullTail:
+    """Generalised Pareto fit of the control statistics above ``threshold`` (see :func:`fit_null_tail`).
+
+    Attributes:
+        n: control statistics. threshold: u, the (TAIL_MIN or TAIL_FRACTION·n)-th largest.
+        above: control statistics > u (the tail's anchor, P(S > u) ≈ (1 + above) / (n + 1)).
+        shape, scale: ξ >= 0 and σ of the GPD of S − u | S > u (ξ = 0: exponential).
+        top: the largest control statistic (beyond it the tail extrapolates).
+    """
+
+    n: int
+    threshold: float
+    above: int
+    shape: float
+    scale: float
+    top: float
+
+    def sf(self, s: np.ndarray) -> np.ndarray:
+        """(1 + above) / (n + 1) · GPD survival of s − u (s > u)."""
+        y = np.maximum(np.asarray(s, np.float64) - self.threshold, 0.0) / self.scale
+        with np.errstate(over="ignore", divide="ignore"):
+            surv = np.exp(-y) if self.shape <= 0 else np.exp(-np.log1p(self.shape * y) / self.shape)
+        return (1 + self.above) / (self.n + 1) * surv
+
+
+def fit_null_tail(control: np.ndarray) -> NullTail | None:
+    """Tail model of the control statistics S = −log p (Knijnenburg et al. 2009 for permutation tails).
+
+    The threshold u is the k-th largest of the n statistics, k = max(:data:`TAIL_MIN`,
+    ⌈:data:`TAIL_FRACTION`·n⌉); the exceedances S − u of the statistics above u get an exponential fit
+    (maximum likelihood: σ = their mean, ξ = 0; exact when the parametric p-values are
+    exact or off by a power) unless a generalised Pareto fit with ξ > 0 (heavier tail) is
+    significantly better (likelihood ratio, one-sided 5 %: 2 Δℓ > χ²₁(0.90)). ``None`` when fewer than
+    :data:`TAIL_MIN` + 1 statistics or fewer than 2 distinct exceedances (no extrapolation then).
+    """
+    c = np.sort(np.asarray(control, np.float64))[::-1]
+    n = len(c)
+    k = max(TAIL_MIN, int(np.ceil(TAIL_FRACTION * n)))
+    if n < TAIL_MIN + 1:
+        return None
+    u = float(c[min(k, n) - 1])
+    exc = c[c > u] - u
+    if len(np.unique(exc)) < 2:
+        return None
+    scale, shape = float(exc.mean()), 0.0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        xi, _, sc = stats.genpareto.fit(exc, floc=0.0)
+    if np.isfinite(xi) and np.isfinite(sc) and xi > 0 and sc > 0:
+        ll_gpd = float(stats.genpareto.logpdf(exc, xi, 0.0, sc).sum())
+        ll_exp = float(stats.expon.logpdf(exc, 0.0, scale).sum())
+        if 2.0 * (ll_gpd - ll_exp) > TAIL_LR_CRITICAL:
+            shape, scale = float(xi), float(sc)
+    return NullTail(n, u, len(exc), shape, scale, float(c[0]))
+
+
+def control_p_values(stat: np.ndarray, control: np.ndarray) -> tuple[np.ndarray, NullTail | None]:
+    """p-values of the statistics ``stat`` (S = −log of the parametric p-value; larger is more extreme)
+    against the negative control's statistics ``control``, drawn under H0.
+
+    * conformal p-value (1 + #{control >= s}) / (n + 1) (Bates et al. 2023, Eq. (2)) where the control
+      reaches s: exact under exchangeability with the control, whatever the parametric model;
+      identical statistics get identical p-values, and a statistic tied with the control's largest
+      values gets at least (1 + ties) / (n + 1);
+    * above the threshold of the tail fit (:func:`fit_null_tail`) the larger of that and the fitted
+      tail; beyond the control's largest statistic the fitted tail, at most the conformal 1 / (n + 1)
+      (the only part that extrapolates, as for permutation p-values, Knijnenburg et al. 2009);
+    * never below the parametric p-value exp(−s): a conservative parametric null is never made
+      more liberal.
+
+    Returns:
+        (p-values in (0, 1], the tail fit or None).
+    """
+    s = np.asarray(stat, np.float64)
+    c = np.sort(np.asarray(control, np.float64))
+    n = len(c)
+    tol = 1e-9 * np.maximum(1.0, np.abs(s))  # floating-point noise counts as a tie
+    ge = n - np.searchsorted(c, s - tol, side="left")  # #{control >= s}
+    p = (1.0 + ge) / (n + 1.0)
+    tail = fit_null_tail(c)
+    if tail is not None:
+        t = tail.sf(s)
+        # up to the control's top: never below the conformal p-value; beyond it the fitted tail,
+        # at most the conformal 1 / (n + 1)
+        p = np.where(s <= tail.threshold, p, np.where(s <= tail.top + tol, np.maximum(p, t), np.minimum(p, t)))
+    with np.errstate(over="ignore"):
+        p = np.maximum(p, np.exp(-s))
+    return np.clip(p, np.finfo(np.float64).tiny, 1.0), tail
 
 
 # --------------------------------------------------------------------------- result
@@ -374,10 +499,13 @@ class SampleRisk:
     Attributes:
         risk: (n,) LiRA log-likelihood ratio IN vs OUT of M_D's φ(x); risk_low / risk_high its
             bootstrap interval over reference models.
-        z, p_value: (n,) calibrated OUT-test z-score and one-sided p-value (Reserved: cross-fitted).
+        z, p_value: (n,) calibrated one-sided p-value of the OUT test (against the Reserved
+            statistics; Reserved: cross-fitted; 1 where the risk is not positive) and its z-score
+            Φ⁻¹(1 − p).
         q_value: (n,) adjusted p-values (Defender: over the Defender tests; Reserved: over the
             Reserved tests, the negative control's own correction).
-        flagged: (n,) Defender samples significant after correction (never a Reserved sample).
+        flagged: (n,) Defender samples with positive risk, significant after correction (never a
+            Reserved sample).
         control_hit: (n,) Reserved samples that the same cutoff would have flagged.
         info: the summary (see :meth:`summary`).
     """
@@ -434,25 +562,28 @@ def risk_from_confidences(conf_target: np.ndarray, conf_ref: np.ndarray, inside:
         raise ValueError("per-sample risk needs Defender samples to test and >= 2 Reserved samples as the control")
     fit, priors = _fit(phi, inside)
     risk = _llr(phi_t, fit)
-    z_raw, _ = out_test(phi_t, fit)
+    z_raw, p_raw = out_test(phi_t, fit)
+    # the statistic: −log of the parametric p-value, 0 (p = 1) unless M_D looks IN-like (risk > 0)
+    with np.errstate(divide="ignore"):
+        stat = np.where(risk > 0, -np.log(np.maximum(p_raw, np.finfo(np.float64).tiny)), 0.0)
 
     # calibration on the negative control (Reserved, never trained on by M_D)
     res = np.flatnonzero(~d)
     loc, scale = _robust_null(z_raw[res])
-    z = np.empty_like(z_raw)
-    p = np.empty_like(z_raw)
+    p = np.exp(-stat)
+    tail: NullTail | None = None
     if options.calibrate:
-        z[d], p[d] = _calibrated(z_raw[d], loc, scale)
+        p[d], tail = control_p_values(stat[d], stat[res])
+        # the control itself cross-fitted: each half against the other half (out of sample)
         halves = np.array_split(rng.permutation(res), 2)
         for own, other in ((halves[0], halves[1]), (halves[1], halves[0])):
-            z[own], p[own] = _calibrated(z_raw[own], *_robust_null(z_raw[other]))
-    else:
-        z[:] = z_raw
-        p[:] = stats.norm.sf(z_raw)
+            p[own], _ = control_p_values(stat[own], stat[other])
+    z = -_norm_ppf_log(np.log(p))
 
     flagged = np.zeros(len(d), bool)
     q = np.full(len(d), np.nan)
     reject, q_d, cutoff = correct(p[d], options.level, options.correction)
+    reject &= risk[d] > 0  # already p = 1 otherwise: a flag always has a positive risk
     flagged[d], q[d] = reject, q_d
     ctrl_reject, q_r, _ = correct(p[~d], options.level, options.correction)
     q[~d] = q_r
@@ -481,6 +612,8 @@ def risk_from_confidences(conf_target: np.ndarray, conf_ref: np.ndarray, inside:
         "calibrated": bool(options.calibrate),
         "null_location": loc,
         "null_scale": scale,
+        "null_tail_shape": None if tail is None else tail.shape,
+        "null_tail_scale": None if tail is None else tail.scale,
         "prior_df_out": None if not np.isfinite(priors[1][0]) else float(priors[1][0]),
         "interval": float(options.interval) if options.bootstrap else None,
         "bootstrap": int(options.bootstrap),
