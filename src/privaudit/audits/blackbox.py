@@ -94,6 +94,32 @@ def gdp_warning(gdp_eps: float, claim: PrivacyClaim | None) -> str | None:
             f"(defenders[i].mechanism, README 'Declaring a mechanism') and the gate tests its own curve")
 
 
+#: what ``detectable_epsilon`` means, recorded beside it in ``metrics/audit.json``
+DETECTABLE_MEANING = ("smallest true epsilon (at the claim's delta) this audit detects with probability >= 0.8 at the "
+                      "runs it had, for an optimal canary whose scores follow the mechanism's own trade-off curve: "
+                      "a lower bound on what a real canary needs (privaudit.stats.detectable)")
+
+
+def detectable_for(claim: PrivacyClaim | None, family: TradeoffFamily, *, n_in: int, n_out: int, tune_fraction: float,
+                   level: float, delta: float) -> dict[str, Any]:
+    """``detectable_epsilon`` (and the curve it was computed for) of the gated bound at these sizes; ``None``
+    without a finite claim. A subsampled-Gaussian claim is computed for the Gaussian curve with the claim's
+    ε at δ (its PLD search would cost tens of seconds per audit; the two curves agree in the bulk where a
+    few thousand runs resolve the rates)."""
+    from privaudit.stats.detectable import detectable_epsilon_blackbox
+    from privaudit.stats.tradeoff import GaussianFamily, SubsampledGaussianFamily
+
+    if claim is None or not math.isfinite(claim.epsilon):
+        return {"detectable_epsilon": None}
+    fam: TradeoffFamily = family
+    if isinstance(family, SubsampledGaussianFamily):
+        fam = GaussianFamily(1e-6)  # the search starts from the least private Gaussian whose ε at δ is the claim
+    eps = detectable_epsilon_blackbox(fam, claimed_epsilon=float(claim.epsilon), n_in=n_in, n_out=n_out,
+                                      tune_fraction=tune_fraction, level=level, delta=delta)
+    return {"detectable_epsilon": eps if math.isfinite(eps) else None, "detectable_curve": fam.name,
+            "detectable_meaning": DETECTABLE_MEANING}
+
+
 def blackbox_block(c: ClaimRunsBound, g: GdpRunsBound, r: GdpRunsBound, *, runs_in: int, runs_out: int,
                    tuning: tuple[int, int], ceiling: LastIterateCeiling | None, delta: float, level: float,
                    meta: dict[str, Any], family: TradeoffFamily, warning: str | None) -> dict[str, Any]:
@@ -149,9 +175,12 @@ def run(request: AuditRequest, inputs: AuditInputs, settings: Any) -> AuditBound
     n_train = meta.get("n_train")
     ceiling = ceiling_for(request.spec, int(n_train), max(delta, PURE_DELTA)) if n_train else None
     warning = gdp_warning(g.eps_lower_bound_gdp, claim)
+    detectable = detectable_for(claim, family, n_in=int(s_in.size), n_out=int(s_out.size), tune_fraction=tune,
+                                level=request.level, delta=delta)
     block = blackbox_block(c, g, r, runs_in=int(s_in.size), runs_out=int(s_out.size), tuning=(ti, to),
                            ceiling=ceiling, delta=delta, level=request.level, meta=meta, family=family,
                            warning=warning)
+    block.update(detectable)
     claimed = request.claim.epsilon if request.claim else None
     ceil = f", last-iterate ceiling {block['ceiling']['eps']:.3f}" if block["ceiling"] else ""
     line = (f"blackbox: {request.name}: eps_hat={block['eps_lower_bound']:.3f} (against the {family.name} curve; "

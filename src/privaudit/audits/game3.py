@@ -78,6 +78,7 @@ def run(request: AuditRequest, inputs: AuditInputs, settings: Any) -> AuditBound
         # alternative labels, so ACGR does not exist: reported as null
         r["acgr"] = None
     r.update(level=request.level, delta=delta, neighbourhood="replace_label")
+    r.update(detectable_game3(request.claim_for("replace_label"), stats, settings, level=request.level, delta=delta))
     acgr = (f"ACGR [{r['acgr']['eps_low']:.3f}, {r['acgr']['eps_high']:.3f}]" if r["acgr"] is not None
             else "ACGR n/a (2 classes: label-flip game)")
     lines = [f"game3: {request.name}: eps in [{r['eps_low']:.3f}, {r['eps_high']:.3f}] (CP, tau={r['tau']:.2f}), {acgr}"]
@@ -85,6 +86,29 @@ def run(request: AuditRequest, inputs: AuditInputs, settings: Any) -> AuditBound
               for i, pr in enumerate(r.get("per_run", []))]
     return AuditBound(epsilon=r["eps_low"], level=request.level, delta=delta, neighbourhood="replace_label",
                       threat_model=THREAT_MODEL, diagnostics=r, lines=tuple(lines))
+
+
+def detectable_game3(claim: Any, stats: dict[str, np.ndarray], settings: Any, *, level: float,
+                     delta: float) -> dict[str, Any]:
+    """``detectable_epsilon`` of the Game-3 bound at its size: every canary of every run guessed by an ideal
+    adversary of ε-label randomized response, at the α the interval uses (Bonferroni over the τ grid, or the
+    certification half with ``tau_selection: split``; :func:`privaudit.stats.detectable.detectable_epsilon_game3`).
+    ``None`` without a finite claim."""
+    import math
+
+    from privaudit.stats.detectable import detectable_epsilon_game3
+
+    if claim is None or not math.isfinite(claim.epsilon):
+        return {"detectable_epsilon": None}
+    n = int(np.asarray(stats["bit"]).size)
+    split = settings.tau_selection == "split"
+    alpha = 2.0 * level / (1 if split else max(1, int(settings.tau_steps)))
+    eps = detectable_epsilon_game3(claimed_epsilon=float(claim.epsilon), guesses=max(1, n // 2 if split else n),
+                                   alpha=alpha, delta=delta)
+    return {"detectable_epsilon": eps if math.isfinite(eps) else None,
+            "detectable_meaning": "smallest true label epsilon this audit's canaries detect with probability >= 0.8 "
+                                  "for an ideal adversary that guesses every canary: a lower bound on what a real "
+                                  "trainer needs (privaudit.stats.detectable)"}
 
 
 def _cp(correct: np.ndarray, guessed: np.ndarray, t: int, alpha: float, delta: float = 0.0) -> tuple[float, float]:

@@ -411,11 +411,29 @@ def run(request: AuditRequest, inputs: AuditInputs, settings: Any) -> AuditBound
     # the gated bound (Steinke et al.) tests the (ε, δ) point; the f-DP view beside it tests the claim's own curve
     block["curve"] = "eps_delta"
     block["fdp_curve"] = family.name
+    block.update(detectable_one_run(request.claim_for("add_remove"), canaries=int(block["canaries"]),
+                                    level=request.level, delta=max(delta, PURE_DELTA)))
     claimed = request.claim.epsilon if request.claim else None
     line = (f"one_run: {request.name}: eps_hat={block['eps_lower_bound']:.3f} at delta={block['delta']:.3g} "
             f"({block['correct']}/{block['guesses']} guesses right, {block['canaries']} canaries); claimed {claimed}")
     return AuditBound(epsilon=res.eps_lower_bound, level=request.level, delta=delta, neighbourhood=res.neighbourhood,
                       threat_model=res.threat_model, diagnostics=block, lines=(line,))
+
+
+def detectable_one_run(claim: Any, *, canaries: int, level: float, delta: float) -> dict[str, Any]:
+    """``detectable_epsilon`` of the gated one-run bound at ``canaries`` (the audit's own guess grid, Bonferroni
+    over it): the smallest pure ε an ideal guesser detects with probability >= 0.8
+    (:func:`privaudit.stats.detectable.detectable_epsilon_one_run`); ``None`` without a finite claim."""
+    from privaudit.stats.detectable import detectable_epsilon_one_run
+
+    if claim is None or not math.isfinite(claim.epsilon):
+        return {"detectable_epsilon": None}
+    eps = detectable_epsilon_one_run(claimed_epsilon=float(claim.epsilon), canaries=canaries, level=level,
+                                     delta=delta, k_grid=DEFAULT_K_GRID)
+    return {"detectable_epsilon": eps if math.isfinite(eps) else None,
+            "detectable_meaning": "smallest true pure epsilon this audit's canaries detect with probability >= 0.8 "
+                                  "for an ideal guesser (randomized response of the inclusion bits): a lower bound on "
+                                  "what a real trainer needs (privaudit.stats.detectable)"}
 
 
 def one_run_metrics(res: OneRunResult, *, delta: float, level: float) -> dict[str, Any]:

@@ -8,6 +8,7 @@ ids and ROC statistics), LTU Table 1, provenance manifest. Absent data gives a
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -92,6 +93,34 @@ def _what_pass_means(audit: AuditEntry | None) -> str:
     return text + (f"; black-box tested against: {tested}" if tested else "")
 
 
+#: the bounds whose blocks carry ``detectable_epsilon`` (privaudit.stats.detectable), as the report names them
+_DETECTABLE = (("blackbox", "black-box"), ("one_run", "one-run"), ("game3", "Game 3"))
+
+
+def could_have_seen(audit: AuditEntry | None) -> str:
+    """How much the audit could have seen: the smallest true ε each bound detects with probability >= 0.8 at
+    the size it ran (an ideal canary; a real one needs at least this), the most sensitive first.
+
+    >>> could_have_seen(None)
+    '—'
+    """
+    if audit is None or audit.claim is None:
+        return "—"
+    found: list[tuple[float, str]] = []
+    for key, label in _DETECTABLE:
+        extra = getattr(getattr(audit, key, None), "model_extra", None) or {}
+        if "detectable_epsilon" in extra:
+            value = extra["detectable_epsilon"]
+            found.append((math.inf if value is None else float(value), label))
+    if not found:
+        return "not computed"
+    found.sort()
+    parts = [f"{label}: {'nothing below ε 50' if math.isinf(v) else f'ε ≥ {v:.2f}'}" for v, label in found]
+    if math.isinf(found[0][0]):
+        return "no bound could have caught any true ε below 50 at these sizes"
+    return f"a true ε ≥ {found[0][0]:.2f} is caught with probability ≥ 0.8 ({'; '.join(parts)})"
+
+
 def _verdict_section(inputs: ReportInputs) -> Section:
     """The verdict: PASS/FAIL with the gate's reasons and warnings, what was audited, and per-defender
     verdicts with the claim each is about."""
@@ -112,10 +141,14 @@ def _verdict_section(inputs: ReportInputs) -> Section:
                     else cell("PASS" if verdict.passed else "FAIL", cls="pass" if verdict.passed else "fail"),
                     cell(_what_pass_means(inputs.metrics.audit.get(name))),
                     Cell(list(verdict.reasons) or ["all checks passed"]),
+                    cell(could_have_seen(inputs.metrics.audit.get(name))),
                 ]
             )
         section.blocks.append(
-            Table(["Defender", "Gate", "Claim", "Reasons"], rows, "Release gate per defender")
+            Table(["Defender", "Gate", "Claim", "Reasons", "Could have seen"], rows,
+                  "Release gate per defender. Could have seen: the smallest true ε each gated black-box bound "
+                  "detects with probability ≥ 0.8 at the size it ran, for an ideal canary (a real canary needs at "
+                  "least this): a PASS says nothing about a true ε below it")
         )
     return section
 
