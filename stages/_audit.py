@@ -54,7 +54,8 @@ def audit_body(name: str) -> Callable[[argparse.Namespace, Params], None]:
             X, y = fs.defender
             inputs = AuditInputs(defender_data=DefenderData(X, y, fs.n_classes), defenders_dir=args.defenders)
         result = run_audit(name, params, inputs, defenders_dir=args.defenders, device=device)
-        print("\n".join(result.lines()))
+        if lines := result.lines():  # none when the audit applies to no defender: print nothing, not a blank line
+            print("\n".join(lines))
         blocks = result.blocks()
         # each defender's block checked as a metrics/audit.json entry in which only this audit ran
         validate_metrics("audit", {d: {a.name: None for a in block_audits()} | {name: b} for d, b in blocks.items()})

@@ -252,6 +252,10 @@ def run(request: AuditRequest, inputs: AuditInputs, settings: Any) -> AuditBound
     loss_in, loss_null = load_lidp_stats(inputs.need_canaries_dir("lidp") / request.name / "lidp.npz")
     delta = request.delta(lidp.neighbourhood)
     res, curve = lidp.audit(loss_in, loss_null, delta=delta, beta=request.level, rng=request.rng("lidp"))
+    # the stage log's line (every audit gives one; without it the stage printed an empty line)
+    line = (f"lidp: {request.name}: eps_hat={res['eps_lower_bound']:.3f} (K=1: {res['eps_lower_bound_k1']:.3f}) "
+            f"at delta={delta:.3g} ({lidp.neighbourhood}), {res['certified_trials']} of {res['trials']} trials "
+            f"certifying, level {request.level:.3g}")
     return AuditBound(epsilon=res["eps_lower_bound"], level=request.level, delta=delta,
                       neighbourhood=lidp.neighbourhood, threat_model=THREAT_MODEL, diagnostics=res,
-                      table=curve)
+                      lines=(line,), table=curve)
