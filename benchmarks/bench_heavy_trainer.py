@@ -116,10 +116,6 @@ def _set(ws: Path, **compute: object) -> None:
     (ws / "params.yaml").write_text(yaml.safe_dump(p, sort_keys=False))
 
 
-def _stage_seconds(out: str, stages: tuple[str, ...], wall: dict[str, float]) -> float:
-    return sum(wall.get(s, 0.0) for s in stages)
-
-
 def _repro_stages(ws: Path, stages: list[str]) -> dict[str, float]:
     """Run ``dvc repro --single-item`` stage by stage; wall seconds of each."""
     out = {}
@@ -186,7 +182,7 @@ def main(argv: list[str] | None = None) -> int:
         total = time.perf_counter() - start
         plan_lines = [l for l in out.splitlines() if l.startswith("plan:")]
         audit = json.loads((ws / "metrics/audit.json").read_text())
-        det = audit.get("heavy", {}).get("detectable_epsilon")
+        det = {k: (audit.get("heavy", {}).get(k) or {}).get("detectable_epsilon") for k in ("blackbox", "one_run", "game3")}
         lines.append(f"4. budget {args.budget:g} min, sequential_runs 320, n_jobs 1: dvc repro {total / 60:.1f} min; "
                      f"detectable eps {det}")
         lines += ["   " + l for l in plan_lines]
