@@ -8,7 +8,10 @@ first (:func:`privaudit.config.load_params`), so a bad value anywhere — ``defe
 would be a later one. Validation imports a ``kind: python`` target's module (as every stage's does);
 the hashes themselves come from the plain YAML (see :mod:`privaudit.user_code`).
 It also refuses (exit 1) when a hashed file is not tracked by git: ``dvc exp
-run`` would leave it out of the experiment without a word.
+run`` would leave it out of the experiment without a word. A file that an experiment of the current
+commit recorded is first staged again (``dvc exp run`` and ``dvc exp apply`` reset the index to
+``HEAD`` when they finish, unstaging a trainer that was only ``git add``-ed; see
+:func:`privaudit.user_code.restage_experiment_files`), and the stage says so.
 """
 
 from __future__ import annotations
@@ -24,7 +27,8 @@ import yaml
 from privaudit.artifacts import write_json
 from privaudit.config import load_params
 from privaudit.messages import cap
-from privaudit.user_code import UserCodeError, code_files, untracked_files, user_code_manifest
+from privaudit.user_code import (UserCodeError, code_files, restage_experiment_files, untracked_files,
+                                 user_code_manifest)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -42,7 +46,13 @@ def main(argv: list[str] | None = None) -> int:
             raise ValueError(f"{args.params} must hold a mapping")
         root = Path(os.path.abspath(args.repo))
         manifest = user_code_manifest(raw, root)
-        if untracked := untracked_files(manifest, root):
+        untracked = untracked_files(manifest, root)
+        if restaged := restage_experiment_files(untracked, root):
+            print(f"user_code: staged {', '.join(restaged)} again (`git add`): experiment "
+                  f"{', '.join(sorted(set(restaged.values())))} of this commit recorded it, and "
+                  f"`dvc exp run`/`dvc exp apply` unstage files HEAD does not have")
+            untracked = [f for f in untracked if f not in restaged]
+        if untracked:
             users = sorted(n for n, entry in manifest.items() if set(code_files(entry)) & set(untracked))
             raise ValueError(f"{', '.join(untracked)} (code of defender(s) {', '.join(users)}) not tracked by git, "
                              f"so `dvc exp run` would leave it out of the experiment; run "

@@ -22,7 +22,10 @@ dependency of every stage already).
 
 :func:`untracked_files` lists the hashed files git does not track: ``dvc exp run`` commits only
 tracked files, so such a file would silently be left out of the experiment; the stage refuses
-to run then.
+to run then. :func:`restage_experiment_files` first stages again the untracked files that an
+experiment of the current commit recorded: ``dvc exp run`` (and ``dvc exp apply``) resets git's
+index to ``HEAD`` when it finishes, unstaging a trainer the user had only ``git add``-ed, and
+without this the next ``dvc repro`` or ``dvc exp run`` would refuse it.
 
 Resolution never imports torch or the user's module itself: a file path is taken as it is
 (relative to the repository root, as the stages run there), and a module path is located with
@@ -43,7 +46,7 @@ from pathlib import Path
 from typing import Any
 
 __all__ = ["UserCodeError", "code_files", "local_imports", "python_defenders", "resolve_module_file",
-           "untracked_files", "user_code_manifest"]
+           "restage_experiment_files", "untracked_files", "user_code_manifest"]
 
 #: the spec keys that name user code, in the order they are reported
 CODE_KEYS = ("target", "loader")
@@ -298,3 +301,62 @@ def untracked_files(manifest: Mapping[str, Mapping[str, Any]], root: Path) -> li
     prefix = root.relative_to(Path(top).resolve()).as_posix() if top else "."
     known = {name for name in tracked.stdout.split("\0") if name}
     return [f for f in files if (f if prefix == "." else f"{prefix}/{f}") not in known]
+
+
+def _git(args: Sequence[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, timeout=30)
+
+
+def restage_experiment_files(files: Sequence[str], root: Path) -> dict[str, str]:
+    """Stage again (``git add``) those of the untracked ``files`` that an experiment of ``HEAD`` tracks.
+
+    ``dvc exp run`` commits the index (plus ``git add -u``) as the experiment, then restores
+    ``HEAD`` with a mixed reset (scmrepo's ``detach_head``), which leaves the index equal to
+    ``HEAD``: a trainer that was staged but never committed is untracked again afterwards (so is
+    it after ``dvc exp apply``), although the experiment recorded it. An experiment ref of this
+    commit (``refs/exps/<HEAD[:2]>/<HEAD[2:]>/<name>``) whose tree holds the path is DVC's own
+    record that the file was staged here; re-adding it restores the index the user had, so the
+    next ``dvc repro``, ``dvc exp run`` (whose commit then includes the file) and ``--temp``/
+    ``--queue`` run see it tracked. A file no experiment of ``HEAD`` tracks is left alone (the
+    stage refuses it, as before). Git failures restage nothing.
+
+    Args:
+        files: paths relative to ``root``, as :func:`untracked_files` returns them.
+        root: the repository root (the stages' working directory).
+
+    Returns:
+        ``{file: name of the newest experiment tracking it}`` for the files staged again.
+    """
+    if not files:
+        return {}
+    root = Path(root).resolve()
+    try:
+        head = _git(["rev-parse", "--verify", "-q", "HEAD"], root)
+        top = _git(["rev-parse", "--show-toplevel"], root)
+        if head.returncode != 0 or top.returncode != 0:
+            return {}  # no commit yet (experiments need one), or not a work tree
+        rev, top_dir = head.stdout.strip(), Path(top.stdout.strip()).resolve()
+        prefix = root.relative_to(top_dir).as_posix()
+        full = {f: f if prefix == "." else f"{prefix}/{f}" for f in files}
+        refs = _git(["for-each-ref", "--sort=-committerdate", "--format=%(refname)",
+                     f"refs/exps/{rev[:2]}/{rev[2:]}/"], top_dir)
+        if refs.returncode != 0:
+            return {}
+        found: dict[str, str] = {}
+        for ref in refs.stdout.split():
+            todo = [full[f] for f in files if f not in found]
+            if not todo:
+                break
+            listed = _git(["ls-tree", "-r", "--name-only", "-z", ref, "--", *todo], top_dir)
+            if listed.returncode != 0:
+                continue
+            names = set(listed.stdout.split("\0"))
+            found.update({f: ref.rsplit("/", 1)[-1] for f in files if f not in found and full[f] in names})
+        if not found:
+            return {}
+        added = _git(["add", "--", *(full[f] for f in found)], top_dir)
+        if added.returncode != 0:
+            return {}
+    except (OSError, ValueError, subprocess.SubprocessError):
+        return {}
+    return found

@@ -168,3 +168,111 @@ def test_stage_refuses_an_untracked_trainer_or_helper(tmp_path: Path, capsys: py
     assert "`git add helper.py`" in capsys.readouterr().err
     _git(tmp_path, "add", "helper.py")  # staged is enough: dvc exp run commits tracked files
     assert main(argv) == 0 and out.exists()
+
+
+# --------------------------------------------------------------------------- issue 34: after `dvc exp run`
+
+_EXP_DVC_YAML = """stages:
+  user_code:
+    cmd: python -m stages.user_code --params params.yaml --out user_code.json
+    always_changed: true
+    params:
+      - exp.yaml:
+          - x
+    outs:
+      - user_code.json
+"""
+
+
+def _run(root: Path, *cmd: str) -> subprocess.CompletedProcess[str]:
+    import os
+
+    env = {**os.environ, "PYTHONPATH": str(REPO), "DVC_NO_ANALYTICS": "1", "DO_NOT_TRACK": "1",
+           "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+           "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.invalid",
+           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.invalid"}
+    env = {k: v for k, v in env.items() if not k.startswith("DVC_EXP_")}
+    return subprocess.run(list(cmd), cwd=root, env=env, capture_output=True, text=True, timeout=300)
+
+
+def _tracked(root: Path, name: str) -> bool:
+    return bool(_run(root, "git", "ls-files", "--", name).stdout.strip())
+
+
+def _exp_tree(root: Path, name: str) -> list[str]:
+    head = _run(root, "git", "rev-parse", "HEAD").stdout.strip()
+    return _run(root, "git", "ls-tree", "-r", "--name-only", f"refs/exps/{head[:2]}/{head[2:]}/{name}").stdout.split()
+
+
+def test_a_staged_trainer_survives_dvc_exp_run(tmp_path: Path) -> None:
+    """Issue 34: `git add` is enough for `dvc repro`, `dvc exp run`, `dvc repro` after it and a second `dvc exp run`.
+
+    DVC's workspace experiment ends with a mixed reset to HEAD (scmrepo ``detach_head``): the
+    staged-only trainer is untracked afterwards, though the experiment commit holds it. The stage
+    stages it again; a helper never staged is still refused, in an experiment too.
+    """
+    dvc = [sys.executable, "-m", "dvc"]
+    _run(tmp_path, "git", "init", "-q")
+    assert _run(tmp_path, *dvc, "init", "-q").returncode == 0
+    (tmp_path / "dvc.yaml").write_text(_EXP_DVC_YAML)
+    (tmp_path / "exp.yaml").write_text("x: 1\n")
+    (tmp_path / "params.yaml").write_text("defenders:\n  - {name: u, kind: python, target: 't.py:train'}\n")
+    _run(tmp_path, "git", "add", "-A")
+    assert _run(tmp_path, "git", "commit", "-q", "--no-gpg-sign", "-m", "pipeline").returncode == 0
+    (tmp_path / "t.py").write_text(TRAINER)
+    _run(tmp_path, "git", "add", "t.py")  # staged, never committed: the README's "git add is enough"
+
+    first = _run(tmp_path, *dvc, "repro")
+    assert first.returncode == 0, first.stdout + first.stderr
+    exp1 = _run(tmp_path, *dvc, "exp", "run", "-n", "one", "-S", "exp.yaml:x=2")
+    assert exp1.returncode == 0, exp1.stdout + exp1.stderr
+    assert "t.py" in _exp_tree(tmp_path, "one")
+    assert not _tracked(tmp_path, "t.py")  # what DVC does: the index is back to HEAD's
+
+    again = _run(tmp_path, *dvc, "repro")  # `make audit` after the experiment
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "staged t.py again (`git add`): experiment one of this commit recorded it" in again.stdout
+    assert _tracked(tmp_path, "t.py")
+
+    exp1_again = _run(tmp_path, *dvc, "exp", "run", "-n", "two", "-S", "exp.yaml:x=3")
+    assert exp1_again.returncode == 0, exp1_again.stdout + exp1_again.stderr
+    assert "t.py" in _exp_tree(tmp_path, "two")
+    assert not _tracked(tmp_path, "t.py")
+    exp3 = _run(tmp_path, *dvc, "exp", "run", "-n", "three", "-S", "exp.yaml:x=4")  # straight after one
+    assert exp3.returncode == 0, exp3.stdout + exp3.stderr
+    assert "t.py" in _exp_tree(tmp_path, "three")
+
+    # still refused: a helper that was never staged would be left out of the experiment
+    (tmp_path / "helper.py").write_text("K = 1\n")
+    (tmp_path / "t.py").write_text("import helper\n" + TRAINER)
+    refused = _run(tmp_path, *dvc, "exp", "run", "-n", "four", "-S", "exp.yaml:x=5")
+    assert refused.returncode != 0
+    assert "helper.py (code of defender(s) u) not tracked by git" in refused.stdout + refused.stderr
+
+
+def test_restage_only_what_an_experiment_of_head_tracks(tmp_path: Path) -> None:
+    """A path only an experiment of another commit tracks, or none, stays untracked; outside git nothing happens."""
+    from privaudit.user_code import restage_experiment_files
+
+    assert restage_experiment_files(["t.py"], tmp_path) == {}  # not a git work tree
+    _git(tmp_path, "init", "-q")
+    (tmp_path / "t.py").write_text(TRAINER)
+    (tmp_path / "other.py").write_text(TRAINER)
+    assert restage_experiment_files(["t.py"], tmp_path) == {}  # no commit yet
+    ident = ["-c", "user.name=t", "-c", "user.email=t@example.invalid"]
+    (tmp_path / "base.txt").write_text("1\n")
+    _git(tmp_path, "add", "base.txt")
+    _git(tmp_path, *ident, "commit", "-q", "--no-gpg-sign", "-m", "base")
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=tmp_path, capture_output=True, text=True).stdout.strip()
+    # an experiment commit on HEAD holding t.py (as `dvc exp run` leaves it), then the index back to HEAD
+    _git(tmp_path, "add", "t.py")
+    tree = subprocess.run(["git", "write-tree"], cwd=tmp_path, capture_output=True, text=True).stdout.strip()
+    exp = subprocess.run(["git", *ident, "commit-tree", tree, "-p", head, "-m", "dvc: commit experiment"],
+                         cwd=tmp_path, capture_output=True, text=True).stdout.strip()
+    _git(tmp_path, "update-ref", f"refs/exps/{head[:2]}/{head[2:]}/bold-exp", exp)
+    _git(tmp_path, "reset", "-q")
+    _git(tmp_path, "update-ref", "refs/exps/00/0000000000000000000000000000000000000/elsewhere", exp)
+
+    assert restage_experiment_files(["other.py", "t.py"], tmp_path) == {"t.py": "bold-exp"}
+    listed = subprocess.run(["git", "ls-files"], cwd=tmp_path, capture_output=True, text=True).stdout.split()
+    assert listed == ["base.txt", "t.py"]
