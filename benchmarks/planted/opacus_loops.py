@@ -96,6 +96,9 @@ def train_loop(X: np.ndarray, y: np.ndarray, n_classes: int, seed: int, *, varia
         base.register_step_post_hook(lambda o, args, kwargs: None)
         watched_step = opt.step
         opt.step = lambda *args, **kwargs: watched_step(*args, **kwargs)
+    # AMP's loss scaling: scaler.step(opt) unscales the summed .grad, then calls the watched opt.step, whose
+    # clipping sees the scaled per-sample gradients (each still cut to C, the noise still σ·C: DP holds)
+    scaler = torch.amp.GradScaler("cpu", init_scale=2.0 ** 4) if variant == "grad_scaler" else None
     noise_sched = ExponentialNoise(opt, gamma=GAMMA) if variant == "noise_schedule" else None
     clip_sched = ExponentialGradClip(opt, gamma=GAMMA) if variant == "clip_schedule" else None
     Xt, yt = torch.as_tensor(X, dtype=torch.float32), torch.as_tensor(y, dtype=torch.long)
@@ -111,7 +114,13 @@ def train_loop(X: np.ndarray, y: np.ndarray, n_classes: int, seed: int, *, varia
             opt.zero_grad(set_to_none=True)
             if bias_opt is not None:
                 bias_opt.zero_grad(set_to_none=True)
-            loss_fn(gsm(xb), yb).backward()
+            loss = loss_fn(gsm(xb), yb)
+            if scaler is not None:
+                scaler.scale(loss).backward()
+                scaler.step(opt)
+                scaler.update()
+                continue
+            loss.backward()
             if bias_opt is not None:
                 bias_opt.step()  # the bias learns from the batch's mean gradient: no clipping, no noise
                 net.bias.grad_sample = None  # not the DP optimizer's: opacus would keep appending
@@ -200,6 +209,7 @@ LOOPS: dict[str, Loop] = {lp.variant: lp for lp in (
     Loop("steplr", "StepLR halving the lr every epoch", True),
     Loop("steplr_after_watch", "StepLR on the DPOptimizer, created after privaudit.hooks.watch", True),
     Loop("step_hooks", "torch step pre/post hooks on the wrapped SGD and a user's wrapper of the watched step", True),
+    Loop("grad_scaler", "AMP's GradScaler (loss scaling; scaler.step calls the watched opt.step)", True),
     Loop("noise_schedule", f"opacus ExponentialNoise, σ × {GAMMA} per epoch, claim on the σ history", True),
     Loop("clip_schedule", f"opacus ExponentialGradClip, C × {GAMMA} per epoch", True),
     Loop("batch2", "expected batch size 2 (many empty Poisson batches)", True, (("batch_size", 2), ("epochs", 2))),

@@ -21,7 +21,8 @@ from benchmarks.planted.opacus_bugs import tiny_data
 pytestmark = pytest.mark.filterwarnings("ignore:Optimal order", "ignore:Full backward hook", "ignore:GDP accounting",
                                         "ignore:Using a non-full backward hook", "ignore:.*empty")
 
-HONEST = ("correct", "bmm", "momentum", "weight_decay", "steplr", "steplr_after_watch", "step_hooks", "batch2")
+HONEST = ("correct", "bmm", "momentum", "weight_decay", "steplr", "steplr_after_watch", "step_hooks", "grad_scaler",
+          "batch2")
 CHANGED = {  # fault → words the failure names
     "finetune_after_dp": "changed outside a watched DP step (after the last watched step)",
     "bias_second_optimizer": "changed during training but is not trained by the watched DPOptimizer",
@@ -34,7 +35,8 @@ def _weights(model) -> list[torch.Tensor]:
     return [t.detach().clone() for t in model.net.state_dict().values()]
 
 
-@pytest.mark.parametrize("variant", ["correct", "bmm", "momentum", "batch2", "steplr_after_watch", "step_hooks"])
+@pytest.mark.parametrize("variant", ["correct", "bmm", "momentum", "batch2", "steplr_after_watch", "step_hooks",
+                                     "grad_scaler"])
 def test_a_watched_run_releases_the_same_bits(variant: str) -> None:
     X, y = tiny_data(n=120)
     train = LOOPS[variant].train
