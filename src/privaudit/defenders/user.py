@@ -9,6 +9,9 @@ working directory, which for the stages is the repository root)::
   derived from ``base.seed`` (use it for *all* randomness), ``options`` the spec's ``options``.
 * ``model`` has ``predict_proba(X) -> (m, n_classes)`` (rows sum to 1; an sklearn estimator
   trained on a subset of the classes is widened by its ``classes_``).
+* A ``train`` that declares a ``device`` parameter (``def train(X, y, n_classes, seed, device="cpu")``)
+  gets ``base.device`` resolved (``cpu`` or ``cuda``), unless ``options`` sets it: a torch trainer then
+  runs on the GPU wherever privaudit fits it (release fit, canary shards, one-run and white-box runs).
 
 Persistence (never pickle):
 
@@ -73,8 +76,11 @@ class PythonDefender(Defender[PythonSpec]):
 
     def fit(self, X: np.ndarray, y: np.ndarray, seed: int) -> "PythonDefender":
         train = resolve_target(self.spec.target)
+        options = dict(self.spec.options)
+        if "device" not in options and _takes_device(train):  # base.device, resolved (cpu | cuda)
+            options["device"] = self.device
         with user_code(self.name, self.spec.target):
-            model = train(X, y, self.n_classes, seed, **self.spec.options)
+            model = train(X, y, self.n_classes, seed, **options)
         if not callable(getattr(model, "predict_proba", None)):
             raise ValueError(f"defender {self.name!r}: {self.spec.target} returned {type(model).__name__}, "
                              f"which has no predict_proba")
@@ -143,3 +149,15 @@ class PythonDefender(Defender[PythonSpec]):
     def describe(self) -> dict[str, Any]:
         return {**super().describe(), "note": "user trainer: deterministic/order_invariant/claims are declared "
                                               "by the user, not verified"}
+
+
+def _takes_device(train: Any) -> bool:
+    """Whether the user's ``train`` declares a ``device`` parameter (then it gets ``base.device`` resolved)."""
+    import inspect
+
+    try:
+        params = inspect.signature(train).parameters
+    except (TypeError, ValueError):
+        return False
+    p = params.get("device")
+    return p is not None and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
