@@ -19,8 +19,9 @@ import fcntl
 import os
 import subprocess
 import sys
+import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -70,18 +71,46 @@ def ensure_external_data(repo: Path) -> None:
     (folder / ".gitkeep").touch()
 
 
-def run_dvc(repo: Path, args: list[str], timeout_s: float | None = None) -> str:
-    """Run ``python -m dvc <args>`` in ``repo``; return stdout, raise :class:`PipelineError` on failure."""
+def run_dvc(repo: Path, args: list[str], timeout_s: float | None = None,
+            on_line: Callable[[str], None] | None = None) -> str:
+    """Run ``python -m dvc <args>`` in ``repo``; return stdout, raise :class:`PipelineError` on failure.
+
+    ``on_line`` gets each stdout line as it is printed (the plan, a line per finished shard with rate and
+    ETA), so a Prefect run shows a long stage's progress while it runs, not when it ends."""
     ensure_external_data(repo)
     cmd = [sys.executable, "-m", "dvc", *args]
+    proc = subprocess.Popen(cmd, cwd=repo, env=pipeline_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    err: list[str] = []
+    reader = threading.Thread(target=lambda: err.append(proc.stderr.read() if proc.stderr else ""), daemon=True)
+    reader.start()
+    timed_out = threading.Event()
+
+    def _kill() -> None:
+        timed_out.set()
+        proc.kill()
+
+    timer = threading.Timer(timeout_s, _kill) if timeout_s is not None else None
+    if timer is not None:
+        timer.start()
+    out: list[str] = []
     try:
-        proc = subprocess.run(cmd, cwd=repo, env=pipeline_env(), capture_output=True, text=True, timeout=timeout_s)
-    except subprocess.TimeoutExpired as exc:
-        raise PipelineError(f"`dvc {' '.join(args)}` in {repo} ran past {timeout_s} s") from exc
-    if proc.returncode != 0:
-        tail = (proc.stdout + "\n" + proc.stderr).strip()[-TAIL_CHARS:]
-        raise PipelineError(f"`dvc {' '.join(args)}` in {repo} failed (exit {proc.returncode}):\n{tail}")
-    return proc.stdout
+        for line in proc.stdout if proc.stdout is not None else []:
+            out.append(line)
+            if on_line is not None:
+                on_line(line.rstrip("\n"))
+        code = proc.wait()
+    finally:
+        if timer is not None:
+            timer.cancel()
+    reader.join()
+    stdout, stderr = "".join(out), "".join(err)
+    if timed_out.is_set():
+        raise PipelineError(f"`dvc {' '.join(args)}` in {repo} ran past {timeout_s} s")
+    if code != 0:
+        tail = (stdout + "\n" + stderr).strip()[-TAIL_CHARS:]
+        raise PipelineError(f"`dvc {' '.join(args)}` in {repo} failed (exit {code}):\n{tail}")
+    return stdout
 
 
 def yaml_scalar(value: Any) -> str:

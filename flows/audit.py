@@ -122,7 +122,8 @@ def run_pipeline(repo: Path, overrides: dict[str, Any], force: bool, timeout_s: 
     logger = get_run_logger()
     args = (["exp", "run", *set_overrides_args(overrides)] if overrides else ["repro"]) + (["--force"] if force else [])
     logger.info("running dvc %s in %s", " ".join(args), repo)
-    out = run_dvc(repo, args, timeout_s)
+    # the stages' own lines (the plan, a line per finished shard with rate and ETA) reach the run's log as they come
+    out = run_dvc(repo, args, timeout_s, on_line=lambda line: logger.info("%s", line) if line.strip() else None)
     ran = [line for line in out.splitlines() if line.startswith("Running stage")]
     logger.info("dvc: %s", "; ".join(ran) or "nothing to reproduce (all stages up to date)")
     return out

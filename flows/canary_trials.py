@@ -41,6 +41,7 @@ from flows._dvc import exclusive_pipeline, resolve_repo, run_dvc
 from flows.audit import GateFailed, defender_rows, gate_failure_message, publish_artifacts, read_gate, read_metrics
 from privaudit.canaries.shards import DEFAULT_SHARD_ROOT, Shard, missing_shards, run_shard, save_shard
 from privaudit.planning.plan_files import read_sized_runs
+from privaudit.planning.progress import FitProgress
 from privaudit.canaries.plan import CanaryPlan
 from privaudit.config import Params, load_params
 from privaudit.features.feature_set import FeatureSet, load_feature_set
@@ -68,7 +69,7 @@ def make_task_runner(address: str | None, n_workers: int, processes: bool) -> Da
                                           "processes": processes, "dashboard_address": None})
 
 
-@flow(name="privaudit-canary-shards")
+@flow(name="privaudit-canary-shards", log_prints=True)
 def shards_flow(repo: str, shards: list[Shard], device: str | None = None) -> list[str]:
     """Submit every shard to the flow's task runner; save each result as it arrives.
 
@@ -81,7 +82,12 @@ def shards_flow(repo: str, shards: list[Shard], device: str | None = None) -> li
     store = root / DEFAULT_SHARD_ROOT
     plan = CanaryPlan.of(params, root, sized_runs=read_sized_runs(root / "data" / "plan"))
     futures = [compute_shard.submit(plan, fs, shard, device) for shard in shards]
-    return [store_shard(store, plan, shard, future.result()) for shard, future in zip(shards, futures)]
+    saved = []
+    with FitProgress("canary shards", sum(s.stop - s.start for s in shards), "trial", bar=False) as progress:
+        for shard, future in zip(shards, futures):  # a line per shard with rate and ETA in the run's log
+            saved.append(store_shard(store, plan, shard, future.result()))
+            progress.advance(shard.stop - shard.start, f"{shard.defender} {shard.experiment} {shard.start}-{shard.stop}")
+    return saved
 
 
 def scheduler_address(dask_address: str | None, params: Params) -> str | None:

@@ -88,8 +88,8 @@ def test_second_run_reproduces_nothing(micro_workspace: Path, first_run: Any, mo
     outputs: list[str] = []
     real = audit.run_dvc
 
-    def spy(repo: Path, args: list[str], timeout_s: float | None = None) -> str:
-        outputs.append(out := real(repo, args, timeout_s))
+    def spy(repo: Path, args: list[str], timeout_s: float | None = None, on_line: Any = None) -> str:
+        outputs.append(out := real(repo, args, timeout_s, on_line))
         return out
 
     monkeypatch.setattr(audit, "run_dvc", spy)
@@ -142,7 +142,7 @@ def test_failed_gate_fails_the_flow_with_its_reasons(micro_workspace: Path, tmp_
     (repo / "dvc.yaml").write_text("stages: {}\n")
     (repo / "params.yaml").write_text((micro_workspace / "params.yaml").read_text())
 
-    def fake_repro(root: Path, args: list[str], timeout_s: float | None = None) -> str:
+    def fake_repro(root: Path, args: list[str], timeout_s: float | None = None, on_line: Any = None) -> str:
         (root / "metrics").mkdir()
         (root / "metrics" / "gate.json").write_text(json.dumps(FAILED_GATE))
         (root / "metrics" / "ltu.json").write_text(json.dumps({"mlp": {"privacy": 0.1, "privacy_stderr": 0.02}}))
@@ -169,7 +169,7 @@ def test_failed_gate_fails_the_flow_with_its_reasons(micro_workspace: Path, tmp_
 def test_pipeline_error_fails_the_run_without_retrying(micro_workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[list[str]] = []
 
-    def broken(repo: Path, args: list[str], timeout_s: float | None = None) -> str:
+    def broken(repo: Path, args: list[str], timeout_s: float | None = None, on_line: Any = None) -> str:
         calls.append(args)
         raise PipelineError("`dvc repro` failed (exit 255):\nERROR: failed to reproduce 'ltu'")
 
@@ -189,7 +189,7 @@ def test_bad_override_stops_before_the_pipeline(micro_workspace: Path, monkeypat
 
 def test_force_and_overrides_reach_dvc(micro_workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[list[str]] = []
-    monkeypatch.setattr(audit, "run_dvc", lambda repo, args, timeout_s=None: calls.append(args) or "")
+    monkeypatch.setattr(audit, "run_dvc", lambda repo, args, timeout_s=None, on_line=None: calls.append(args) or "")
     monkeypatch.setattr(audit, "read_gate", lambda repo: GateResult(passed=True, reasons=(), defenders={}))
     assert audit_flow(repo=str(micro_workspace), force=True, return_state=True).is_completed()
     audit_flow(repo=str(micro_workspace), overrides={"lidp_trials": 8}, return_state=True)
@@ -203,7 +203,7 @@ def test_override_run_restores_params_yaml(micro_workspace: Path, monkeypatch: p
     original = params_file.read_bytes()
     seen: list[int] = []
 
-    def exp_run(repo: Path, args: list[str], timeout_s: float | None = None) -> str:
+    def exp_run(repo: Path, args: list[str], timeout_s: float | None = None, on_line: Any = None) -> str:
         raw = yaml.safe_load(params_file.read_text())
         raw["lidp"]["trials"] = 8
         params_file.write_text(yaml.safe_dump(raw))  # as dvc exp run -S lidp.trials=8 leaves it
@@ -227,7 +227,7 @@ def test_pipeline_holds_the_global_limit_and_the_file_lock(micro_workspace: Path
     """While dvc runs: the ``privaudit-dvc`` slot is taken and a second locker times out."""
     seen: dict[str, Any] = {}
 
-    def probe(repo: Path, args: list[str], timeout_s: float | None = None) -> str:
+    def probe(repo: Path, args: list[str], timeout_s: float | None = None, on_line: Any = None) -> str:
         with get_client(sync_client=True) as client:
             seen["active"] = client.read_global_concurrency_limit_by_name(DVC_CONCURRENCY_LIMIT).active_slots
         with pytest.raises(TimeoutError, match="another pipeline run"):
@@ -250,3 +250,28 @@ def test_pipeline_holds_the_global_limit_and_the_file_lock(micro_workspace: Path
     assert seen == {"active": 1, "locked": True} and after == 0
     with file_lock(micro_workspace / LOCK_FILE, timeout_s=0):  # released afterwards
         pass
+
+
+def test_run_dvc_streams_each_line_as_it_is_printed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 35: a Prefect run shows a long stage's lines (plan, shards with ETA) while it runs."""
+    import sys
+
+    import flows._dvc as dvc_module
+
+    script = "import sys, time\nfor i in range(3):\n    print(f'canaries: shard {i} done', flush=True)\n    time.sleep(0.2)\n"
+    monkeypatch.setattr(dvc_module, "ensure_external_data", lambda repo: None)
+    seen: list[tuple[str, float]] = []
+    import time
+
+    monkeypatch.setattr(dvc_module.sys, "executable", sys.executable)
+    real_popen = dvc_module.subprocess.Popen
+    monkeypatch.setattr(dvc_module.subprocess, "Popen",
+                        lambda cmd, **kw: real_popen([sys.executable, "-c", script], **kw))
+    out = dvc_module.run_dvc(tmp_path, ["repro"], 30, on_line=lambda line: seen.append((line, time.monotonic())))
+    assert [line for line, _ in seen] == [f"canaries: shard {i} done" for i in range(3)]
+    assert seen[2][1] - seen[0][1] > 0.3  # delivered as printed, not all at the end
+    assert out.count("done") == 3
+    with pytest.raises(PipelineError, match="ran past"):
+        monkeypatch.setattr(dvc_module.subprocess, "Popen",
+                            lambda cmd, **kw: real_popen([sys.executable, "-c", "import time; time.sleep(30)"], **kw))
+        dvc_module.run_dvc(tmp_path, ["repro"], 0.5)
