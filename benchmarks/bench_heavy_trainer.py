@@ -100,7 +100,7 @@ def _workspace(dest: Path, params: dict, work: int) -> Path:
 def _params(n_jobs: int, runs: int, budget: float | None, lidp_trials: int) -> dict:
     params = yaml.safe_load((ROOT / "params.yaml").read_text())
     params["defenders"] = [{"name": "heavy", "kind": "python", "target": "heavy_trainer.py:train",
-                            "claimed_epsilon": 8.0, "claimed_delta": 1e-5}]
+                            "claimed_epsilon": 2.0, "claimed_delta": 1e-5}]
     params["ltu"].update(attackers=["loss_gap", "score_best"], risk_reference_models=0)
     params["lidp"].update(trials=lidp_trials)
     params["compute"].update(n_jobs=n_jobs, budget_minutes=budget)
@@ -134,7 +134,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--runs", type=int, default=64, help="black-box runs per side of the n_jobs comparison")
     ap.add_argument("--lidp-trials", type=int, default=8)
     ap.add_argument("--budget", type=float, default=3.0, help="compute.budget_minutes of the budget run")
-    ap.add_argument("--kill-after", type=float, default=30.0)
+    ap.add_argument("--kill-after", type=float, default=60.0)
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks/results/heavy_trainer.txt")
     args = ap.parse_args(argv)
     work = _calibrate(args.fit_seconds)

@@ -26,9 +26,11 @@ def test_plan_covers_every_trial_once_on_block_boundaries() -> None:
     p = make_params([MLP, LOGREG], lidp={"trials": 10}, compute={"block_trials": 4, "shard_trials": 5},
                     game3={"runs": 3})
     plan = plan_shards(p)
+    cuts = {"mlp": [(0, 8), (8, 10)],  # 5 rounded up to 2 blocks of 4
+            "logreg": [(0, 4), (4, 8), (8, 10)]}  # one fit per trial: shards of one block (even workers, resume)
     for name in ("mlp", "logreg"):
         lidp = [s for s in plan if s.defender == name and s.experiment == "lidp"]
-        assert [(s.start, s.stop) for s in lidp] == [(0, 8), (8, 10)]  # 5 rounded up to 2 blocks of 4
+        assert [(s.start, s.stop) for s in lidp] == cuts[name]
         assert [(s.start, s.stop) for s in plan if s.defender == name and s.experiment == "game3"] == [(0, 3)]
     assert plan_shards(p, shard_size=1)[1] == Shard("mlp", "lidp", 0, 4)
 

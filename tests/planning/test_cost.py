@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from privaudit.planning.cost import (MIN_BLACKBOX_RUNS, AuditSizes, DefenderInput, OverBudgetError, grid_runs,
+from privaudit.planning.cost import (MIN_BLACKBOX_RUNS, STAGE_STARTUP_S, WORKER_STARTUP_S, AuditSizes, DefenderInput, OverBudgetError, grid_runs,
                                      plan_audit)
 from privaudit.planning.progress import FitProgress
 
@@ -24,10 +24,14 @@ def _user(seconds: float | None = 2.0, runs: int = 320, observable: bool = False
 def test_fits_and_seconds_per_stage_follow_the_sizes() -> None:
     d = plan_audit([_user()], SIZES).defenders[0]
     stages = {s.stage: s for s in d.stages}
-    assert (stages["ltu"].fits, stages["ltu"].workers, stages["ltu"].seconds) == (40, 2, 40.0)
-    assert (stages["canaries"].fits, stages["canaries"].seconds) == (1 + 64 + 640, 705 * 2.0)
+    # fits x seconds / workers, plus the stage's start-up (and the worker pool's when there is one)
+    assert (stages["ltu"].fits, stages["ltu"].workers) == (40, 2)
+    assert stages["ltu"].seconds == 40.0 + STAGE_STARTUP_S + WORKER_STARTUP_S
+    assert (stages["canaries"].fits, stages["canaries"].seconds) == (1 + 64 + 640, 705 * 2.0 + STAGE_STARTUP_S)
     assert stages["one_run"].fits == 1 and stages["whitebox"].fits == 0  # not observable
-    assert d.fits == 746 and d.seconds == pytest.approx(40 + 1410 + 2)
+    assert stages["whitebox"].seconds == 0.0  # no fits, no start-up
+    assert d.fits == 746 and d.seconds == pytest.approx(40 + 1410 + 2 + 4 * STAGE_STARTUP_S - STAGE_STARTUP_S
+                                                        + WORKER_STARTUP_S)
 
 
 def test_batched_trainers_are_listed_but_not_timed() -> None:

@@ -110,6 +110,7 @@ COVERAGE: list[tuple[str, tuple[str, ...] | str]] = [
      + REVIEW),
     # --- benchmarks and GPU
     (r"python -m benchmarks\.bench_blackbox_honest.*", BENCH),
+    (r"python -m benchmarks\.bench_heavy_trainer.*", BENCH),
     (r"python benchmarks/bench_claim_curves\.py --audits 500 --runs 320 --workers 2", BENCH),
     (r"python benchmarks/bench_claim_tightness\.py --audits \d+", BENCH),
     (r"python benchmarks/bench_blackbox_catalogue\.py --claims 1 4 --seeds 5 --ladder 40 320 --scale 30 --level 0\.00833 --curves gdp eps_delta declared", BENCH),

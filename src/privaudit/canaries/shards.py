@@ -54,6 +54,7 @@ import numpy as np
 
 from privaudit.artifacts import atomic_file
 from privaudit.canaries.plan import CanaryPlan
+from privaudit.defenders.specs import BATCHED_KINDS
 from privaudit.features.feature_set import FeatureSet
 
 DEFAULT_SHARD_ROOT = Path("data/.shards/canaries")
@@ -85,7 +86,8 @@ def plan_shards(plan: CanaryPlan, shard_size: int | None = None) -> list[Shard]:
 
     ``shard_size`` (default ``compute.shard_trials``) is rounded up to whole blocks of
     ``compute.block_trials`` trials, the unit of randomness (black-box runs: whole
-    :meth:`CanaryPlan.blackbox_block` blocks).
+    :meth:`CanaryPlan.blackbox_block` blocks); a defender without a batched recipe (one fit per trial) gets
+    shards of one block.
     """
     block = _block(plan)
     size = int(shard_size or plan.compute.shard_trials)
@@ -96,7 +98,9 @@ def plan_shards(plan: CanaryPlan, shard_size: int | None = None) -> list[Shard]:
     for spec in plan.defenders:
         for exp in EXPERIMENTS:
             n = plan.trials(exp, spec.name)
-            step = size
+            # one fit per trial (no batched recipe): shards of one block, so that local workers share the
+            # fits evenly and a killed stage or a progress line is at most one block of fits behind
+            step = size if spec.kind in BATCHED_KINDS else block
             if exp == "blackbox" and n:
                 bb = plan.blackbox_block(spec.name)
                 step = -(-max(size, bb) // bb) * bb  # whole black-box blocks

@@ -16,8 +16,9 @@ whitebox    ``whitebox.runs`` (observable defenders only)
 ==========  =====================================================================================
 
 The seconds per fit are the defender's own release fit, timed by the defenders stage
-(:mod:`privaudit.planning.timings`); the estimate of a stage is fits × seconds / workers, and of the
-audit the sum over stages (DVC runs them one after the other). Batched trainers (``torch_mlp``,
+(:mod:`privaudit.planning.timings`); the estimate of a stage is fits × seconds / workers plus its start-up
+(:data:`STAGE_STARTUP_S`, and :data:`WORKER_STARTUP_S` for a worker pool), and of the audit the sum over
+stages (DVC runs them one after the other). Batched trainers (``torch_mlp``,
 ``dp_sgd``: thousands of models per call) are listed with their fits but not timed: their cost is not
 a multiple of one fit.
 
@@ -37,8 +38,14 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-__all__ = ["MIN_BLACKBOX_RUNS", "AuditCost", "AuditSizes", "CostPlan", "DefenderCost", "DefenderInput",
+__all__ = ["MIN_BLACKBOX_RUNS", "STAGE_STARTUP_S", "WORKER_STARTUP_S", "AuditCost", "AuditSizes", "CostPlan", "DefenderCost", "DefenderInput",
            "OverBudgetError", "grid_runs", "plan_audit"]
+
+#: seconds a stage process takes before its first fit (python, torch, sklearn and privaudit imports, DVC's
+#: own bookkeeping), added once per stage with timed fits; and a local worker pool's start (each worker
+#: imports the same) — measured on 2 shared cores: 3-6 s each
+STAGE_STARTUP_S = 5.0
+WORKER_STARTUP_S = 5.0
 
 #: fewest black-box runs per side the budget may size an audit down to (below this the certification
 #: share of 80 % leaves too few runs for any claim under ε ≈ 5 to be refuted, whatever the model)
@@ -202,7 +209,10 @@ def _stages(d: DefenderInput, sizes: AuditSizes, runs: int) -> tuple[AuditCost, 
 
     def cost(stage: str, fits: int, workers: int) -> AuditCost:
         w = max(1, min(workers, fits))
-        return AuditCost(stage, fits, w, None if s is None or d.batched else fits * s / w)
+        if s is None or d.batched:
+            return AuditCost(stage, fits, w, None)
+        startup = (STAGE_STARTUP_S + (WORKER_STARTUP_S if w > 1 else 0.0)) if fits else 0.0
+        return AuditCost(stage, fits, w, startup + fits * s / w)
 
     return (cost("ltu", sizes.ltu_fits, sizes.ltu_jobs),
             cost("canaries", sizes.game3_fits + sizes.lidp_fits + 2 * runs, sizes.canary_jobs),
@@ -223,7 +233,7 @@ def plan_audit(defenders: Sequence[DefenderInput], sizes: AuditSizes) -> CostPla
     ...                    budget_seconds=600.0)
     >>> plan = plan_audit([d], sizes)
     >>> plan.runs_per_side(), round(plan.seconds)
-    ({'mine': 224}, 595)
+    ({'mine': 192}, 551)
     """
     sized = [d for d in defenders if d.claims_epsilon and not d.batched and d.seconds_per_fit is not None
              and d.blackbox_runs > MIN_BLACKBOX_RUNS]
