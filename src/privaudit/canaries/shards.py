@@ -103,7 +103,7 @@ def plan_shards(plan: CanaryPlan, shard_size: int | None = None) -> list[Shard]:
             step = size if spec.kind in BATCHED_KINDS else block
             if exp == "blackbox" and n:
                 bb = plan.blackbox_block(spec.name)
-                step = -(-max(size, bb) // bb) * bb  # whole black-box blocks
+                step = -(-max(step, bb) // bb) * bb  # whole black-box blocks
             out += [Shard(spec.name, exp, s, min(n, s + step)) for s in range(0, n, step)]
     return out
 
