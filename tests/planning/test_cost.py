@@ -24,14 +24,21 @@ def _user(seconds: float | None = 2.0, runs: int = 320, observable: bool = False
 def test_fits_and_seconds_per_stage_follow_the_sizes() -> None:
     d = plan_audit([_user()], SIZES).defenders[0]
     stages = {s.stage: s for s in d.stages}
-    # fits x seconds / workers, plus the stage's start-up (and the worker pool's when there is one)
-    assert (stages["ltu"].fits, stages["ltu"].workers) == (40, 2)
-    assert stages["ltu"].seconds == 40.0 + STAGE_STARTUP_S + WORKER_STARTUP_S
-    assert (stages["canaries"].fits, stages["canaries"].seconds) == (1 + 64 + 640, 705 * 2.0 + STAGE_STARTUP_S)
+    # fits x seconds / workers
+    assert (stages["ltu"].fits, stages["ltu"].workers, stages["ltu"].seconds) == (40, 2, 40.0)
+    assert (stages["canaries"].fits, stages["canaries"].seconds) == (1 + 64 + 640, 705 * 2.0)
     assert stages["one_run"].fits == 1 and stages["whitebox"].fits == 0  # not observable
-    assert stages["whitebox"].seconds == 0.0  # no fits, no start-up
-    assert d.fits == 746 and d.seconds == pytest.approx(40 + 1410 + 2 + 4 * STAGE_STARTUP_S - STAGE_STARTUP_S
-                                                        + WORKER_STARTUP_S)
+    assert d.fits == 746 and d.seconds == pytest.approx(40 + 1410 + 2)
+
+
+def test_stage_start_up_is_counted_once_per_stage_not_per_defender() -> None:
+    """Each stage is one process that fits every defender: 20 quick defenders pay its start-up once."""
+    many = [DefenderInput(f"d{i}", "logistic_regression", False, False, False, 0.01, 32) for i in range(20)]
+    one = plan_audit(many[:1], SIZES)
+    plan = plan_audit(many, SIZES)
+    startup = 3 * STAGE_STARTUP_S + WORKER_STARTUP_S  # ltu (2 workers), canaries, one_run; no whitebox fits
+    assert one.startup_seconds == plan.startup_seconds == startup
+    assert plan.seconds == pytest.approx(20 * (one.seconds - startup) + startup)
 
 
 def test_batched_trainers_are_listed_but_not_timed() -> None:

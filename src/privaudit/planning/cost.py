@@ -16,9 +16,9 @@ whitebox    ``whitebox.runs`` (observable defenders only)
 ==========  =====================================================================================
 
 The seconds per fit are the defender's own release fit, timed by the defenders stage
-(:mod:`privaudit.planning.timings`); the estimate of a stage is fits × seconds / workers plus its start-up
-(:data:`STAGE_STARTUP_S`, and :data:`WORKER_STARTUP_S` for a worker pool), and of the audit the sum over
-stages (DVC runs them one after the other). Batched trainers (``torch_mlp``,
+(:mod:`privaudit.planning.timings`); the estimate of a stage is fits × seconds / workers, and of the audit
+the sum over defenders and stages (DVC runs the stages one after the other, each fits every defender) plus
+each such stage's start-up, once (:data:`STAGE_STARTUP_S`, and :data:`WORKER_STARTUP_S` for a worker pool). Batched trainers (``torch_mlp``,
 ``dp_sgd``: thousands of models per call) are listed with their fits but not timed: their cost is not
 a multiple of one fit.
 
@@ -141,11 +141,12 @@ class CostPlan:
     defenders: tuple[DefenderCost, ...]
     budget_seconds: float | None
     notes: tuple[str, ...] = field(default=())
+    startup_seconds: float = 0.0
 
     @property
     def seconds(self) -> float:
-        """Estimated wall time of every timed fit."""
-        return sum(d.seconds or 0.0 for d in self.defenders)
+        """Estimated wall time of every timed fit, plus the start-up of the stages that make them."""
+        return sum(d.seconds or 0.0 for d in self.defenders) + self.startup_seconds
 
     def runs_per_side(self) -> dict[str, int]:
         """Black-box runs per side by defender (what the canaries stage runs)."""
@@ -170,7 +171,8 @@ class CostPlan:
             out.append(f"plan: {d.name} ({d.kind}): {d.fits} fits ({parts}); {cost}{runs}")
         budget = ("no budget (compute.budget_minutes: null)" if self.budget_seconds is None
                   else f"budget {_duration(self.budget_seconds)} (compute.budget_minutes)")
-        out.append(f"plan: estimated {_duration(self.seconds)} of timed fits; {budget}")
+        out.append(f"plan: estimated {_duration(self.seconds)} of timed fits (with {self.startup_seconds:.0f} s of "
+                   f"stage start-up); {budget}")
         out.extend(f"plan: {n}" for n in self.notes)
         return out
 
@@ -209,15 +211,23 @@ def _stages(d: DefenderInput, sizes: AuditSizes, runs: int) -> tuple[AuditCost, 
 
     def cost(stage: str, fits: int, workers: int) -> AuditCost:
         w = max(1, min(workers, fits))
-        if s is None or d.batched:
-            return AuditCost(stage, fits, w, None)
-        startup = (STAGE_STARTUP_S + (WORKER_STARTUP_S if w > 1 else 0.0)) if fits else 0.0
-        return AuditCost(stage, fits, w, startup + fits * s / w)
+        return AuditCost(stage, fits, w, None if s is None or d.batched else fits * s / w)
 
     return (cost("ltu", sizes.ltu_fits, sizes.ltu_jobs),
             cost("canaries", sizes.game3_fits + sizes.lidp_fits + 2 * runs, sizes.canary_jobs),
             cost("one_run", 1, 1),
             cost("whitebox", sizes.whitebox_runs if d.observable else 0, 1))
+
+
+def _startup(costs: Sequence[tuple[AuditCost, ...]]) -> float:
+    """Start-up of the stages that make timed fits: once per stage (one process fits every defender), plus a
+    worker pool's where one is used."""
+    total = 0.0
+    for stage in ("ltu", "canaries", "one_run", "whitebox"):
+        timed = [c for stages in costs for c in stages if c.stage == stage and c.fits and c.seconds is not None]
+        if timed:
+            total += STAGE_STARTUP_S + (WORKER_STARTUP_S if max(c.workers for c in timed) > 1 else 0.0)
+    return total
 
 
 def plan_audit(defenders: Sequence[DefenderInput], sizes: AuditSizes) -> CostPlan:
@@ -240,7 +250,8 @@ def plan_audit(defenders: Sequence[DefenderInput], sizes: AuditSizes) -> CostPla
     runs = {d.name: d.blackbox_runs for d in defenders}
 
     def total(r: dict[str, int]) -> float:
-        return sum(sum(c.seconds or 0.0 for c in _stages(d, sizes, r[d.name])) for d in defenders)
+        costs = [_stages(d, sizes, r[d.name]) for d in defenders]
+        return sum(c.seconds or 0.0 for stages in costs for c in stages) + _startup(costs)
 
     notes = []
     untimed = [d.name for d in defenders if d.seconds_per_fit is None and not d.batched]
@@ -271,4 +282,4 @@ def plan_audit(defenders: Sequence[DefenderInput], sizes: AuditSizes) -> CostPla
                   "or ltu.reference_models, or restrict canaries.defenders")
     out = tuple(DefenderCost(d.name, d.kind, None if d.batched else d.seconds_per_fit, runs[d.name], d.blackbox_runs,
                              _stages(d, sizes, runs[d.name])) for d in defenders)
-    return CostPlan(out, budget, tuple(notes))
+    return CostPlan(out, budget, tuple(notes), _startup([d.stages for d in out]))
