@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn.datasets import load_digits
@@ -19,16 +18,12 @@ from sklearn.datasets import load_digits
 from privaudit.attacks.ltu import LtuData
 from privaudit.attacks.sample_risk import RiskOptions, risk_from_confidences, sample_risk
 from privaudit.defenders.registry import make_defender, validate_defender_spec
+from tests.attacks.test_sample_risk import _paired_inside
+from tests.torch_threads import _one_torch_thread  # noqa: F401 - autouse fixture
 
 LEVEL = 0.05
 
 
-@pytest.fixture(autouse=True)
-def _one_torch_thread():  # type: ignore[no-untyped-def]
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 #: one spec per defender kind that trains on small data (the sklearn zoo's non-default estimators
@@ -126,15 +121,6 @@ def test_negative_control_fdr_on_full_digits_for_every_kind(kind: str) -> None:
 
 def _sig(f: np.ndarray) -> np.ndarray:
     return 1 / (1 + np.exp(-f))
-
-
-def _paired_inside(n: int, K: int, rng: np.random.Generator) -> np.ndarray:
-    inside = np.zeros((n, K), bool)
-    for k in range(0, K, 2):
-        half = rng.permutation(n)[: n // 2]
-        inside[half, k] = True
-        inside[np.setdiff1d(np.arange(n), half), k + 1] = True
-    return inside
 
 
 def test_only_samples_with_positive_risk_are_flagged() -> None:
