@@ -15,12 +15,13 @@ from privaudit.artifacts import atomic_dir, ensure_writable
 from privaudit.canaries.assembly import canary_meta, summary_line, write_defender_outputs
 from privaudit.canaries.plan import CanaryPlan
 from privaudit.canaries.runner import check_canary_setup
-from privaudit.canaries.shards import (DEFAULT_SHARD_ROOT, inputs_fingerprint, missing_shards, plan_shards,
+from privaudit.canaries.shards import (DEFAULT_SHARD_ROOT, Shard, inputs_fingerprint, missing_shards, plan_shards,
                                        prune_shards, run_missing_shards)
 from privaudit.canaries.sizes import game3_canaries
 from privaudit.config import Params
 from privaudit.planning.plan_files import read_sized_runs
 from privaudit.planning.progress import FitProgress
+from privaudit.planning.timings import DEFAULT_TIMINGS, record_shard_times
 from privaudit.determinism import configure_determinism
 from privaudit.features import resolve_device
 from privaudit.features.feature_set import load_feature_set
@@ -34,6 +35,8 @@ def _args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--shards", type=Path, default=DEFAULT_SHARD_ROOT, help="store of finished shards")
     p.add_argument("--plan", type=Path, default=None,
                    help="the plan stage's outputs (data/plan): black-box runs sized to compute.budget_minutes")
+    p.add_argument("--timings", type=Path, default=DEFAULT_TIMINGS,
+                   help="where the shards' seconds per fit are recorded for the next plan (outside DVC)")
 
 
 def _body(args: argparse.Namespace, params: Params) -> None:
@@ -48,15 +51,23 @@ def _body(args: argparse.Namespace, params: Params) -> None:
     where = "locally" if params.compute.scheduler == "local" else "on " + params.compute.scheduler
     jobs = f", {params.compute.n_jobs} worker processes" if where == "locally" and params.compute.n_jobs > 1 else ""
     print(f"canaries: {len(shards) - len(todo)} of {len(shards)} shards already finished; running {len(todo)} ({where}{jobs})")
+    took: dict[str, list[tuple[int, float]]] = {}  # per defender: trials and seconds of each shard (fit times)
+
+    def done(s: Shard, seconds: float) -> None:
+        took.setdefault(s.defender, []).append((s.stop - s.start, seconds))
+        bar.advance(s.stop - s.start, f"{s.defender} {s.experiment} {s.start}-{s.stop}")
+
     with FitProgress("canaries", sum(s.stop - s.start for s in todo), "trial", bar=progress_enabled()) as bar:
-        run_missing_shards(args.shards, plan, fs, todo, device,
-                           lambda s: bar.advance(s.stop - s.start, f"{s.defender} {s.experiment} {s.start}-{s.stop}"))
+        run_missing_shards(args.shards, plan, fs, todo, device, done)
     fp, n_game3 = inputs_fingerprint(fs), game3_canaries(plan, int(fs.is_defender.sum()))
     meta = canary_meta(plan, fs.n_classes, n_game3, fp)
     with atomic_dir(args.out) as tmp:
         for name in (spec.name for spec in plan.defenders):
             write_defender_outputs(tmp, args.shards, plan, shards, name, meta, fp, fs)
             print(summary_line(plan, name, fs.n_classes, n_game3))
+    # measured, not a result: beside the DVC outputs, for the next plan (privaudit.planning.timings)
+    record_shard_times([spec.model_dump(mode="json") for spec in plan.defenders], took,
+                       int(fs.is_defender.sum()), Path.cwd(), args.timings)
     if removed := (prune_shards(args.shards, plan) if params.compute.prune_shards else []):
         print(f"canaries: pruned {len(removed)} shard director{'y' if len(removed) == 1 else 'ies'} of other "
               f"params/code under {args.shards} (compute.prune_shards: false keeps them)")

@@ -1,7 +1,7 @@
 """Stage plan: before any expensive stage, what the audit will cost → ``data/plan/`` (sizes) and a printed plan.
 
-Per defender and stage: the fits planned, the seconds per fit (the release fit the defenders stage timed,
-``data/.timings/fits.json``) and the estimated wall time at the configured workers; the black-box runs of
+Per defender and stage: the fits planned, the seconds per fit (the mean of the last canaries stage's fits
+of the same trainer, else the release fit the defenders stage timed: ``data/.timings/fits.json``) and the estimated wall time at the configured workers; the black-box runs of
 sequential claiming defenders sized to ``compute.budget_minutes`` (``privaudit.planning.cost``). Over
 budget even at the smallest sizes: exit 1 with one line naming the params to change.
 
@@ -57,9 +57,10 @@ def _body(args: argparse.Namespace, params: Params) -> None:
         t = times.get(spec.name)
         key = fit_key(spec.model_dump(mode="json"), digests.get(spec.name), n_defender)
         batched = spec.kind in BATCHED_KINDS
+        seconds, timed_by = t.planning_seconds() if t is not None and t.key == key else (None, "")
         inputs.append(DefenderInput(
             name=spec.name, kind=spec.kind, batched=batched, claims_epsilon=spec.claims_epsilon(),
-            observable=spec.observable_training(), seconds_per_fit=t.seconds if t is not None and t.key == key else None,
+            observable=spec.observable_training(), seconds_per_fit=seconds, timed_by=timed_by,
             blackbox_runs=params.blackbox.runs_per_side(batched=batched, claims_epsilon=spec.claims_epsilon(),
                                                         observable=spec.observable_training())))
     plan = plan_audit(inputs, sizes_of(params))  # OverBudgetError: one line, exit 1, nothing written
@@ -70,7 +71,7 @@ def _body(args: argparse.Namespace, params: Params) -> None:
     args.timings.parent.mkdir(parents=True, exist_ok=True)
     write_json(args.timings.parent / "plan.json", {
         "estimated_seconds": plan.seconds, "budget_seconds": plan.budget_seconds,
-        "defenders": {d.name: {"seconds_per_fit": d.seconds_per_fit, "fits": d.fits, "seconds": d.seconds,
+        "defenders": {d.name: {"seconds_per_fit": d.seconds_per_fit, "timed_by": d.timed_by, "fits": d.fits, "seconds": d.seconds,
                                "blackbox_runs": d.blackbox_runs, "requested_runs": d.requested_runs,
                                "stages": {s.stage: {"fits": s.fits, "workers": s.workers, "seconds": s.seconds}
                                           for s in d.stages}} for d in plan.defenders}})

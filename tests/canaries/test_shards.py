@@ -141,8 +141,11 @@ def test_local_worker_processes_give_the_one_process_results(tmp_path: Path, sma
     assert shard_dir(tmp_path / "a", one).name == shard_dir(tmp_path / "b", two).name
     run_missing_shards(tmp_path / "a", one, small_fs, plan_shards(one), "cpu")
     seen: list[Shard] = []
-    run_missing_shards(tmp_path / "b", two, small_fs, plan_shards(two), "cpu", seen.append)
+    seconds: list[float] = []
+    run_missing_shards(tmp_path / "b", two, small_fs, plan_shards(two), "cpu",
+                       lambda shard, took: (seen.append(shard), seconds.append(took)))
     assert sorted(seen, key=plan_shards(two).index) == plan_shards(two)  # every shard reported once
+    assert all(t > 0 for t in seconds)  # with the seconds it took in its worker (the plan's audit-fit time)
     for shard in plan_shards(one):
         a, b = load_shard(tmp_path / "a", one, shard), load_shard(tmp_path / "b", two, shard)
         assert a.keys() == b.keys()

@@ -45,6 +45,7 @@ import hashlib
 import json
 import os
 import shutil
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -206,35 +207,40 @@ def run_shard(plan: CanaryPlan, fs: FeatureSet, shard: Shard, device: str) -> di
     return arrays
 
 
-def _run_shard_on_worker(plan: CanaryPlan, fs: FeatureSet, shard: Shard, device: str) -> dict[str, np.ndarray]:
-    """:func:`run_shard` in a Dask worker's process, after the device's deterministic-kernel settings
+def _timed_shard(plan: CanaryPlan, fs: FeatureSet, shard: Shard, device: str) -> tuple[dict[str, np.ndarray], float]:
+    """:func:`run_shard` and the seconds it took in the process that ran it (a measurement for the plan,
+    :func:`privaudit.planning.timings.record_audit_fit_time`; never part of the shard)."""
+    start = time.perf_counter()
+    arrays = run_shard(plan, fs, shard, device)
+    return arrays, time.perf_counter() - start
+
+
+def _run_shard_on_worker(plan: CanaryPlan, fs: FeatureSet, shard: Shard,
+                         device: str) -> tuple[dict[str, np.ndarray], float]:
+    """:func:`_timed_shard` in a Dask worker's process, after the device's deterministic-kernel settings
     (:func:`privaudit.determinism.configure_determinism`; the stage sets them only in its own process)."""
     from privaudit.determinism import configure_determinism
 
     configure_determinism(device)
-    return run_shard(plan, fs, shard, device)
-
-
-def plan_index(plan: CanaryPlan, shard: Shard) -> int:
-    """Position of ``shard`` in :func:`plan_shards` (a stable tie-break)."""
-    return plan_shards(plan).index(shard)
+    return _timed_shard(plan, fs, shard, device)
 
 
 def _run_shard_in_process(plan: CanaryPlan, fs: FeatureSet, shard: Shard,
-                          device: str) -> tuple[Shard, dict[str, np.ndarray]]:
-    """:func:`run_shard` in a local worker process (one torch thread, deterministic kernels)."""
+                          device: str) -> tuple[Shard, dict[str, np.ndarray], float]:
+    """:func:`_timed_shard` in a local worker process (one torch thread, deterministic kernels)."""
     import torch
 
     from privaudit.determinism import configure_determinism
 
     torch.set_num_threads(1)
     configure_determinism(device)
-    return shard, run_shard(plan, fs, shard, device)
+    return (shard, *_timed_shard(plan, fs, shard, device))
 
 
 def run_missing_shards(root: Path, plan: CanaryPlan, fs: FeatureSet, todo: Sequence[Shard], device: str,
-                       progress: Callable[[Shard], None] = lambda shard: None) -> None:
-    """Run the shards ``todo`` and save each as it finishes; ``progress`` gets each finished shard.
+                       progress: Callable[[Shard, float], None] = lambda shard, seconds: None) -> None:
+    """Run the shards ``todo`` and save each as it finishes; ``progress`` gets each finished shard and the
+    seconds it took in the process that ran it.
 
     Locally (``compute.scheduler: local``) one after the other, or on ``compute.n_jobs`` local worker
     processes (joblib's loky backend; each worker sets the device's deterministic kernels and one torch
@@ -247,19 +253,21 @@ def run_missing_shards(root: Path, plan: CanaryPlan, fs: FeatureSet, todo: Seque
         n_jobs = min(int(plan.compute.n_jobs), len(todo))
         if n_jobs <= 1:
             for shard in todo:
-                save_shard(root, plan, shard, run_shard(plan, fs, shard, device))
-                progress(shard)
+                arrays, seconds = _timed_shard(plan, fs, shard, device)
+                save_shard(root, plan, shard, arrays)
+                progress(shard, seconds)
             return
         from joblib import Parallel, delayed
 
-        # longest shards first (they are whole blocks; the big ones are the black-box runs) to balance workers
-        order = sorted(todo, key=lambda s: (-(s.stop - s.start), plan_index(plan, s)))
+        # longest shards first (they are whole blocks; the big ones are the black-box runs) to balance workers;
+        # the sort is stable, so shards of one length keep their plan order
+        order = sorted(todo, key=lambda s: -(s.stop - s.start))
         inner = dataclasses.replace(plan, fits_in_shard_workers=True)
         runs = Parallel(n_jobs=n_jobs, return_as="generator_unordered")(
             delayed(_run_shard_in_process)(inner, fs, s, device) for s in order)
-        for shard, arrays in runs:
+        for shard, arrays, seconds in runs:
             save_shard(root, plan, shard, arrays)
-            progress(shard)
+            progress(shard, seconds)
         return
     from distributed import Client, as_completed
 
@@ -268,8 +276,9 @@ def run_missing_shards(root: Path, plan: CanaryPlan, fs: FeatureSet, todo: Seque
         futures = {client.submit(_run_shard_on_worker, plan, fs_f, s, device, pure=False): s for s in todo}
         for fut in as_completed(futures):
             shard = futures[fut]
-            save_shard(root, plan, shard, fut.result())
-            progress(shard)
+            arrays, seconds = fut.result()
+            save_shard(root, plan, shard, arrays)
+            progress(shard, seconds)
 
 
 def save_shard(root: Path, plan: CanaryPlan, shard: Shard, arrays: dict[str, np.ndarray]) -> Path:

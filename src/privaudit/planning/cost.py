@@ -15,8 +15,8 @@ one_run     1 (the training run with the canary rows)
 whitebox    ``whitebox.runs`` (observable defenders only)
 ==========  =====================================================================================
 
-The seconds per fit are the defender's own release fit, timed by the defenders stage
-(:mod:`privaudit.planning.timings`); the estimate of a stage is fits × seconds / workers, and of the audit
+The seconds per fit are the mean of the defender's fits in the last canaries stage of the same trainer
+(sustained fits), else its own release fit, timed by the defenders stage (:mod:`privaudit.planning.timings`); the estimate of a stage is fits × seconds / workers, and of the audit
 the sum over defenders and stages (DVC runs the stages one after the other, each fits every defender) plus
 each such stage's start-up, once (:data:`STAGE_STARTUP_S`, and :data:`WORKER_STARTUP_S` for a worker pool). Batched trainers (``torch_mlp``,
 ``dp_sgd``: thousands of models per call) are listed with their fits but not timed: their cost is not
@@ -65,8 +65,10 @@ class DefenderInput:
         batched: trained by privaudit's batched trainer (many models per call; not timed).
         claims_epsilon: it claims a DP ε (sizes its black-box runs).
         observable: its training loop is watched (white-box audit; small black-box cross-check).
-        seconds_per_fit: its measured release fit (``None``: not measured).
+        seconds_per_fit: its measured seconds per fit (``None``: not measured).
         blackbox_runs: black-box runs per side its params ask for.
+        timed_by: what measured ``seconds_per_fit`` (``"release fit"`` or ``"audit fits"``:
+            :meth:`privaudit.planning.timings.FitTime.planning_seconds`).
     """
 
     name: str
@@ -76,6 +78,7 @@ class DefenderInput:
     observable: bool
     seconds_per_fit: float | None
     blackbox_runs: int
+    timed_by: str = "release fit"
 
 
 @dataclass(frozen=True)
@@ -121,6 +124,7 @@ class DefenderCost:
     blackbox_runs: int
     requested_runs: int
     stages: tuple[AuditCost, ...]
+    timed_by: str = "release fit"
 
     @property
     def fits(self) -> int:
@@ -165,7 +169,7 @@ class CostPlan:
             if d.seconds_per_fit is None:
                 cost = "batched trainer, not timed" if d.kind in _BATCHED_NOTE else "fit time not measured"
             else:
-                cost = f"{d.seconds_per_fit:.3g} s per fit, about {_duration(d.seconds or 0.0)}"
+                cost = f"{d.seconds_per_fit:.3g} s per fit ({d.timed_by}), about {_duration(d.seconds or 0.0)}"
             runs = (f"; black-box runs {d.blackbox_runs} per side (asked {d.requested_runs}, sized to "
                     f"compute.budget_minutes)" if d.blackbox_runs < d.requested_runs else "")
             out.append(f"plan: {d.name} ({d.kind}): {d.fits} fits ({parts}); {cost}{runs}")
@@ -281,5 +285,5 @@ def plan_audit(defenders: Sequence[DefenderInput], sizes: AuditSizes) -> CostPla
                 + ": raise compute.budget_minutes or compute.n_jobs, or lower lidp.trials, ltu.risk_reference_models "
                   "or ltu.reference_models, or restrict canaries.defenders")
     out = tuple(DefenderCost(d.name, d.kind, None if d.batched else d.seconds_per_fit, runs[d.name], d.blackbox_runs,
-                             _stages(d, sizes, runs[d.name])) for d in defenders)
+                             _stages(d, sizes, runs[d.name]), d.timed_by) for d in defenders)
     return CostPlan(out, budget, tuple(notes), _startup([d.stages for d in out]))
