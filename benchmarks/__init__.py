@@ -1,2 +1,2 @@
-"""Benchmarks of privaudit (scripts; see README "Tests"). A package so that ``benchmarks.planted`` wins over any
-site-packages module of the same name."""
+"""Benchmarks of privaudit (scripts; see README "Tests"), run as ``python -m benchmarks.<name>``. The trainers and
+simulations they share with the tests are ``privaudit.testing``."""

@@ -9,7 +9,8 @@ import time, sys, numpy as np, torch
 torch.set_num_threads(2)
 from sklearn.datasets import load_digits
 from privaudit.defenders.specs import validate_defender_spec
-from privaudit.train import recipe_from_spec, TrainData, train_heads, predict_proba
+from privaudit.train import TrainData, train_heads, predict_proba
+from privaudit.defenders.recipes import recipe_from_spec
 X, y = load_digits(return_X_y=True)
 X = ((X - X.mean(0)) / np.maximum(X.std(0), 1e-12)).astype(np.float32)[::2]; y = y[::2].astype(np.int64)
 n, d = X.shape

@@ -1,6 +1,6 @@
 """Benchmark: the planted-bug catalogue as plain trainers under the many-run black-box audit.
 
-Plain DP-SGD trainers of a linear softmax head (``benchmarks/planted/blackbox_plain_trainers.py``: numpy or
+Plain DP-SGD trainers of a linear softmax head (``src/privaudit/testing/planted/blackbox_plain_trainers.py``: numpy or
 torch loops, zero or random init, update scaled by lr/B or lr; bugs σ/4, accountant told 10× n,
 no clipping, no noise, noise once per epoch) on the digits Defender half, claims ε ∈ {1, 4}
 (δ = 1e-5). The variant of seed s is ``VARIANTS[s % 5]``. Each (claim, bug, seed) trains runs
@@ -41,11 +41,11 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from bench_blackbox_tightness import digits_defender  # noqa: E402
 
-from privaudit.blackbox_runs import certify_scores  # noqa: E402
+from privaudit.testing.blackbox_runs import certify_scores  # noqa: E402
 from privaudit.stats.claim_runs import certify_claim_scores  # noqa: E402
 from privaudit.stats.tradeoff import EpsDeltaFamily, SubsampledGaussianFamily  # noqa: E402
 from privaudit.canaries.crafted import craft_canary, score_model  # noqa: E402
-from benchmarks.planted.blackbox_plain_trainers import BUGS, PlainTrainer, recipe_numbers, true_epsilon  # noqa: E402
+from privaudit.testing.planted.blackbox_plain_trainers import BUGS, PlainTrainer, recipe_numbers, true_epsilon  # noqa: E402
 
 CURVES = ("gdp", "eps_delta", "declared")
 

@@ -39,13 +39,13 @@ import numpy as np
 import torch
 
 from benchmarks.bench_blackbox_tightness import default_spec, digits_defender
-from privaudit.blackbox_runs import BlackboxAuditConfig, audit_batched_recipe
+from privaudit.testing.blackbox_runs import BlackboxAuditConfig, audit_batched_recipe
 from privaudit.defenders.dp_sgd import accountant_epsilon
 from privaudit.defenders.specs import validate_defender_spec
 from privaudit.stats.claim_runs import certify_claim_scores
 from privaudit.stats.gdp_runs import certify_scores
 from privaudit.stats.tradeoff import SubsampledGaussianFamily
-from privaudit.train import recipe_from_spec
+from privaudit.defenders.recipes import recipe_from_spec
 
 LEVEL = 0.05 / 6
 

@@ -22,11 +22,11 @@ import numpy as np
 import torch
 from sklearn.datasets import load_digits
 
-from privaudit.blackbox_runs import BlackboxAuditConfig, audit_batched_recipe
+from privaudit.testing.blackbox_runs import BlackboxAuditConfig, audit_batched_recipe
 from privaudit.data.split import stratified_split
 from privaudit.defenders.specs import validate_defender_spec
 from privaudit.features.identity import standardize
-from privaudit.train import recipe_from_spec
+from privaudit.defenders.recipes import recipe_from_spec
 
 
 def digits_defender(seed: int = 2026) -> tuple[np.ndarray, np.ndarray]:

@@ -2,7 +2,7 @@
 
 The seven DP-SGD bugs of issue 14 ((a) σ/4, (b) σ for a 10× larger data set, (c) no clipping,
 (d) no noise, (e) noise once per epoch, (f) one noise draw reused, (g) shuffled fixed-size
-batches) as plain numpy trainers (``benchmarks/planted/blackbox_trainers.py``, no opacus, no hook),
+batches) as plain numpy trainers (``src/privaudit/testing/planted/blackbox_trainers.py``, no opacus, no hook),
 claiming ε = 1 (δ = 1e-5) on the digits Defender half; one-run audit with the default design
 (160 canary rows, one training run, level 0.05) over several seeds. The white-box audit catches
 all seven when the trainer is an opacus loop that calls ``privaudit.hooks.watch``
@@ -16,18 +16,15 @@ from __future__ import annotations
 import argparse
 import os
 import platform
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
 from sklearn.datasets import load_digits
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))  # benchmarks/planted/blackbox_trainers.py
 
 from privaudit.audits.one_run import one_run_audit  # noqa: E402
-from benchmarks.planted.blackbox_trainers import BUGS, train_dp_sgd  # noqa: E402
+from privaudit.testing.planted.blackbox_trainers import BUGS, train_dp_sgd  # noqa: E402
 
 
 def main() -> None:

@@ -2,7 +2,7 @@
 
 Every row drives an honest mechanism (its claim holds exactly) through the pipeline's own code
 path — the audit function at the level and δ the error budget assigns, ``assemble_entry`` and
-``evaluate_gate`` (see :mod:`privaudit.gate_simulation`) — and counts how often the gate
+``evaluate_gate`` (see :mod:`privaudit.testing.gate_simulation`) — and counts how often the gate
 flags the claim. A correct gate shows a rate ≤ gate.beta within binomial noise. The row marked
 "planted fault" audits at the global δ = 1e-5 instead of the claim's δ (the behaviour before
 issue 13): it shows what the δ fix removes.
@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from privaudit.gate_simulation import GateScenario, simulate_gate
+from privaudit.testing.gate_simulation import GateScenario, simulate_gate
 
 SCENARIOS = (
     GateScenario("Gaussian, LiDP add/remove", "gaussian", 1.0, 1e-5),

@@ -23,7 +23,6 @@ import bisect
 import math
 import os
 import platform
-import sys
 import time
 import warnings
 from pathlib import Path
@@ -31,7 +30,6 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))  # benchmarks/planted/blackbox_trainers.py
 
 from privaudit.defenders.registry import make_defender, validate_defender_spec  # noqa: E402
 from privaudit.audits.one_run import bounds_from_losses, one_run_audit  # noqa: E402
@@ -41,8 +39,8 @@ from privaudit.stats.fdp_one_run import (  # noqa: E402
     gdp_blowup_inverse,
     gdp_epsilon,
 )
-from benchmarks.planted.digits import digits_train  # noqa: E402
-from benchmarks.planted.blackbox_trainers import (  # noqa: E402
+from privaudit.testing.planted.digits import digits_train  # noqa: E402
+from privaudit.testing.planted.blackbox_trainers import (  # noqa: E402
     accountant_epsilon,
     recipe,
     train_dp_sgd,

@@ -4,7 +4,7 @@
       C 1.0, δ 1e-5, PRV accountant) on the standardised digits Defender half (898 × 64, split
       like the pipeline: stratified, defender_fraction 0.5), ε ∈ {1, 2, 4, 8}; ε = the defender's
       claimed_epsilon(), ε̂ from ``runs`` audit runs (1 and 4).
-(ii)  Planted-bug catalogue (benchmarks/planted/opacus_bugs.py) on the same digits half with the
+(ii)  Planted-bug catalogue (src/privaudit/testing/planted/opacus_bugs.py) on the same digits half with the
       same recipe numbers, each claiming ε = 1: true ε by the accountant with the buggy σ/q where
       it applies, ε̂ (1 run), failed checks, caught (ε̂ > claim or a failed check).
 (iii) False alarms: the correct catalogue recipe on 200 × 8 blobs (5 epochs, batch 20, claim =
@@ -33,13 +33,13 @@ import torch
 from scipy import stats
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))  # benchmarks.planted.opacus_bugs
+sys.path.insert(0, str(ROOT))  # privaudit.testing.planted.opacus_bugs
 
 from privaudit.data.split import stratified_split  # noqa: E402
 from privaudit.defenders.registry import make_defender, validate_defender_spec  # noqa: E402
 from privaudit.features.identity import standardize  # noqa: E402
 from privaudit.audits.whitebox import defender_trainer, python_trainer, whitebox_audit  # noqa: E402
-from benchmarks.planted.opacus_bugs import BUGS, CATALOGUE, CORRECT, tiny_data  # noqa: E402
+from privaudit.testing.planted.opacus_bugs import BUGS, CATALOGUE, CORRECT, tiny_data  # noqa: E402
 
 RECIPE = dict(epochs=20, batch_size=64, lr=0.5, max_grad_norm=1.0, delta=1e-5, accountant="prv")
 

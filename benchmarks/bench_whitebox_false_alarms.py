@@ -14,7 +14,7 @@ Rows: constant σ calibrated and claimed with PRV (epochs 5, batch 20), the same
 estimator still bounds the true ε, which RDP over-states), expected batch size 2 (epochs 2,
 many empty Poisson batches; PRV), the PRV row's σ claimed with dp_accounting's PLD accountant (a
 tighter number for the same mechanism: 0.984 against PRV's 0.994; needs the ``pld`` extra), and
-opacus's own schedulers in an opacus loop with the hook (``benchmarks/planted/opacus_loops.py``,
+opacus's own schedulers in an opacus loop with the hook (``src/privaudit/testing/planted/opacus_loops.py``,
 :func:`privaudit.audits.whitebox.whitebox_audit`): ``ExponentialNoise`` (σ·0.8^epoch) and
 ``ExponentialGradClip`` (C·0.8^epoch), each claimed with opacus's PRV accountant on the schedule's
 own history. The schedule rows are not batched (one opacus run at a time) and a heterogeneous PRV
@@ -47,7 +47,7 @@ import numpy as np
 import torch
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))  # benchmarks.planted
+sys.path.insert(0, str(ROOT))  # privaudit.testing.planted
 
 from privaudit.compat.opacus_warnings import opacus_noise_filtered  # noqa: E402
 from privaudit.defenders.dp_sgd import accountant_epsilon, noise_multiplier  # noqa: E402
@@ -56,15 +56,15 @@ from privaudit.seeding import int_seed  # noqa: E402
 from privaudit.stats.whitebox import estimate_whitebox  # noqa: E402
 from privaudit.train import TrainData, train_heads  # noqa: E402
 from privaudit.train.observe import HeadsObserver  # noqa: E402
-from privaudit.train.recipe import recipe_from_spec  # noqa: E402
-from benchmarks.planted.opacus_bugs import tiny_data  # noqa: E402
+from privaudit.defenders.recipes import recipe_from_spec  # noqa: E402
+from privaudit.testing.planted.opacus_bugs import tiny_data  # noqa: E402
 from privaudit.audits.whitebox import python_trainer, whitebox_audit  # noqa: E402
 
 
 @dataclass(frozen=True)
 class Row:
     """One honest recipe: its name, accountant, expected batch size and epochs; ``trainer`` is
-    ``"heads"`` (the batched trainer) or an opacus loop variant of ``benchmarks.planted.opacus_loops``;
+    ``"heads"`` (the batched trainer) or an opacus loop variant of ``privaudit.testing.planted.opacus_loops``;
     ``claim_accountant`` is the accountant the claim is computed with (default: ``accountant``)."""
 
     name: str
@@ -126,7 +126,7 @@ class RowResult:
 def _loop_audits(row: Row, indices: range, runs: int, level: float, seed: int, canary_scale: float,
                  claim: float) -> list[tuple[bool, float]]:
     """(false alarm, ε̂) of the opacus-loop audits ``indices`` of ``row`` (one worker process)."""
-    from benchmarks.planted.opacus_loops import LOOPS
+    from privaudit.testing.planted.opacus_loops import LOOPS
 
     torch.set_num_threads(int(os.environ.get("PRIVAUDIT_TORCH_THREADS", "1")))
     warnings.filterwarnings("ignore")
@@ -145,7 +145,7 @@ def run_loop_row(row: Row, n: int, *, audits: int, runs: int, level: float, seed
     """An opacus-loop row: ``audits`` calls of ``whitebox_audit`` split over ``workers`` processes."""
     from concurrent.futures import ProcessPoolExecutor
 
-    from benchmarks.planted.opacus_loops import claimed_epsilon, recipe as loop_recipe
+    from privaudit.testing.planted.opacus_loops import claimed_epsilon, recipe as loop_recipe
 
     claim = claimed_epsilon(row.trainer, n)
     sigma = float(loop_recipe(n)["sigma"])

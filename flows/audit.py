@@ -47,9 +47,9 @@ from flows._dvc import (
     set_overrides_args,
 )
 from privaudit.config import Params
-from privaudit.metrics_files import AuditMetrics, GateResult
-from privaudit.metrics_files import read_gate as read_gate_file
-from privaudit.metrics_files import read_metrics as read_metrics_files
+from privaudit.verdict.metrics_files import AuditMetrics, GateResult
+from privaudit.verdict.metrics_files import read_gate as read_gate_file
+from privaudit.verdict.metrics_files import read_metrics as read_metrics_files
 
 
 class GateFailed(RuntimeError):

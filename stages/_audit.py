@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Callable
 
 from privaudit.artifacts import atomic_dir, ensure_writable, write_json
-from privaudit.audit_registry import audit_line, block_audits
+from privaudit.verdict.registry import audit_line, block_audits
 from privaudit.config import Params
 from privaudit.validation import validate_metrics
 
@@ -38,13 +38,13 @@ def audit_body(name: str) -> Callable[[argparse.Namespace, Params], None]:
 
     def body(args: argparse.Namespace, params: Params) -> None:
         from privaudit.audits.protocol import AuditInputs, DefenderData
-        from privaudit.audits.runner import run_audit
+        from privaudit.audits.runner import AuditPlan, run_audit
 
         ensure_writable(*(p for p in (args.out, args.tables) if p is not None))
         device = "cpu"
         inputs = AuditInputs(canaries_dir=args.canaries, defenders_dir=args.defenders)
         if line.inputs == "trainer":
-            from privaudit.determinism import configure_determinism
+            from privaudit.repro.determinism import configure_determinism
             from privaudit.features import resolve_device
             from privaudit.features.feature_set import load_feature_set
 
@@ -53,7 +53,7 @@ def audit_body(name: str) -> Callable[[argparse.Namespace, Params], None]:
             fs = load_feature_set(args.features, args.split)
             X, y = fs.defender
             inputs = AuditInputs(defender_data=DefenderData(X, y, fs.n_classes), defenders_dir=args.defenders)
-        result = run_audit(name, params, inputs, defenders_dir=args.defenders, device=device)
+        result = run_audit(AuditPlan.of(name, params), inputs, defenders_dir=args.defenders, device=device)
         if lines := result.lines():  # none when the audit applies to no defender: print nothing, not a blank line
             print("\n".join(lines))
         blocks = result.blocks()

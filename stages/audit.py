@@ -7,8 +7,8 @@ import sys
 from pathlib import Path
 
 from privaudit.artifacts import ensure_writable, read_json, write_json
-from privaudit.audit_registry import block_audits
-from privaudit.audits.entry import merge_audit_blocks
+from privaudit.verdict.registry import block_audits
+from privaudit.verdict.entry import merge_audit_blocks
 from privaudit.config import Params
 from privaudit.validation import validate_metrics
 from stages._runner import run_stage

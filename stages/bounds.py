@@ -7,10 +7,10 @@ import sys
 from pathlib import Path
 
 from privaudit.artifacts import ensure_writable, read_json, write_json
-from privaudit.audits.entry import read_claim
-from privaudit.audits.theory import compute_bounds
+from privaudit.verdict.entry import read_claim
+from privaudit.verdict.theory import compute_bounds
 from privaudit.config import Params
-from privaudit.metrics_files import read_entries
+from privaudit.verdict.metrics_files import read_entries
 from privaudit.validation import check_defender_dirs, validate_metrics
 from stages._runner import run_stage
 

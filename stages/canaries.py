@@ -22,7 +22,7 @@ from privaudit.config import Params
 from privaudit.planning.plan_files import read_sized_runs
 from privaudit.planning.progress import FitProgress
 from privaudit.planning.timings import DEFAULT_TIMINGS, record_shard_times
-from privaudit.determinism import configure_determinism
+from privaudit.repro.determinism import configure_determinism
 from privaudit.features import resolve_device
 from privaudit.features.feature_set import load_feature_set
 from stages._runner import progress_enabled, run_stage

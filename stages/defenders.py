@@ -13,7 +13,7 @@ from pathlib import Path
 from privaudit.artifacts import atomic_dir, ensure_writable
 from privaudit.config import Params
 from privaudit.features.feature_set import read_feature_files
-from privaudit.determinism import configure_determinism
+from privaudit.repro.determinism import configure_determinism
 from privaudit.features import resolve_device
 from privaudit.planning.timings import DEFAULT_TIMINGS, FitTime, fit_key, record_fit_time, trainer_digests
 from privaudit.validation import check_defender_dirs, validate_defender_outputs, validate_features, validate_membership

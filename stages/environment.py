@@ -2,7 +2,7 @@
 
 ``always_changed`` in dvc.yaml: runs on every ``dvc repro`` and writes canonical JSON, so the same
 environment gives the same bytes and nothing downstream reruns; after a package upgrade every stage
-that lists the file reruns (:mod:`privaudit.environment`). Imports no torch: versions come from
+that lists the file reruns (:mod:`privaudit.repro.environment`). Imports no torch: versions come from
 package metadata.
 """
 
@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 from privaudit.artifacts import write_json
-from privaudit.environment import environment_manifest
+from privaudit.repro.environment import environment_manifest
 
 
 def main(argv: list[str] | None = None) -> int:

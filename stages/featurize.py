@@ -16,7 +16,7 @@ from privaudit.artifacts import atomic_dir, dumps_json, ensure_writable
 from privaudit.config import Params
 from privaudit.data.sources import read_source
 from privaudit.data.split import read_membership, reserved_mask
-from privaudit.determinism import configure_determinism
+from privaudit.repro.determinism import configure_determinism
 from privaudit.features import featurize, resolve_device
 from privaudit.validation import validate_features, validate_source
 from stages._runner import run_stage

@@ -11,7 +11,7 @@ from privaudit.artifacts import atomic_dir, ensure_writable, write_json
 from privaudit.attacks.ltu_evaluation import AttackerOptions
 from privaudit.attacks.sample_risk import RiskOptions
 from privaudit.config import Params
-from privaudit.determinism import configure_determinism
+from privaudit.repro.determinism import configure_determinism
 from privaudit.features import resolve_device
 from privaudit.features.feature_set import load_feature_set
 from privaudit.audits.ltu import ltu_audit

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from privaudit.config import Params
-from privaudit.report.stage import ReportPaths, run_report
+from privaudit.report.stage import ReportPaths, ReportPlan, run_report
 from stages._runner import run_stage
 
 DEFAULTS = ReportPaths()
@@ -35,7 +35,7 @@ def _body(args: argparse.Namespace, params: Params) -> None:
     """Evaluate the release gate and write the self-contained audit report."""
     paths = ReportPaths(ltu=args.ltu, audit=args.audit, bounds=args.bounds, ltu_scores=args.ltu_scores,
                         curves=args.curves, gate=args.gate, summary=args.summary, out=args.out, repo=args.repo)
-    gate = run_report(paths, params)
+    gate = run_report(paths, ReportPlan.of(params))
     print(f"report: verdict {'PASS' if gate.passed else 'FAIL'} → {args.out / 'audit.html'}")
 
 

@@ -6,12 +6,12 @@ edit. As the first stage that runs on every ``dvc repro``, it validates the whol
 first (:func:`privaudit.config.load_params`), so a bad value anywhere — ``defenders[i].claimed_epsilon:
 -1`` — stops the pipeline here, before any stage works, even when the only stage that reads the key
 would be a later one. Validation imports a ``kind: python`` target's module (as every stage's does);
-the hashes themselves come from the plain YAML (see :mod:`privaudit.user_code`).
+the hashes themselves come from the plain YAML (see :mod:`privaudit.repro.user_code`).
 It also refuses (exit 1) when a hashed file is not tracked by git: ``dvc exp
 run`` would leave it out of the experiment without a word. A file that an experiment of the current
 commit recorded is first staged again (``dvc exp run`` and ``dvc exp apply`` reset the index to
 ``HEAD`` when they finish, unstaging a trainer that was only ``git add``-ed; see
-:func:`privaudit.user_code.restage_experiment_files`), and the stage says so.
+:func:`privaudit.repro.user_code.restage_experiment_files`), and the stage says so.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ import yaml
 from privaudit.artifacts import write_json
 from privaudit.config import load_params
 from privaudit.messages import cap
-from privaudit.user_code import (UserCodeError, code_files, restage_experiment_files, untracked_files,
+from privaudit.repro.user_code import (UserCodeError, code_files, restage_experiment_files, untracked_files,
                                  user_code_manifest)
 
 

@@ -9,7 +9,7 @@ writing an ``add_arguments`` function and a handler returning an exit code.
 each prefixed ``WARNING``.
 
 Stale: the gate's ``provenance`` block (written by the report stage,
-:func:`privaudit.provenance.provenance_stamp`) no longer matches the workspace — an input of
+:func:`privaudit.repro.provenance.provenance_stamp`) no longer matches the workspace — an input of
 the report changed, a param changed that a stage of the pipeline has not run with, a stage's
 output was replaced but a later stage has not run on it (a failed ``dvc repro`` / ``dvc exp
 run``), code or raw data the pipeline depends on changed since it ran (``src/privaudit``,
@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import TextIO
 
 from privaudit.messages import cap
-from privaudit.metrics_files import GateResult, read_gate
+from privaudit.verdict.metrics_files import GateResult, read_gate
 
 __all__ = ["EXIT_FAIL", "EXIT_PASS", "EXIT_USAGE", "check_fresh", "find_repo", "main", "print_verdict"]
 
@@ -93,7 +93,7 @@ STALE_HINT = "run `dvc repro` to recompute it (or pass --no-check to print it an
 
 def check_fresh(gate: GateResult, gate_path: Path, repo: Path) -> str | None:
     """``None`` when ``gate`` matches the workspace in ``repo``; else the refusal message."""
-    from privaudit.provenance import provenance_drift
+    from privaudit.repro.provenance import provenance_drift
 
     try:
         problems = provenance_drift(gate.provenance, repo)

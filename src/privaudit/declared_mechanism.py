@@ -1,4 +1,5 @@
-"""A claim's mechanism: what a DP claim says beyond its (ε, δ) point.
+"""A claim's mechanism: what a DP claim says beyond its (ε, δ) point — and the neighbourhood it is made for
+(:class:`Neighbourhood`).
 
 A recipe that knows its mechanism declares it, and every gated black-box bound is then tested
 against that mechanism's whole trade-off curve (:mod:`privaudit.stats.tradeoff`) instead of the
@@ -22,6 +23,7 @@ comes with, naming both ε.
 from __future__ import annotations
 
 import math
+from enum import StrEnum
 from typing import TYPE_CHECKING, Annotated, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -29,8 +31,18 @@ from pydantic import BaseModel, ConfigDict, Field
 if TYPE_CHECKING:
     from privaudit.stats.tradeoff import TradeoffFamily
 
-__all__ = ["DeclaredMechanism", "GaussianMechanism", "GdpMechanism", "LaplaceMechanism", "MECHANISM_KINDS",
+__all__ = ["DeclaredMechanism", "Neighbourhood", "GaussianMechanism", "GdpMechanism", "LaplaceMechanism", "MECHANISM_KINDS",
            "RandomizedResponseMechanism", "SubsampledGaussianMechanism", "check_against_claim", "parse_mechanism"]
+
+
+class Neighbourhood(StrEnum):
+    """What two neighbouring data sets differ in, the one name of each relation (its value is what
+    ``params.yaml`` and the metrics files say): one record added or removed (DP-SGD's unit), one record
+    replaced, or one record's label replaced (label DP)."""
+
+    ADD_REMOVE = "add_remove"
+    REPLACE_ONE = "replace_one"
+    REPLACE_LABEL = "replace_label"
 
 
 class _Mechanism(BaseModel):

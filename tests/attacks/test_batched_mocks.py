@@ -14,7 +14,8 @@ from privaudit.attacks.ltu_retrain import RetrainAttacker
 from privaudit.attacks.mia_lira import LiraAttacker
 from privaudit.defenders.registry import make_defender, validate_defender_spec
 from privaudit.defenders.specs import DefenderSpecBase
-from privaudit.train import TrainData, recipe_from_spec, train_heads
+from privaudit.train import TrainData, train_heads
+from privaudit.defenders.recipes import recipe_from_spec
 
 
 @pytest.fixture(autouse=True)

@@ -22,7 +22,7 @@ from privaudit.audits.protocol import AuditInputs, AuditRequest
 from privaudit.canaries.assembly import write_defender_outputs
 from privaudit.canaries.blackbox_trials import blackbox_trials
 from privaudit.canaries.shards import inputs_fingerprint, plan_shards, run_missing_shards
-from privaudit.claims import PrivacyClaim
+from privaudit.verdict.claims import PrivacyClaim
 from privaudit.config import parse_params
 from privaudit.defenders.specs import validate_defender_spec
 from privaudit.stats.gdp_runs import certify_scores, last_iterate_epsilon
@@ -212,7 +212,7 @@ def test_the_audit_names_a_missing_result_and_reports_the_ceiling(tmp_path: Path
     request = AuditRequest(spec=spec, claim=PrivacyClaim(1.0, 1e-5, "add_remove"), level=0.01, default_delta=1e-5,
                            seed=0)
     settings = parse_params({"defenders": [{"name": "x", "kind": "logistic_regression"}]}).blackbox
-    with pytest.raises(ValueError, match="blackbox.npz is missing.*dvc repro canaries"):
+    with pytest.raises(FileNotFoundError, match="blackbox.npz is missing.*dvc repro canaries"):
         bb_audit.run(request, AuditInputs(canaries_dir=tmp_path), settings)
     (tmp_path / "dp").mkdir()
     rng = np.random.default_rng(0)

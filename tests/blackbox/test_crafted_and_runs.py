@@ -9,12 +9,13 @@ import pytest
 import torch
 from sklearn.datasets import load_digits
 
-from privaudit.blackbox_runs import BlackboxAuditConfig, audit_batched_recipe, audit_trainer, certify_scores
+from privaudit.testing.blackbox_runs import BlackboxAuditConfig, audit_batched_recipe, audit_trainer, certify_scores
 from privaudit.canaries.crafted import canary_scores, clipped_scale, craft_canary, score_model
 from privaudit.defenders.specs import validate_defender_spec
 from privaudit.features.identity import standardize
-from privaudit.train import TrainData, predict_proba, recipe_from_spec, train_heads
-from benchmarks.planted.blackbox_plain_trainers import LinearSoftmax, PlainTrainer, true_epsilon
+from privaudit.train import TrainData, predict_proba, train_heads
+from privaudit.defenders.recipes import recipe_from_spec
+from privaudit.testing.planted.blackbox_plain_trainers import LinearSoftmax, PlainTrainer, true_epsilon
 
 
 @pytest.fixture(scope="module")

@@ -18,7 +18,7 @@ from privaudit.stats.gdp_runs import (
     rate_epsilon,
     select_threshold_runs,
 )
-from privaudit.blackbox_runs import certify_scores
+from privaudit.testing.blackbox_runs import certify_scores
 
 
 # --- golden numbers -----------------------------------------------------------------------------

@@ -1,5 +1,5 @@
 """The LiDP audit of one defender (privaudit.audits.lidp.run) and the merge of the audits' blocks into
-metrics/audit.json entries (privaudit.audits.entry.merge_audit_blocks)."""
+metrics/audit.json entries (privaudit.verdict.entry.merge_audit_blocks)."""
 
 from __future__ import annotations
 
@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 
 from privaudit.audits import lidp
-from privaudit.audits.entry import merge_audit_blocks, read_claim
+from privaudit.verdict.entry import merge_audit_blocks, read_claim
 from privaudit.audits.lidp import LidpSettings, load_lidp_stats
 from privaudit.audits.protocol import AuditInputs, AuditRequest
 from privaudit.defenders.specs import validate_defender_spec
-from privaudit.error_budget import DEFAULT_GATED, BudgetPlan, applicable_bounds, plan_budget
+from privaudit.verdict.error_budget import DEFAULT_GATED, BudgetPlan, applicable_bounds, plan_budget
 from privaudit.validation import ValidationFailed
 
 SETTINGS = LidpSettings(order=1, method="wilson", tune_fraction=0.5, pilot_fraction=0.125, tau_quantiles=16, tau_selection="split",

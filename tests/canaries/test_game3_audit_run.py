@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from privaudit.audits import game3
-from privaudit.audits.entry import read_claim
+from privaudit.verdict.entry import read_claim
 from privaudit.audits.game3 import load_game3_stats
 from privaudit.audits.protocol import AuditInputs, AuditRequest
 from privaudit.config import Game3Params

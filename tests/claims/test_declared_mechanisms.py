@@ -16,9 +16,9 @@ import pytest
 from sklearn.datasets import load_digits
 
 from privaudit.audits import blackbox as bb_audit
-from privaudit.audits.entry import read_claim
+from privaudit.verdict.entry import read_claim
 from privaudit.audits.protocol import AuditInputs, AuditRequest
-from privaudit.blackbox_runs import BlackboxAuditConfig, audit_trainer
+from privaudit.testing.blackbox_runs import BlackboxAuditConfig, audit_trainer
 from privaudit.declared_mechanism import LaplaceMechanism, parse_mechanism
 from privaudit.defenders.registry import make_defender
 from privaudit.defenders.specs import validate_defender_spec
@@ -151,7 +151,7 @@ def test_an_honest_laplace_trainer_is_not_refuted_declared_or_not(tmp_path: Path
 
 
 def test_polygon_family_without_a_claim_is_the_assumption_free_bound() -> None:
-    from privaudit.claims import claim_family
+    from privaudit.verdict.claims import claim_family
     from privaudit.stats.gdp_runs import rate_epsilon
 
     fam = claim_family(None, 1e-5)

@@ -13,7 +13,7 @@ from prefect.client.orchestration import get_client
 import flows.audit as audit
 from flows._dvc import DVC_CONCURRENCY_LIMIT, LOCK_FILE, PipelineError, file_lock, set_overrides_args, yaml_scalar
 from flows.audit import AuditOverrides, GateFailed, audit_flow
-from privaudit.metrics_files import AuditMetrics, GateResult, parse_entries
+from privaudit.verdict.metrics_files import AuditMetrics, GateResult, parse_entries
 from tests.flows.helpers import artifacts_of, task_runs_named
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")

@@ -1,10 +1,10 @@
-"""Digits as the one-run audit sees them (:mod:`benchmarks.planted.digits`, shared with the benchmarks)."""
+"""Digits as the one-run audit sees them (:mod:`privaudit.testing.planted.digits`, shared with the benchmarks)."""
 
 from __future__ import annotations
 
 import pytest
 
-from benchmarks.planted.digits import Digits, digits_train
+from privaudit.testing.planted.digits import Digits, digits_train
 from tests.torch_threads import _one_torch_thread  # noqa: F401 - autouse fixture
 
 

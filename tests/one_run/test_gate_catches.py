@@ -9,14 +9,14 @@ import pytest
 from sklearn.datasets import load_digits
 
 from privaudit.audits import one_run
-from privaudit.audits.entry import assemble_entry
+from privaudit.verdict.entry import assemble_entry
 from privaudit.audits.protocol import AuditInputs, AuditRequest, DefenderData
-from privaudit.claims import PrivacyClaim
+from privaudit.verdict.claims import PrivacyClaim
 from privaudit.config import GateParams, OneRunParams
 from privaudit.defenders.registry import validate_defender_spec
-from privaudit.error_budget import applicable_bounds, plan_budget
-from privaudit.metrics_files import AuditMetrics
-from privaudit.report.gate import evaluate_gate
+from privaudit.verdict.error_budget import applicable_bounds, plan_budget
+from privaudit.verdict.metrics_files import AuditMetrics
+from privaudit.verdict.gate import evaluate_gate
 
 LTU = {"privacy": 1.0, "privacy_stderr": 0.0, "utility": 1.0, "utility_stderr": 0.0, "accuracy": 0.5,
        "rounds": 100, "attacker": "none"}
@@ -29,7 +29,7 @@ def test_one_run_gate_on_plain_user_trainers(target: str, fails: bool) -> None:
     X = ((X - X.mean(0)) / np.maximum(X.std(0), 1e-12)).astype(np.float32)
     X, y = X[::2], y[::2].astype(np.int64)  # ~900 training rows, like the default Defender set
     spec = validate_defender_spec({"name": "user", "kind": "python", "claimed_epsilon": 1.0, "claimed_delta": 1e-5,
-                                   "target": f"benchmarks/planted/blackbox_trainers.py:{target}"})
+                                   "target": f"src/privaudit/testing/planted/blackbox_trainers.py:{target}"})
     budget = plan_budget(0.05, ["one_run"], applicable_bounds(observable=False, canary_audited=False, theory=False))
     claim = PrivacyClaim(1.0, 1e-5, "add_remove")
     request = AuditRequest(spec=spec, claim=claim, level=budget.level("one_run"), default_delta=1e-5, seed=3)

@@ -13,9 +13,9 @@ from privaudit.defenders.specs import PythonSpec
 from privaudit.audits.one_run import OneRunResult, auto_canaries, canary_guesses, one_run_audit
 from privaudit.stats.fdp_one_run import gdp_epsilon
 
-from benchmarks.planted.blackbox_trainers import train_dp_sgd, train_gaussian_class_sums
+from privaudit.testing.planted.blackbox_trainers import train_dp_sgd, train_gaussian_class_sums
 
-PLANTED = "benchmarks/planted/blackbox_trainers.py"
+PLANTED = "src/privaudit/testing/planted/blackbox_trainers.py"
 
 
 def _never_called(X, y, seed):  # noqa: ANN001, ANN202

@@ -20,8 +20,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from privaudit.metrics_files import AuditMetrics, GateResult
-from privaudit.report import GateParams, ReportInputs, evaluate_gate
+from privaudit.verdict.metrics_files import AuditMetrics, GateResult
+from privaudit.config import GateParams
+from privaudit.report import ReportInputs
+from privaudit.verdict.gate import evaluate_gate
 
 ROUNDS = 200
 N_CLASSES = 10

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from privaudit.cli import main, print_verdict
-from privaudit.provenance import provenance_stamp
+from privaudit.repro.provenance import provenance_stamp
 from tests.report import synthetic
 
 SRC = Path(__file__).resolve().parents[2] / "src"

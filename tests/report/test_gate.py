@@ -11,8 +11,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from privaudit.metrics_files import AuditMetrics, parse_gate
-from privaudit.report.gate import GateParams, evaluate_gate
+from privaudit.verdict.metrics_files import AuditMetrics, parse_gate
+from privaudit.config import GateParams
+from privaudit.verdict.gate import evaluate_gate
 from tests.report import synthetic
 
 
@@ -300,7 +301,7 @@ def test_theory_violation_by_one_stderr_is_not_a_bug(metrics: dict[str, Any]) ->
 
 def test_theory_z_grows_with_attackers_and_budget_share(metrics: dict[str, Any]) -> None:
     """More attackers looked at, or a smaller share of gate.beta, need a larger margin."""
-    from privaudit.audits.theory import theory_z
+    from privaudit.verdict.theory import theory_z
 
     assert theory_z(0.01, 5) > theory_z(0.01, 1) > theory_z(0.05, 1) >= 2.0
     metrics["audit"]["dp_sgd"]["budget"] = {"beta": 0.05, "gated": ["lidp", "theory"], "diagnostic": [],
@@ -451,8 +452,8 @@ def test_no_warning_writes_no_warnings_key(metrics: dict[str, Any]) -> None:
 
 def test_a_mip_eta_claim_is_checked_by_the_theory_bound() -> None:
     """Issue 34: an η-MIP defender's claim (1/2 + η on any attacker's accuracy) was never checked (mip_eta null)."""
-    from privaudit.audits.theory import compute_bounds
-    from privaudit.metrics_files import parse_entries
+    from privaudit.verdict.theory import compute_bounds
+    from privaudit.verdict.metrics_files import parse_entries
 
     ltu = parse_entries("ltu", {"mip": synthetic.defender_ltu(0.62, 0.70, 0.9)})  # accuracy 0.70 over 1000 rounds
     bounds = compute_bounds({"mip": None}, ltu, 0.5, levels={"mip": 0.01}, mip_etas={"mip": 0.1})
@@ -465,8 +466,8 @@ def test_a_mip_eta_claim_is_checked_by_the_theory_bound() -> None:
 
 
 def test_gate_fails_a_mip_recipe_above_its_eta_bound(metrics: dict) -> None:
-    from privaudit.audits.theory import compute_bounds
-    from privaudit.metrics_files import parse_entries
+    from privaudit.verdict.theory import compute_bounds
+    from privaudit.verdict.metrics_files import parse_entries
 
     metrics["ltu"]["mip"] = synthetic.defender_ltu(0.62, 0.70, 0.9)
     metrics["audit"]["mip"] = {"claimed_epsilon": None}

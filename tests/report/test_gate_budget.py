@@ -9,12 +9,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from privaudit.audits.entry import assemble_entry
+from privaudit.verdict.entry import assemble_entry
 from privaudit.audits.protocol import audit_delta
-from privaudit.claims import PrivacyClaim
+from privaudit.verdict.claims import PrivacyClaim
 from privaudit.config import GateParams
-from privaudit.error_budget import DEFAULT_GATED, applicable_bounds, plan_budget
-from privaudit.report.gate import NOT_AUDITED
+from privaudit.verdict.error_budget import DEFAULT_GATED, applicable_bounds, plan_budget
+from privaudit.verdict.gate import NOT_AUDITED
 from tests.report import synthetic
 
 BUDGET = plan_budget(0.05, DEFAULT_GATED, applicable_bounds(observable=True, canary_audited=True, theory=True))

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from privaudit.gate_simulation import GateScenario, simulate_gate
+from privaudit.testing.gate_simulation import GateScenario, simulate_gate
 
 SCENARIOS = [
     (GateScenario("gaussian add/remove", "gaussian", 1.0, 1e-5), 30),

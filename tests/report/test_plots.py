@@ -8,7 +8,7 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from privaudit.metrics_files import AuditMetrics, parse_entries
+from privaudit.verdict.metrics_files import AuditMetrics, parse_entries
 from privaudit.report import ReportInputs
 from tests.report import synthetic
 from privaudit.report.plots import (

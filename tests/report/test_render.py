@@ -13,8 +13,8 @@ import pytest
 from PIL import Image
 
 from privaudit.config import ReportParams
-from privaudit.error_budget import BOUND_LABELS
-from privaudit.metrics_files import AuditMetrics
+from privaudit.verdict.error_budget import BOUND_LABELS
+from privaudit.verdict.metrics_files import AuditMetrics
 from privaudit.report import MISSING, ReportInputs, build_report
 from privaudit.report.plots import PLOT_NAMES, most_exposed, render_plots
 from privaudit.report.document import Note, Table
@@ -399,7 +399,7 @@ def test_per_defender_claim_names_the_curve(built: dict[str, Any]) -> None:
 
 def test_lidp_cell_rounds_its_level() -> None:
     """Issue 34: the LiDP cell printed β=0.008333333333333333 and pushed the table off screen."""
-    from privaudit.metrics_files import LidpBlock
+    from privaudit.verdict.metrics_files import LidpBlock
     from privaudit.report.sections import _lidp_cell
 
     cell = _lidp_cell(LidpBlock(eps_lower_bound=0.4, eps_lower_bound_k1=0.1, trials=32, canaries=5, order=2,

@@ -12,6 +12,7 @@ import pytest
 from privaudit.config import load_params
 from privaudit.report.stage import (
     ReportPaths,
+    ReportPlan,
     read_epsilon_curves,
     read_ltu_tables,
     read_table1,
@@ -34,7 +35,7 @@ def paths_in(tmp_path: Path) -> ReportPaths:
 
 def test_run_report_reproduces_the_committed_verdict(tmp_path: Path) -> None:
     paths = paths_in(tmp_path)
-    gate = run_report(paths, load_params(ROOT / "params.yaml"))
+    gate = run_report(paths, ReportPlan.of(load_params(ROOT / "params.yaml")))
     committed = json.loads((ROOT / "metrics" / "gate.json").read_text())
     written = json.loads(paths.gate.read_text())
     assert gate.to_json() == {k: v for k, v in committed.items() if k != "provenance"}
@@ -52,7 +53,7 @@ def test_a_broken_contract_writes_nothing(tmp_path: Path) -> None:
     ltu["mlp"]["privacy"] = 1.5  # a score outside [0, 1]: the GX contract, not the type, rejects it
     paths.ltu.write_text(json.dumps(ltu))
     with pytest.raises(ValidationFailed):
-        run_report(paths, load_params(ROOT / "params.yaml"))
+        run_report(paths, ReportPlan.of(load_params(ROOT / "params.yaml")))
     assert not paths.gate.exists() and not paths.summary.exists() and not any(paths.out.iterdir())  # folders made early, nothing written
 
 
@@ -93,12 +94,12 @@ def test_report_on_other_data_shows_no_benchmark_table_and_says_so(tmp_path: Pat
     params = load_params(ROOT / "params.yaml")
     assert params.report.table1 and not params.report.table1_other_datasets
     own = params.model_copy(update={"dataset": params.dataset.model_copy(update={"name": "csv"})})
-    run_report(paths, own)
+    run_report(paths, ReportPlan.of(own))
     md = (paths.out / "audit.md").read_text().replace("\\", "")  # Markdown escapes dropped
     section = md[md.index("LTU Table 1 reproduction"):]
     assert "Not shown: the reproduction(s) of digits, location listed in report.table1" in section
     assert "this audit's (csv)" in section and "report.table1_other_datasets: true" in section
     assert "unseeded privacy" not in md  # no Table 1 pivot rendered
-    run_report(paths, params)  # the default digits audit: its own table, Location's left out
+    run_report(paths, ReportPlan.of(params))  # the default digits audit: its own table, Location's left out
     md = (paths.out / "audit.md").read_text().replace("\\", "")
     assert "unseeded privacy" in md and "Not shown: the reproduction(s) of location listed" in md

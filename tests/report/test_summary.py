@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from privaudit.artifacts import write_json
-from privaudit.metrics_files import (
+from privaudit.verdict.metrics_files import (
     AuditMetrics,
     MetricsSummary,
     parse_entry,

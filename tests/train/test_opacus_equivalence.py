@@ -17,15 +17,8 @@ from torch import nn
 from privaudit.defenders.dp_sgd import DpSgdDefender
 from privaudit.defenders.registry import make_defender, validate_defender_spec
 from privaudit.defenders.torch_head import build_mlp
-from privaudit.train import (
-    TrainData,
-    clip_factors,
-    init_heads,
-    per_example_gradients,
-    predict_proba,
-    recipe_from_spec,
-    train_heads,
-)
+from privaudit.train import TrainData, clip_factors, init_heads, per_example_gradients, predict_proba, train_heads
+from privaudit.defenders.recipes import recipe_from_spec
 from privaudit.train.heads import forward, output_deltas, weighted_gradient
 
 

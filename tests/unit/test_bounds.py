@@ -4,9 +4,9 @@ import math
 
 import pytest
 
-from privaudit.audits.theory import compute_bounds, defender_bounds
-from privaudit.claims import PrivacyClaim
-from privaudit.metrics_files import AttackerResult, LtuEntry
+from privaudit.verdict.theory import compute_bounds, defender_bounds
+from privaudit.verdict.claims import PrivacyClaim
+from privaudit.verdict.metrics_files import AttackerResult, LtuEntry
 
 
 def _claim(eps: float | None, delta: float | None) -> PrivacyClaim | None:

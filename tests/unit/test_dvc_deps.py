@@ -53,5 +53,5 @@ def test_stage_deps_cover_every_imported_project_module(stage: str) -> None:
 def test_the_deps_test_sees_a_missing_dep() -> None:
     """The checker itself: the report stage reaches the gate's claim comparison through imports."""
     files = {p.relative_to(ROOT).as_posix() for p in imported_files("stages.report")}
-    assert "src/privaudit/claim_check.py" in files and "src/privaudit/report/gate.py" in files
-    assert not _covered(ROOT / "src/privaudit/claim_check.py", ["src/privaudit/report"])
+    assert "src/privaudit/verdict/claim_check.py" in files and "src/privaudit/verdict/gate.py" in files
+    assert not _covered(ROOT / "src/privaudit/verdict/claim_check.py", ["src/privaudit/report"])

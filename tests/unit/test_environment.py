@@ -18,8 +18,8 @@ import pytest
 import yaml
 
 from privaudit.artifacts import write_json
-from privaudit.environment import ENVIRONMENT_FILE, RESULT_PACKAGES, environment_changes, environment_manifest
-from privaudit.provenance import environment_drift, provenance_drift, provenance_stamp
+from privaudit.repro.environment import ENVIRONMENT_FILE, RESULT_PACKAGES, environment_changes, environment_manifest
+from privaudit.repro.provenance import environment_drift, provenance_drift, provenance_stamp
 
 ROOT = Path(__file__).resolve().parents[2]
 STAGES = yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"]

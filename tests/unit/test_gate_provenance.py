@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from privaudit.provenance import lock_drift, provenance_drift, provenance_stamp, upstream_stages
+from privaudit.repro.provenance import lock_drift, provenance_drift, provenance_stamp, upstream_stages
 
 DVC_YAML = """
 stages:
@@ -84,7 +84,7 @@ def repo(tmp_path: Path) -> Path:
     (tmp_path / "metrics" / "gate.json").write_bytes(GATE)
     (tmp_path / "trainer.py").write_text("def train(*a):\n    pass\n")
     from privaudit.artifacts import write_json
-    from privaudit.user_code import user_code_manifest
+    from privaudit.repro.user_code import user_code_manifest
 
     write_json(tmp_path / "data" / "user_code.json", user_code_manifest(PARAMS, tmp_path))
     return tmp_path
@@ -166,7 +166,7 @@ def test_edited_user_trainer_is_stale_until_user_code_reruns(repo: Path) -> None
     (repo / "trainer.py").write_text("def train(*a):\n    return 1\n")
     assert provenance_drift(stamp, repo) == ["user code of defender 'u' changed (trainer.py)"]
     from privaudit.artifacts import write_json
-    from privaudit.user_code import user_code_manifest
+    from privaudit.repro.user_code import user_code_manifest
 
     write_json(repo / "data" / "user_code.json", user_code_manifest(PARAMS, repo))  # the user_code stage ran
     assert provenance_drift(stamp, repo) == []
@@ -195,7 +195,7 @@ def test_edited_helper_module_of_the_trainer_is_stale(repo: Path) -> None:
     (repo / "mylib" / "__init__.py").write_text("")
     (repo / "mylib" / "lr.py").write_text("LR = 0.3\n")
     from privaudit.artifacts import write_json
-    from privaudit.user_code import user_code_manifest
+    from privaudit.repro.user_code import user_code_manifest
 
     write_json(repo / "data" / "user_code.json", user_code_manifest(PARAMS, repo))  # the user_code stage ran
     stamp = _stamp(repo)
@@ -238,7 +238,7 @@ def test_gate_or_report_not_the_one_dvc_lock_records_is_stale(repo: Path) -> Non
 
 def test_changed_code_or_external_data_since_the_pipeline_ran_is_stale(repo: Path) -> None:
     """Issue 28 item 1: a gate computed from code (or raw data) that has changed since is not served."""
-    from privaudit.provenance import _dvcignore, dvc_md5
+    from privaudit.repro.provenance import _dvcignore, dvc_md5
 
     (repo / "src" / "lib").mkdir(parents=True)
     (repo / "src" / "lib" / "core.py").write_text("LR = 0.3\n")

@@ -19,7 +19,7 @@ from privaudit import cli
 from privaudit.config import ParamsError, parse_params
 from privaudit.data.sources import load_source
 from privaudit.messages import MAX_MESSAGE_CHARS, cap
-from privaudit.metrics_files import GateResult
+from privaudit.verdict.metrics_files import GateResult
 from stages import user_code as user_code_stage
 from stages._runner import run_stage
 
@@ -153,7 +153,7 @@ def test_missing_label_column_lists_columns_briefly(tmp_path: Path) -> None:
 
 def test_stale_verdict_message_is_capped_and_keeps_its_fix(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """A gate stale in many long ways: the message is capped before the hint, so the fix is always shown."""
-    import privaudit.provenance as provenance
+    import privaudit.repro.provenance as provenance
 
     problems = [f"input data/features/part-{i}.npz changed: " + "ab" * 2000 for i in range(40)]
     monkeypatch.setattr(provenance, "provenance_drift", lambda recorded, repo: problems)

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from privaudit.artifacts import dumps_json
-from privaudit.metrics_files import AuditMetrics, parse_entries, parse_gate, read_gate, read_metrics
+from privaudit.verdict.metrics_files import AuditMetrics, parse_entries, parse_gate, read_gate, read_metrics
 
 ROOT = Path(__file__).resolve().parents[2]
 METRICS = ROOT / "metrics"

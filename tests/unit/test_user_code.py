@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from privaudit.user_code import UserCodeError, resolve_module_file, user_code_manifest
+from privaudit.repro.user_code import UserCodeError, resolve_module_file, user_code_manifest
 
 REPO = Path(__file__).resolve().parents[2]
 TRAINER = "def train(X, y, n_classes, seed, **options):\n    raise NotImplementedError\n"
@@ -252,7 +252,7 @@ def test_a_staged_trainer_survives_dvc_exp_run(tmp_path: Path) -> None:
 
 def test_restage_only_what_an_experiment_of_head_tracks(tmp_path: Path) -> None:
     """A path only an experiment of another commit tracks, or none, stays untracked; outside git nothing happens."""
-    from privaudit.user_code import restage_experiment_files
+    from privaudit.repro.user_code import restage_experiment_files
 
     assert restage_experiment_files(["t.py"], tmp_path) == {}  # not a git work tree
     _git(tmp_path, "init", "-q")

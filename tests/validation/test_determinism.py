@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from privaudit.determinism import CUBLAS_ENV, configure_determinism, determinism_settings
+from privaudit.repro.determinism import CUBLAS_ENV, configure_determinism, determinism_settings
 
 
 def test_cpu_changes_nothing() -> None:

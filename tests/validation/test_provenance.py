@@ -5,7 +5,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from privaudit.provenance import build_manifest, hash_tree, upstream_lock_sha256
+from privaudit.repro.provenance import build_manifest, hash_tree, upstream_lock_sha256
 from privaudit.seeding import int_seed
 
 

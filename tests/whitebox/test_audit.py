@@ -14,7 +14,7 @@ from privaudit.defenders.registry import make_defender, validate_defender_spec
 from privaudit.stats.whitebox import whitebox_bounds
 from privaudit.audits.whitebox import defender_trainer, python_trainer, whitebox_audit
 
-from benchmarks.planted.opacus_bugs import BUGS, CORRECT, recipe, tiny_data
+from privaudit.testing.planted.opacus_bugs import BUGS, CORRECT, recipe, tiny_data
 
 pytestmark = pytest.mark.filterwarnings("ignore:Optimal order", "ignore:Full backward hook", "ignore:GDP accounting",
                                         "ignore:Using a non-full backward hook")

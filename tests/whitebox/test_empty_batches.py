@@ -9,7 +9,7 @@ import torch
 from privaudit import hooks
 from privaudit.defenders.registry import make_defender, validate_defender_spec
 
-from benchmarks.planted.opacus_bugs import tiny_data
+from privaudit.testing.planted.opacus_bugs import tiny_data
 
 pytestmark = pytest.mark.filterwarnings("ignore:Optimal order", "ignore:Full backward hook", "ignore:GDP accounting",
                                         "ignore:Using a non-full backward hook")

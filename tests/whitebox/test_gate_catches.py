@@ -1,6 +1,6 @@
 """Issue 14: a DP-SGD recipe that claims ε = 1 but adds no noise (or divides σ by 4, …) fails the release gate.
 
-The planted bugs of ``benchmarks/planted/opacus_bugs.py`` go through the same path as the pipeline:
+The planted bugs of ``src/privaudit/testing/planted/opacus_bugs.py`` go through the same path as the pipeline:
 white-box audit → ``whitebox`` metrics block → ``assemble_entry`` → ``evaluate_gate``; the gate's
 reason names the white-box audit. The correct recipe passes.
 """
@@ -10,13 +10,13 @@ from __future__ import annotations
 import pytest
 
 from privaudit.audits.whitebox import whitebox_metrics
-from privaudit.audits.entry import assemble_entry
+from privaudit.verdict.entry import assemble_entry
 from privaudit.config import GateParams
-from privaudit.error_budget import applicable_bounds, plan_budget
-from privaudit.metrics_files import AuditMetrics
-from privaudit.report.gate import evaluate_gate
+from privaudit.verdict.error_budget import applicable_bounds, plan_budget
+from privaudit.verdict.metrics_files import AuditMetrics
+from privaudit.verdict.gate import evaluate_gate
 from privaudit.audits.whitebox import python_trainer, whitebox_audit
-from benchmarks.planted.opacus_bugs import CATALOGUE, tiny_data
+from privaudit.testing.planted.opacus_bugs import CATALOGUE, tiny_data
 
 OPTIONS = {"epsilon": 1.0, "accountant": "gdp"}
 LTU = {"privacy": 1.0, "privacy_stderr": 0.0, "utility": 1.0, "utility_stderr": 0.0, "accuracy": 0.5,

@@ -14,7 +14,7 @@ from torch import nn
 from privaudit import hooks
 from privaudit.defenders.registry import make_defender, validate_defender_spec
 
-from benchmarks.planted.opacus_bugs import NoClipDPOptimizer, tiny_data
+from privaudit.testing.planted.opacus_bugs import NoClipDPOptimizer, tiny_data
 
 pytestmark = pytest.mark.filterwarnings("ignore:Optimal order", "ignore:Full backward hook", "ignore:GDP accounting",
                                         "ignore:Using a non-full backward hook")

@@ -18,7 +18,7 @@ import torch
 from privaudit.audits import whitebox
 from privaudit.audits.protocol import AuditInputs, AuditRequest, DefenderData
 from privaudit.audits.whitebox import python_trainer, whitebox_audit
-from privaudit.claims import PrivacyClaim
+from privaudit.verdict.claims import PrivacyClaim
 from privaudit.config import WhiteboxParams
 from privaudit.defenders.registry import validate_defender_spec
 from privaudit.defenders.release_watch import (OBSERVATIONS_FILE, WATCH_FILE, ReleaseWatch, load_observations,
@@ -28,8 +28,8 @@ from privaudit.defenders.trained_files import train_one, train_release, write_de
 from privaudit.features.feature_set import FeatureSet
 from privaudit.stats.observations import RunObservations
 
-from benchmarks.planted.opacus_bugs import tiny_data
-from benchmarks.planted.opacus_loops import LOOPS, first_call_loop
+from privaudit.testing.planted.opacus_bugs import tiny_data
+from privaudit.testing.planted.opacus_loops import LOOPS, first_call_loop
 
 pytestmark = pytest.mark.filterwarnings("ignore:Optimal order", "ignore:Full backward hook", "ignore:GDP accounting",
                                         "ignore:Using a non-full backward hook", "ignore:.*empty")

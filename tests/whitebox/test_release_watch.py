@@ -15,8 +15,8 @@ import torch
 from privaudit import hooks
 from privaudit.audits.whitebox import python_trainer, whitebox_audit
 
-from benchmarks.planted.opacus_loops import LOOPS
-from benchmarks.planted.opacus_bugs import tiny_data
+from privaudit.testing.planted.opacus_loops import LOOPS
+from privaudit.testing.planted.opacus_bugs import tiny_data
 
 pytestmark = pytest.mark.filterwarnings("ignore:Optimal order", "ignore:Full backward hook", "ignore:GDP accounting",
                                         "ignore:Using a non-full backward hook", "ignore:.*empty")

@@ -20,8 +20,8 @@ from privaudit.stats.observations import RunObservations
 from privaudit.stats.whitebox import estimate_whitebox
 from privaudit.audits.whitebox import python_trainer, whitebox_audit
 
-from benchmarks.planted.opacus_loops import LOOPS
-from benchmarks.planted.opacus_bugs import tiny_data
+from privaudit.testing.planted.opacus_loops import LOOPS
+from privaudit.testing.planted.opacus_bugs import tiny_data
 
 pytestmark = pytest.mark.filterwarnings("ignore:Optimal order", "ignore:Full backward hook", "ignore:GDP accounting",
                                         "ignore:Using a non-full backward hook")

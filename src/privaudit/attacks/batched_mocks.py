@@ -9,7 +9,7 @@ Two attackers retrain the defender's trainer T_D many times on slightly differen
   random subsets of D_R.
 
 For specs with a batched recipe (``kind: torch_mlp`` / ``dp_sgd``;
-:func:`privaudit.train.recipe_from_spec` is not None) all models of a chunk of at most
+:func:`privaudit.defenders.recipes.recipe_from_spec` is not None) all models of a chunk of at most
 ``max_models`` are trained in one call of :func:`privaudit.train.train_heads`: the attack table's
 features are the shared base rows, model m keeps its own rows through ``include[m]`` and visits
 them in its own list order through ``order_key[m]`` (used when the recipe does not shuffle, i.e.
@@ -205,6 +205,6 @@ def batched_recipe(spec: DefenderSpecBase | None, n_train: int, n_classes: int) 
     """The spec's batched recipe for ``n_train`` training rows, or None (sklearn kinds: joblib path)."""
     if spec is None:
         return None
-    from privaudit.train import recipe_from_spec
+    from privaudit.defenders.recipes import recipe_from_spec
 
     return recipe_from_spec(spec, n_train, n_classes)

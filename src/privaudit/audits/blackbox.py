@@ -48,9 +48,10 @@ from typing import Any
 
 import numpy as np
 
-from privaudit.artifacts import read_json
+from privaudit.declared_mechanism import Neighbourhood
+from privaudit.canaries.stats_files import CANARY_FILES, read_canary_meta, read_canary_stats
 from privaudit.audits.protocol import PURE_DELTA, AuditBound, AuditInputs, AuditRequest, finite_epsilon
-from privaudit.claims import PrivacyClaim, claim_family
+from privaudit.verdict.claims import PrivacyClaim, claim_family
 from privaudit.stats.claim_runs import ClaimRunsBound, certify_claim_scores
 from privaudit.stats.gdp_runs import GdpRunsBound, LastIterateCeiling, certify_scores, last_iterate_epsilon
 from privaudit.stats.tradeoff import TradeoffFamily
@@ -136,7 +137,7 @@ def blackbox_block(c: ClaimRunsBound, g: GdpRunsBound, r: GdpRunsBound, *, runs_
         "eps_lower_bound_rate": finite_epsilon(r.eps_lower_bound_rate)[0],
         "mu_lower_bound": float(g.mu_lower_bound),
         "mu_point": float(g.mu_point) if np.isfinite(g.mu_point) else None,
-        "delta": delta, "level": level, "neighbourhood": "add_remove",
+        "delta": delta, "level": level, "neighbourhood": Neighbourhood.ADD_REMOVE,
         "threat_model": THREAT_MODEL, "assumption": ASSUMPTION,
         "runs_in": runs_in, "runs_out": runs_out, "tuning_in": tuning[0], "tuning_out": tuning[1],
         "tau": float(g.tau), "false_positives": g.false_positives, "false_negatives": g.false_negatives,
@@ -158,18 +159,14 @@ def run(request: AuditRequest, inputs: AuditInputs, settings: Any) -> AuditBound
     assumption-free ``eps_lower_bound_rate`` is the ``blackbox_rate`` bound.
     """
     root = Path(inputs.need_canaries_dir("blackbox")) / request.name
-    path = root / "blackbox.npz"
-    if not path.is_file():
-        raise ValueError(f"{path} is missing: the canaries stage ran without black-box runs for defender "
-                         f"{request.name!r}; rerun it (dvc repro canaries)")
-    with np.load(path, allow_pickle=False) as z:
-        score, included = np.asarray(z["score"], np.float64), np.asarray(z["included"]).astype(bool)
-    meta = read_json(root / "meta.json").get("blackbox", {})
-    delta = request.delta("add_remove")
+    arrays = read_canary_stats(root / CANARY_FILES["blackbox"], "blackbox")
+    score, included = np.asarray(arrays["score"], np.float64), np.asarray(arrays["included"]).astype(bool)
+    meta = read_canary_meta(root).get("blackbox", {})
+    delta = request.delta(Neighbourhood.ADD_REMOVE)
     s_in, s_out = score[included], score[~included]
     tune = float(settings.tune_fraction)
     g, r, ti, to = certify_scores(s_in, s_out, tune_fraction=tune, level=request.level, delta=max(delta, PURE_DELTA))
-    claim = request.claim_for("add_remove")
+    claim = request.claim_for(Neighbourhood.ADD_REMOVE)
     family = claim_family(claim, delta)
     c = certify_claim_scores(s_in, s_out, family, tune_fraction=tune, level=request.level, delta=delta)
     n_train = meta.get("n_train")
@@ -186,6 +183,6 @@ def run(request: AuditRequest, inputs: AuditInputs, settings: Any) -> AuditBound
     line = (f"blackbox: {request.name}: eps_hat={block['eps_lower_bound']:.3f} (against the {family.name} curve; "
             f"assumption-free {block['eps_lower_bound_rate']:.3f}; GDP view {block['gdp_epsilon']:.3f}) at "
             f"delta={delta:.3g} from {s_in.size}+{s_out.size} final models{ceil}; claimed {claimed}")
-    return AuditBound(epsilon=c.eps_lower_bound, level=request.level, delta=delta, neighbourhood="add_remove",
+    return AuditBound(epsilon=c.eps_lower_bound, level=request.level, delta=delta, neighbourhood=Neighbourhood.ADD_REMOVE,
                       threat_model=THREAT_MODEL, assumption=ASSUMPTION, diagnostics=block,
                       lines=(line,) + ((f"blackbox: {request.name}: WARNING {warning}",) if warning else ()))

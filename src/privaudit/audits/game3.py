@@ -36,10 +36,11 @@ from typing import Any
 
 import numpy as np
 
+from privaudit.declared_mechanism import Neighbourhood
 from privaudit.attacks.game3 import acgr_counts, game3_guesses
 from privaudit.audits.protocol import AuditBound, AuditInputs, AuditRequest
 from privaudit.stats import acgr_epsilon, bonferroni_max, game3_epsilon
-from privaudit.validation import validate_canary_stats
+from privaudit.canaries.stats_files import CANARY_FILES, read_canary_stats
 
 __all__ = ["CITATION", "game3_interval", "load_game3_stats", "run"]
 
@@ -52,13 +53,9 @@ THREAT_MODEL = "black-box: final model's class probabilities on the canaries"
 
 
 def load_game3_stats(path: Path) -> dict[str, np.ndarray]:
-    """The Game-3 statistics of one defender (``canary_index``, ``true_label``, ``label_pair``, ``bit``, ``proba``)."""
-    if not path.is_file():
-        raise FileNotFoundError(f"{path} not found (run the canaries stage)")
-    with np.load(path, allow_pickle=False) as z:
-        run = {k: z[k] for k in z.files}
-    validate_canary_stats("game3", run)  # GX suite 'canaries' on the input
-    return run
+    """The Game-3 statistics of one defender (``canary_index``, ``true_label``, ``label_pair``, ``bit``, ``proba``),
+    validated (:func:`privaudit.canaries.stats_files.read_canary_stats`)."""
+    return read_canary_stats(path, "game3")
 
 
 def run(request: AuditRequest, inputs: AuditInputs, settings: Any) -> AuditBound:
@@ -68,23 +65,23 @@ def run(request: AuditRequest, inputs: AuditInputs, settings: Any) -> AuditBound
     the ``game3`` params block (``tau_min``, ``tau_max``, ``tau_steps``, ``tau_selection``); the
     defender draws from ``rng_for(base.seed, "game3", name)``.
     """
-    stats = load_game3_stats(inputs.need_canaries_dir("game3") / request.name / "game3.npz")
+    stats = load_game3_stats(inputs.need_canaries_dir("game3") / request.name / CANARY_FILES["game3"])
     taus = np.linspace(settings.tau_min, settings.tau_max, settings.tau_steps)
-    delta = request.delta("replace_label", default=0.0)
+    delta = request.delta(Neighbourhood.REPLACE_LABEL, default=0.0)
     # eps_low is one-sided at alpha/2 of the two-sided interval: alpha = 2 x the budget share
     r = game3_interval(stats, taus, 2.0 * request.level, request.rng("game3"), settings.tau_selection, delta=delta)
     if stats["proba"].shape[1] == 2:
         # C = 2: the label-flip game (privaudit.canaries.batched_runs.game3_draw) has no C - 2
         # alternative labels, so ACGR does not exist: reported as null
         r["acgr"] = None
-    r.update(level=request.level, delta=delta, neighbourhood="replace_label")
-    r.update(detectable_game3(request.claim_for("replace_label"), stats, settings, level=request.level, delta=delta))
+    r.update(level=request.level, delta=delta, neighbourhood=Neighbourhood.REPLACE_LABEL)
+    r.update(detectable_game3(request.claim_for(Neighbourhood.REPLACE_LABEL), stats, settings, level=request.level, delta=delta))
     acgr = (f"ACGR [{r['acgr']['eps_low']:.3f}, {r['acgr']['eps_high']:.3f}]" if r["acgr"] is not None
             else "ACGR n/a (2 classes: label-flip game)")
     lines = [f"game3: {request.name}: eps in [{r['eps_low']:.3f}, {r['eps_high']:.3f}] (CP, tau={r['tau']:.2f}), {acgr}"]
     lines += [f"game3: {request.name}: run {i}: eps in [{pr['eps_low']:.3f}, {pr['eps_high']:.3f}]"
               for i, pr in enumerate(r.get("per_run", []))]
-    return AuditBound(epsilon=r["eps_low"], level=request.level, delta=delta, neighbourhood="replace_label",
+    return AuditBound(epsilon=r["eps_low"], level=request.level, delta=delta, neighbourhood=Neighbourhood.REPLACE_LABEL,
                       threat_model=THREAT_MODEL, diagnostics=r, lines=tuple(lines))
 
 

@@ -45,7 +45,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from privaudit.declared_mechanism import Neighbourhood
 from privaudit.audits.protocol import AuditBound, AuditInputs, AuditRequest
+from privaudit.canaries.stats_files import CANARY_FILES, read_canary_stats
 from privaudit.stats import certify_bonferroni, certify_selected, effective_order, select_threshold
 
 ORDERS = (1, 2, 4)
@@ -78,7 +80,7 @@ def _certify(sx: np.ndarray, sy: np.ndarray, tune: np.ndarray, cert: np.ndarray,
 def lidp_audit(
     loss_in: np.ndarray, loss_null: np.ndarray, *, delta: float, beta: float, order: int, method: str,
     tune_fraction: float, n_thresholds: int, rng: np.random.Generator, tau_selection: str = "split",
-    neighbourhood: str = "add_remove", curve_points: int = 8, pilot_fraction: float = 0.125,
+    neighbourhood: str = Neighbourhood.ADD_REMOVE, curve_points: int = 8, pilot_fraction: float = 0.125,
     exact_first_order: bool = True,
 ) -> tuple[dict[str, Any], pd.DataFrame]:
     """ε̂ of Algorithm 1 with an honestly chosen τ, and the ε̂-vs-trials curve.
@@ -228,13 +230,7 @@ def load_lidp_stats(path: Path) -> tuple[np.ndarray, np.ndarray]:
     Loss statistics (``loss_in``/``loss_null``) or, for gradient canaries, signed inner products
     (``stat_in``/``stat_null``); both are "lower = member" after the canaries stage.
     """
-    from privaudit.validation import validate_canary_stats
-
-    if not path.is_file():
-        raise FileNotFoundError(f"{path} not found (run the canaries stage)")
-    with np.load(path, allow_pickle=False) as z:
-        arrays = {k: z[k] for k in z.files}
-    validate_canary_stats("lidp", arrays)  # GX suite 'canaries' on the input
+    arrays = read_canary_stats(path, "lidp")  # the one reader, validating (GX suite 'canaries')
     if "loss_in" in arrays:
         return arrays["loss_in"], arrays["loss_null"]
     return arrays["stat_in"], arrays["stat_null"]
@@ -249,7 +245,7 @@ def run(request: AuditRequest, inputs: AuditInputs, settings: Any) -> AuditBound
     ``table`` is the ε̂-vs-trials curve (columns ``trials, eps_k1, eps_ksqrt``).
     """
     lidp = LidpSettings.of(settings)
-    loss_in, loss_null = load_lidp_stats(inputs.need_canaries_dir("lidp") / request.name / "lidp.npz")
+    loss_in, loss_null = load_lidp_stats(inputs.need_canaries_dir("lidp") / request.name / CANARY_FILES["lidp"])
     delta = request.delta(lidp.neighbourhood)
     res, curve = lidp.audit(loss_in, loss_null, delta=delta, beta=request.level, rng=request.rng("lidp"))
     # the stage log's line (every audit gives one; without it the stage printed an empty line)

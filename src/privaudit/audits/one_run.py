@@ -57,8 +57,9 @@ from typing import Any, Callable, Literal, Protocol, Sequence
 
 import numpy as np
 
+from privaudit.declared_mechanism import Neighbourhood
 from privaudit.audits.protocol import PURE_DELTA, AuditBound, AuditInputs, AuditRequest, finite_epsilon
-from privaudit.claims import claim_family
+from privaudit.verdict.claims import claim_family
 from privaudit.canaries.input_canaries import INPUT_DESIGNS, LABEL_RULES, cell_capacity, make_input_canaries
 from privaudit.stats.fdp_claim_one_run import fdp_one_run_family_bound
 from privaudit.stats.fdp_one_run import (
@@ -121,7 +122,7 @@ class OneRunResult:
     design: str
     grid: tuple[tuple[int, int, int, float, float | None], ...] = field(repr=False)
     seconds: float = 0.0
-    neighbourhood: str = "add_remove"
+    neighbourhood: str = Neighbourhood.ADD_REMOVE
     threat_model: str = THREAT_MODEL
     runs: int = 1
 
@@ -401,9 +402,9 @@ def run(request: AuditRequest, inputs: AuditInputs, settings: Any) -> AuditBound
     block (``canaries``).
     """
     data = inputs.need_defender_data("one_run")
-    delta = request.delta("add_remove")
+    delta = request.delta(Neighbourhood.ADD_REMOVE)
     make = request.trainer(data.n_classes)
-    family = claim_family(request.claim_for("add_remove"), max(delta, PURE_DELTA))
+    family = claim_family(request.claim_for(Neighbourhood.ADD_REMOVE), max(delta, PURE_DELTA))
     res = one_run_audit(lambda Xc, yc, s: make().fit(Xc, yc, s), data.X, data.y, data.n_classes,
                         canaries=settings.canaries, level=request.level, delta=max(delta, PURE_DELTA),
                         seed=request.int_seed("one_run"), method="fdp", family=family)
@@ -411,7 +412,7 @@ def run(request: AuditRequest, inputs: AuditInputs, settings: Any) -> AuditBound
     # the gated bound (Steinke et al.) tests the (ε, δ) point; the f-DP view beside it tests the claim's own curve
     block["curve"] = "eps_delta"
     block["fdp_curve"] = family.name
-    block.update(detectable_one_run(request.claim_for("add_remove"), canaries=int(block["canaries"]),
+    block.update(detectable_one_run(request.claim_for(Neighbourhood.ADD_REMOVE), canaries=int(block["canaries"]),
                                     level=request.level, delta=max(delta, PURE_DELTA)))
     claimed = request.claim.epsilon if request.claim else None
     line = (f"one_run: {request.name}: eps_hat={block['eps_lower_bound']:.3f} at delta={block['delta']:.3g} "

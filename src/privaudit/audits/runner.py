@@ -1,12 +1,13 @@
 """The per-defender loop of every audit, written once.
 
-:func:`run_audit` runs one registered audit (:data:`privaudit.audit_registry.AUDITS`) over the
+:func:`run_audit` runs one registered audit (:data:`privaudit.verdict.registry.AUDITS`) over the
 defenders it applies to: the budget is planned once from params
-(:meth:`privaudit.config.Params.budget_plan`), a defender is audited iff its budget gives the
-audit's bound a level (the registry line's ``applies`` fact), and the audit module's ``run`` gets
-an :class:`~privaudit.audits.protocol.AuditRequest` with that level, the defender's claim, its
-spec and ``base.seed``, plus the params block its line names. The stages call this function with
-the audit's name from their command line; nothing here names an audit.
+(:meth:`privaudit.config.Params.budget_plan`, in :meth:`AuditPlan.of`, which the stage calls), a defender
+is audited iff its budget gives the audit's bound a level (the registry line's ``applies`` fact), and the
+audit module's ``run`` gets an :class:`~privaudit.audits.protocol.AuditRequest` with that level, the
+defender's claim, its spec and ``base.seed``, plus the params block its line names. The stages call this
+function with the audit's name from their command line; nothing here names an audit, and nothing in
+:mod:`privaudit.audits` reads a params object: the plan is typed.
 """
 
 from __future__ import annotations
@@ -16,12 +17,67 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from privaudit.audit_registry import audit_line
-from privaudit.audits.entry import read_claim
-from privaudit.audits.protocol import AuditBound, AuditInputs, AuditRequest
-from privaudit.config import Params
+from collections.abc import Sequence
+from typing import Protocol
 
-__all__ = ["AuditRun", "run_audit"]
+from privaudit.audits.protocol import AuditBound, AuditInputs, AuditRequest
+from privaudit.defenders.specs import DefenderSpecBase
+from privaudit.verdict.entry import read_claim
+from privaudit.verdict.error_budget import BudgetPlan
+from privaudit.verdict.registry import audit_line
+
+__all__ = ["AuditPlan", "AuditRun", "run_audit"]
+
+
+class _Seeded(Protocol):
+    @property
+    def seed(self) -> int: ...
+
+
+class _WithDelta(Protocol):
+    @property
+    def delta(self) -> float: ...
+
+
+class ParamsWithAudits(Protocol):
+    """What :meth:`AuditPlan.of` reads of the params (:class:`privaudit.config.Params` is one)."""
+
+    @property
+    def defenders(self) -> Sequence[DefenderSpecBase]: ...
+    @property
+    def base(self) -> _Seeded: ...
+    @property
+    def lidp(self) -> _WithDelta: ...
+
+    def budget_plan(self) -> BudgetPlan: ...
+
+
+@dataclass(frozen=True)
+class AuditPlan:
+    """What one audit reads of the params, built once by its stage (:meth:`of`).
+
+    Attributes:
+        audit: the registered audit's name.
+        budget: the error budget planned from params (every audit's level comes from it).
+        defenders: every defender's spec, in params order.
+        default_delta: ``lidp.delta``, the δ where a claim gives none.
+        seed: ``base.seed``.
+        settings: the params block the audit's registry line names (``params.<settings>``).
+    """
+
+    audit: str
+    budget: BudgetPlan
+    defenders: tuple[DefenderSpecBase, ...]
+    default_delta: float
+    seed: int
+    settings: Any
+
+    @classmethod
+    def of(cls, name: str, params: ParamsWithAudits) -> "AuditPlan":
+        """The plan of the registered audit ``name`` (``ValueError`` naming the registered ones otherwise)."""
+        line = audit_line(name)
+        return cls(audit=name, budget=params.budget_plan(), defenders=tuple(params.defenders),
+                   default_delta=params.lidp.delta, seed=params.base.seed, settings=getattr(params, line.settings))
 
 
 @dataclass(frozen=True)
@@ -52,27 +108,25 @@ def _module(name: str) -> Any:
     return module
 
 
-def run_audit(name: str, params: Params, inputs: AuditInputs, *, defenders_dir: Path, device: str = "cpu") -> AuditRun:
-    """Run the registered audit ``name`` for every defender it applies to.
+def run_audit(plan: AuditPlan, inputs: AuditInputs, *, defenders_dir: Path, device: str = "cpu") -> AuditRun:
+    """Run the registered audit ``plan.audit`` for every defender it applies to.
 
     Args:
-        name: a registered audit (``ValueError`` naming the registered ones otherwise).
-        params: the validated params (budget plan, defenders, ``base.seed``, ``lidp.delta`` as the δ
-            where a claim gives none, the audit's own params block).
+        plan: the audit's typed plan (:meth:`AuditPlan.of`: budget, defenders, ``base.seed``, ``lidp.delta``
+            as the δ where a claim gives none, the audit's own params block).
         inputs: what the stage loaded (the Defender set, the canary statistics).
         defenders_dir: ``data/defenders`` (each defender's claim, ``info.json``).
         device: the training device of trainer audits.
     """
-    line = audit_line(name)
-    module = _module(name)
-    plan = params.budget_plan()
-    settings = getattr(params, line.settings)
+    line = audit_line(plan.audit)
+    module = _module(plan.audit)
     kind = line.bounds[0].kind  # the bounds of one audit share its level
     bounds: dict[str, AuditBound] = {}
-    for spec in params.defenders:
-        if not plan.applies(spec.name, kind):
+    for spec in plan.defenders:
+        if not plan.budget.applies(spec.name, kind):
             continue
-        request = AuditRequest(spec=spec, claim=read_claim(defenders_dir, spec.name), level=plan.level(spec.name, kind),
-                               default_delta=params.lidp.delta, seed=params.base.seed, device=device)
-        bounds[spec.name] = module.run(request, inputs, settings)
-    return AuditRun(name, bounds)
+        request = AuditRequest(spec=spec, claim=read_claim(defenders_dir, spec.name),
+                               level=plan.budget.level(spec.name, kind), default_delta=plan.default_delta,
+                               seed=plan.seed, device=device)
+        bounds[spec.name] = module.run(request, inputs, plan.settings)
+    return AuditRun(plan.audit, bounds)

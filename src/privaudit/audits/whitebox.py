@@ -34,6 +34,7 @@ from typing import Any, Callable, Protocol
 
 import numpy as np
 
+from privaudit.declared_mechanism import Neighbourhood
 from privaudit.audits.protocol import PURE_DELTA, AuditBound, AuditInputs, AuditRequest, finite_epsilon
 from privaudit import hooks
 from privaudit.compat.opacus_warnings import opacus_noise_filtered
@@ -283,7 +284,7 @@ def run(request: AuditRequest, inputs: AuditInputs, settings: Any) -> AuditBound
 
     data = inputs.need_defender_data("whitebox")
     spec = request.spec
-    delta = request.delta("add_remove")
+    delta = request.delta(Neighbourhood.ADD_REMOVE)
     release = None
     if inputs.defenders_dir is not None:
         try:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from privaudit.declared_mechanism import Neighbourhood
 from privaudit.canaries.designs import CanaryDraw, wrong_labels
 from privaudit.features.feature_set import FeatureSet
 from privaudit.train import (
@@ -68,7 +69,7 @@ def lidp_block(
     """
     Xd, yd = fs.defender
     n_t = len(draws)
-    pairs = 2 if neighbourhood == "add_remove" else 1
+    pairs = 2 if neighbourhood == Neighbourhood.ADD_REMOVE else 1
     M = n_t * pairs
     gen = torch.Generator(device=device).manual_seed(int(seed))
     is_grad = draws[0].grad is not None

@@ -7,7 +7,7 @@ Defender set, the class count, the clip norm and ``blackbox.canary_scale``) when
 the final model, queried black-box through ``predict_proba`` at two points
 (:func:`privaudit.canaries.crafted.canary_scores`).
 
-* Batched trainer (``kind: dp_sgd`` / ``torch_mlp``, :func:`privaudit.train.recipe_from_spec`): the
+* Batched trainer (``kind: dp_sgd`` / ``torch_mlp``, :func:`privaudit.defenders.recipes.recipe_from_spec`): the
   ``blackbox.block`` models of block b train together (:func:`privaudit.train.train_heads`), the
   canary as one extra row valid only in the even trials, from
   ``int_seed(base.seed, "canaries", "blackbox", d, "block", b)``.
@@ -110,7 +110,7 @@ def blackbox_trials(plan: CanaryPlan, fs: FeatureSet, name: str, start: int, sto
     canary = blackbox_canary(plan, fs, name)
     trials = np.arange(start, stop)
     included = (trials % 2 == 0)
-    from privaudit.train import recipe_from_spec
+    from privaudit.defenders.recipes import recipe_from_spec
 
     recipe = recipe_from_spec(spec, int(fs.is_defender.sum()), fs.n_classes)
     if recipe is None:

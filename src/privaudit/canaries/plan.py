@@ -100,7 +100,7 @@ class CanaryPlan:
         blackbox: the ``blackbox`` params block (the many-run black-box audit's runs); ``None``: no
             black-box runs (a plan built by hand for Game 3 / LiDP only).
         user_code: ``(defender name, digest)`` of every audited ``kind: python`` defender: a hash of
-            its :func:`privaudit.user_code.user_code_manifest` entry (target, loader and the local
+            its :func:`privaudit.repro.user_code.user_code_manifest` entry (target, loader and the local
             modules they import), so an edited trainer never reuses another trainer's shards.
         sized_runs: ``(defender name, runs per side)`` of the black-box runs the plan stage sized to
             ``compute.budget_minutes`` (:mod:`privaudit.planning.cost`); a defender not listed runs what
@@ -124,10 +124,10 @@ class CanaryPlan:
     def of(cls, params: ParamsWithCanaries, root: Path | None = None,
            sized_runs: Mapping[str, int] | None = None) -> "CanaryPlan":
         """The plan of ``params``; user trainer files are resolved against ``root`` (default: the working
-        directory, where the stages import them from) and hashed (:mod:`privaudit.user_code`);
+        directory, where the stages import them from) and hashed (:mod:`privaudit.repro.user_code`);
         ``sized_runs``: black-box runs per side sized by the plan stage (``data/plan/sizes.json``)."""
         from privaudit.artifacts import dumps_json
-        from privaudit.user_code import user_code_manifest
+        from privaudit.repro.user_code import user_code_manifest
 
         defenders = tuple(params.audited_defenders())
         python = [spec.model_dump(mode="json") for spec in defenders if spec.kind == "python"]

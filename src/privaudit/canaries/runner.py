@@ -1,5 +1,5 @@
 """Run trials [start, stop) of one experiment of one defender: batched when the defender has a
-batched recipe (:func:`privaudit.train.recipe_from_spec`), else sequential ``make_defender`` fits.
+batched recipe (:func:`privaudit.defenders.recipes.recipe_from_spec`), else sequential ``make_defender`` fits.
 
 Randomness: trial t's canaries come from ``rng_for(base.seed, "canaries", <experiment>, <defender>, t)``;
 the training randomness of block b (``compute.block_trials`` trials) from
@@ -34,7 +34,8 @@ from privaudit.canaries.parallel import parallel_fits
 from privaudit.canaries.plan import CanaryPlan
 from privaudit.features.feature_set import FeatureSet
 from privaudit.seeding import int_seed, rng_for
-from privaudit.train import HeadRecipe, recipe_from_spec
+from privaudit.train import HeadRecipe
+from privaudit.defenders.recipes import recipe_from_spec
 from privaudit.train.heads import layer_sizes
 
 

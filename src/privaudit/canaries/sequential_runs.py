@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from privaudit.declared_mechanism import Neighbourhood
 from privaudit.canaries.designs import CanaryDraw, wrong_labels
 from privaudit.losses import cross_entropy
 from privaudit.defenders.registry import make_defender
@@ -50,7 +51,7 @@ def lidp_trial_sequential(spec: DefenderSpecBase, fs: FeatureSet, draw: CanaryDr
     cX, cy = draw.X, draw.y
     seed1, seed0 = (int(s) for s in draw_seeds(rng, 2))
     X1, y1 = np.concatenate([Xd, cX[:k]]), np.concatenate([yd, cy[:k]])
-    if neighbourhood == "replace_one":
+    if neighbourhood == Neighbourhood.REPLACE_ONE:
         p = fit_predict(spec, fs.n_classes, device, X1, y1, seed1, cX)
         loss = cross_entropy(p, cy)
         return loss[:k], loss[k:]

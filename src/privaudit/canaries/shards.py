@@ -153,7 +153,7 @@ def environment_fingerprint(device: str) -> dict[str, object]:
 
 @functools.lru_cache(maxsize=1)
 def _package_versions() -> tuple[tuple[str, str | None], ...]:
-    from privaudit.environment import package_versions
+    from privaudit.repro.environment import package_versions
 
     return tuple(package_versions(NUMERIC_PACKAGES).items())
 
@@ -218,8 +218,8 @@ def _timed_shard(plan: CanaryPlan, fs: FeatureSet, shard: Shard, device: str) ->
 def _run_shard_on_worker(plan: CanaryPlan, fs: FeatureSet, shard: Shard,
                          device: str) -> tuple[dict[str, np.ndarray], float]:
     """:func:`_timed_shard` in a Dask worker's process, after the device's deterministic-kernel settings
-    (:func:`privaudit.determinism.configure_determinism`; the stage sets them only in its own process)."""
-    from privaudit.determinism import configure_determinism
+    (:func:`privaudit.repro.determinism.configure_determinism`; the stage sets them only in its own process)."""
+    from privaudit.repro.determinism import configure_determinism
 
     configure_determinism(device)
     return _timed_shard(plan, fs, shard, device)
@@ -230,7 +230,7 @@ def _run_shard_in_process(plan: CanaryPlan, fs: FeatureSet, shard: Shard,
     """:func:`_timed_shard` in a local worker process (one torch thread, deterministic kernels)."""
     import torch
 
-    from privaudit.determinism import configure_determinism
+    from privaudit.repro.determinism import configure_determinism
 
     torch.set_num_threads(1)
     configure_determinism(device)

@@ -14,6 +14,7 @@ from typing import Any, ClassVar, Generic, TypeVar
 
 import numpy as np
 
+from privaudit.declared_mechanism import Neighbourhood
 from privaudit.defenders.specs import DefenderSpecBase
 
 #: the spec model a trainer takes (:mod:`privaudit.defenders.specs`)
@@ -80,8 +81,8 @@ class Defender(ABC, Generic[SpecT]):
         return None
 
     def claimed_neighbourhood(self) -> str:
-        """What the claim protects (:mod:`privaudit.claims`): ``add_remove`` unless overridden."""
-        return "add_remove"
+        """What the claim protects (:mod:`privaudit.verdict.claims`): ``add_remove`` unless overridden."""
+        return Neighbourhood.ADD_REMOVE
 
     def claimed_mechanism(self) -> Any:
         """The mechanism the recipe runs (:mod:`privaudit.declared_mechanism`), whose trade-off curve the

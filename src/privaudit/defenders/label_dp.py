@@ -28,6 +28,7 @@ import torch
 from scipy.special import softmax
 from torch import nn
 
+from privaudit.declared_mechanism import Neighbourhood
 from privaudit.defenders.registry import register
 from privaudit.defenders.simplex import project_simplex
 from privaudit.defenders.specs import AgibiSpec, AlibiSpec, TorchMLPSpec
@@ -119,7 +120,7 @@ class _SoftLabelHead(TorchHeadDefender[AlibiSpecT]):
         return float(self.spec.epsilon)
 
     def claimed_neighbourhood(self) -> str:
-        return "replace_label"  # label-DP: two data sets differ in one label
+        return Neighbourhood.REPLACE_LABEL  # label-DP: two data sets differ in one label
 
     def claimed_mechanism(self) -> Any:
         """ALIBI: Laplace of scale 2/ε on the one-hot label (L1 sensitivity 2): scale/sensitivity 1/ε."""

@@ -16,12 +16,13 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SerializeAsAny, ValidationError, ValidationInfo, field_validator
 
+from privaudit.declared_mechanism import Neighbourhood
 from privaudit.declared_mechanism import DeclaredMechanism, check_against_claim
 from privaudit.defenders.user_target import resolve_target
 from privaudit.messages import MAX_VALUE_CHARS, cap
 
 
-#: kinds the batched trainer replicates (:func:`privaudit.train.recipe_from_spec`): canary and black-box runs
+#: kinds the batched trainer replicates (:func:`privaudit.defenders.recipes.recipe_from_spec`): canary and black-box runs
 #: of these train many models in one call; other kinds are fitted one model at a time
 BATCHED_KINDS: tuple[str, ...] = ("torch_mlp", "dp_sgd")
 
@@ -252,8 +253,8 @@ class PythonSpec(DefenderSpecBase):
     order_invariant: bool = False
     claimed_epsilon: float | None = Field(None, gt=0)
     claimed_delta: float | None = Field(None, ge=0, lt=1, description="0 (or left out): a pure epsilon-DP claim")
-    claimed_neighbourhood: Literal["add_remove", "replace_one", "replace_label"] = Field(
-        "add_remove", description="what the claim protects: add/remove a record (DP-SGD), replace one, or one label")
+    claimed_neighbourhood: Neighbourhood = Field(
+        Neighbourhood.ADD_REMOVE, description="what the claim protects: add/remove a record (DP-SGD), replace one, or one label")
     mechanism: DeclaredMechanism | None = Field(
         None, description="the mechanism the trainer runs (privaudit.declared_mechanism): its whole trade-off curve "
                           "is the claim the black-box bounds test; left out, only the (epsilon, delta) point")

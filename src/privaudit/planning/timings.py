@@ -121,10 +121,10 @@ def _write(times: dict[str, FitTime], path: Path) -> None:
 
 
 def trainer_digests(defenders: list[Mapping[str, Any]], root: Path) -> dict[str, str]:
-    """Digest of each ``kind: python`` defender's own files (:func:`privaudit.user_code.user_code_manifest`),
+    """Digest of each ``kind: python`` defender's own files (:func:`privaudit.repro.user_code.user_code_manifest`),
     by name — the same digest the canary shards are keyed by."""
     from privaudit.artifacts import dumps_json
-    from privaudit.user_code import user_code_manifest
+    from privaudit.repro.user_code import user_code_manifest
 
     python = [dict(spec) for spec in defenders if spec.get("kind") == "python"]
     manifest = user_code_manifest({"defenders": python}, Path(root))

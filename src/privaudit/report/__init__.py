@@ -1,7 +1,6 @@
-"""Audit report and release gate, over the typed metrics files (:mod:`privaudit.metrics_files`).
+"""The audit report, over the typed metrics files (:mod:`privaudit.verdict.metrics_files`) and the gate's
+verdict (:func:`privaudit.verdict.gate.evaluate_gate`, ``metrics/gate.json``): this package only renders.
 
-- :mod:`privaudit.report.gate`: :func:`evaluate_gate` (``metrics/gate.json``); the theory check
-  it shares with the report is in :mod:`privaudit.audits.theory`.
 - :mod:`privaudit.report.plots`: matplotlib figures as PNG bytes and
   :func:`write_plot_files` (PNGs + tidy CSVs for ``dvc plots``).
 - :mod:`privaudit.report.render`: :func:`build_report` writes the self-contained
@@ -21,13 +20,11 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-# Lazy exports: ``privaudit verdict`` imports the gate without paying for matplotlib/pandas.
+# Lazy exports: importing the package pays for no matplotlib/pandas until a renderer is used.
 _EXPORTS: dict[str, str] = {
     "MISSING": "privaudit.report.render",
-    "GateParams": "privaudit.report.gate",
     "ReportInputs": "privaudit.report.inputs",
     "build_report": "privaudit.report.render",
-    "evaluate_gate": "privaudit.report.gate",
     "render_plots": "privaudit.report.plots",
     "run_report": "privaudit.report.stage",
     "write_plot_files": "privaudit.report.plots",

@@ -8,7 +8,7 @@ from typing import Any
 
 import pandas as pd
 
-from privaudit.metrics_files import AuditMetrics, GateResult
+from privaudit.verdict.metrics_files import AuditMetrics, GateResult
 
 __all__ = ["ReportInputs"]
 
@@ -24,8 +24,8 @@ class ReportInputs:
 
     Attributes:
         metrics: ``metrics/ltu.json``, ``metrics/audit.json``, ``metrics/bounds.json``, typed
-            (:func:`privaudit.metrics_files.read_metrics`).
-        gate: the release gate's verdict (:func:`privaudit.report.gate.evaluate_gate`); ``None``
+            (:func:`privaudit.verdict.metrics_files.read_metrics`).
+        gate: the release gate's verdict (:func:`privaudit.verdict.gate.evaluate_gate`); ``None``
             renders as "no verdict".
         manifest: provenance (code revision, upstream dvc.lock hash, params, data hashes, versions, ...).
         privacy_scores: per defender, a DataFrame with columns ``id, role, score``

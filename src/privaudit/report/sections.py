@@ -14,9 +14,9 @@ from typing import Any
 
 import pandas as pd
 
-from privaudit.claim_check import audited_bounds, check_bounds
-from privaudit.error_budget import BOUND_LABELS
-from privaudit.metrics_files import AuditEntry, LidpBlock, LtuEntry
+from privaudit.verdict.claim_check import audited_bounds, check_bounds
+from privaudit.verdict.error_budget import BOUND_LABELS
+from privaudit.verdict.metrics_files import AuditEntry, LidpBlock, LtuEntry
 from privaudit.report.document import (
     MISSING,
     Cell,
@@ -31,7 +31,7 @@ from privaudit.report.document import (
     real,
 )
 from privaudit.report.figures import PLOT_NAMES
-from privaudit.report.gate import NOT_AUDITED
+from privaudit.verdict.gate import NOT_AUDITED
 from privaudit.report.inputs import ReportInputs
 from privaudit.report.tables import (
     block_value,
@@ -42,7 +42,7 @@ from privaudit.report.tables import (
     risk_note,
     risk_summary,
 )
-from privaudit.audits.theory import theory_violations
+from privaudit.verdict.theory import theory_violations
 
 __all__ = ["build_document"]
 
@@ -58,7 +58,7 @@ _BOUND_COLUMNS: tuple[tuple[str, str], ...] = (
 def audited_what(inputs: ReportInputs) -> str | None:
     """One line for the first screen: which data, seed, code and params were audited (from the manifest).
 
-    >>> from privaudit.metrics_files import AuditMetrics
+    >>> from privaudit.verdict.metrics_files import AuditMetrics
     >>> m = {"params": {"dataset": {"name": "digits", "max_samples": None}}, "seed": 7, "code_revision": "abc123456789x"}
     >>> audited_what(ReportInputs(metrics=AuditMetrics(ltu={}, audit={}, bounds={}), manifest=m))
     'Audited: data set digits, base.seed 7, code abc123456789 (params and data hashes: Provenance manifest).'

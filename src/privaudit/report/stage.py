@@ -4,7 +4,7 @@
 
 1. fail early if ``metrics/gate.json`` or ``reports/`` cannot be written;
 2. read ``metrics/ltu.json``, ``audit.json``, ``bounds.json`` into typed entries, each checked
-   against its GX contract (:func:`privaudit.metrics_files.read_metrics` with ``contract=True``);
+   against its GX contract (:func:`privaudit.verdict.metrics_files.read_metrics` with ``contract=True``);
 3. evaluate the release gate and check its result against the ``gate`` contract, before anything
    is written;
 4. load the optional report tables (per-sample scores and ROC curves of the ``ltu`` stage, LiDP ε̂
@@ -20,20 +20,19 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import pandas as pd
 
 from privaudit.artifacts import ensure_writable, read_json, write_json
-from privaudit.config import Params
-from privaudit.metrics_files import GateResult, read_metrics
-from privaudit.provenance import build_manifest, provenance_stamp
-from privaudit.report.gate import evaluate_gate
+from privaudit.repro.provenance import build_manifest, provenance_stamp
+from privaudit.verdict.gate import GateSettings, evaluate_gate
+from privaudit.verdict.metrics_files import GateResult, read_metrics
 from privaudit.report.inputs import EPSILON_TRIALS_COLUMNS, ReportInputs
 from privaudit.report.render import build_report
 from privaudit.report.summary import build_summary
 
-__all__ = ["ReportPaths", "read_epsilon_curves", "read_ltu_tables", "read_table1", "run_report", "select_table1",
+__all__ = ["ReportPaths", "ReportPlan", "read_epsilon_curves", "read_ltu_tables", "read_table1", "run_report", "select_table1",
            "write_gate"]
 
 #: the upstream data folders whose hashes the provenance manifest records
@@ -54,6 +53,71 @@ class ReportPaths:
     summary: Path = Path("metrics/summary.json")
     out: Path = Path("reports")
     repo: Path = Path(".")
+
+
+class _Named(Protocol):
+    @property
+    def name(self) -> str: ...
+
+
+class _Seeded(Protocol):
+    @property
+    def seed(self) -> int: ...
+
+
+class _ReportBlock(Protocol):
+    @property
+    def title(self) -> str: ...
+    @property
+    def most_exposed(self) -> int: ...
+    @property
+    def table1(self) -> list[str] | None: ...
+    @property
+    def table1_other_datasets(self) -> bool: ...
+
+
+class ParamsWithReport(Protocol):
+    """What :meth:`ReportPlan.of` reads of the params (:class:`privaudit.config.Params` is one; the report
+    imports no params module)."""
+
+    @property
+    def gate(self) -> GateSettings: ...
+    @property
+    def report(self) -> _ReportBlock: ...
+    @property
+    def dataset(self) -> _Named: ...
+    @property
+    def base(self) -> _Seeded: ...
+
+    def model_dump(self, *, mode: str) -> dict[str, Any]: ...
+
+
+@dataclass(frozen=True)
+class ReportPlan:
+    """What the report stage reads of the params, built once by the stage (:meth:`of`).
+
+    Attributes:
+        gate: the ``gate`` block (thresholds, ``gate.beta``, ``gate.bounds``).
+        dataset: ``dataset.name`` (which Table 1 reproductions belong to this audit).
+        title, most_exposed, table1, table1_other_datasets: the ``report`` block.
+        seed: ``base.seed``; params: the whole params as JSON (both recorded in the provenance manifest).
+    """
+
+    gate: GateSettings
+    dataset: str
+    title: str
+    most_exposed: int
+    table1: tuple[str, ...]
+    table1_other_datasets: bool
+    seed: int
+    params: dict[str, Any]
+
+    @classmethod
+    def of(cls, params: ParamsWithReport) -> "ReportPlan":
+        r = params.report
+        return cls(gate=params.gate, dataset=params.dataset.name, title=r.title, most_exposed=r.most_exposed,
+                   table1=tuple(r.table1 or ()), table1_other_datasets=r.table1_other_datasets,
+                   seed=params.base.seed, params=params.model_dump(mode="json"))
 
 
 def read_ltu_tables(folder: Path, defenders: Iterable[str]) -> tuple[dict[str, pd.DataFrame], dict[str, Any]]:
@@ -103,7 +167,7 @@ def write_gate(path: Path, gate: GateResult, provenance: dict[str, Any]) -> None
     write_json(path, {**gate.to_json(), "provenance": provenance})
 
 
-def run_report(paths: ReportPaths, params: Params) -> GateResult:
+def run_report(paths: ReportPaths, plan: ReportPlan) -> GateResult:
     """Evaluate the release gate and write the self-contained audit report (see the module doc).
 
     Returns:
@@ -113,17 +177,17 @@ def run_report(paths: ReportPaths, params: Params) -> GateResult:
 
     ensure_writable(paths.gate, paths.summary, paths.out / "audit.html")
     metrics = read_metrics(paths.ltu, paths.audit, paths.bounds, contract=True)
-    gate = evaluate_gate(metrics, params.gate)
+    gate = evaluate_gate(metrics, plan.gate)
     validate_metrics("gate", gate.to_json())  # the output, before anything is written
     scores, roc = read_ltu_tables(paths.ltu_scores, metrics.ltu)
     curves = read_epsilon_curves(paths.curves, metrics.audit)
-    table1, left_out = select_table1(read_table1(params.report.table1 or []), params.dataset.name,
-                                     other_datasets=params.report.table1_other_datasets)
-    manifest = build_manifest(paths.repo, params.model_dump(mode="json"), params.base.seed, MANIFEST_DATA)
+    table1, left_out = select_table1(read_table1(plan.table1), plan.dataset,
+                                     other_datasets=plan.table1_other_datasets)
+    manifest = build_manifest(paths.repo, plan.params, plan.seed, MANIFEST_DATA)
     inputs = ReportInputs(metrics, gate, manifest, privacy_scores=scores or None, roc=roc or None,
                           epsilon_vs_trials=curves or None, table1=table1 or None,
-                          table1_left_out=left_out, dataset=params.dataset.name)
-    build_report(inputs, paths.out, title=params.report.title, most_exposed=params.report.most_exposed)
+                          table1_left_out=left_out, dataset=plan.dataset)
+    build_report(inputs, paths.out, title=plan.title, most_exposed=plan.most_exposed)
     write_json(paths.summary, build_summary(metrics, gate).to_json())
     # ties the verdict to the inputs/params/dvc.lock it was computed from (privaudit verdict checks it)
     write_gate(paths.gate, gate, provenance_stamp(paths.repo, "report"))

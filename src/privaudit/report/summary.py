@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import math
 
-from privaudit.metrics_files import (
+from privaudit.verdict.metrics_files import (
     AuditEntry,
     AuditMetrics,
     DefenderSummary,

@@ -10,8 +10,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from privaudit.claims import PrivacyClaim
-from privaudit.metrics_files import AuditEntry, BlackboxBlock, LtuEntry
+from privaudit.declared_mechanism import Neighbourhood
+from privaudit.verdict.claims import PrivacyClaim
+from privaudit.verdict.metrics_files import AuditEntry, BlackboxBlock, LtuEntry
 
 __all__ = [
     "CORRECTION_NAMES",
@@ -305,7 +306,7 @@ def tradeoff_claims(audit: Mapping[str, AuditEntry]) -> dict[str, tuple[PrivacyC
     it (:meth:`PrivacyClaim.implied_for` ``add_remove`` not ``None``), as ``{name: (add/remove claim, block)}``."""
     out: dict[str, tuple[PrivacyClaim, BlackboxBlock]] = {}
     for name, entry in audit.items():
-        claim = entry.claim.implied_for("add_remove") if entry.claim is not None else None
+        claim = entry.claim.implied_for(Neighbourhood.ADD_REMOVE) if entry.claim is not None else None
         if claim is not None and entry.blackbox is not None:
             out[str(name)] = (claim, entry.blackbox)
     return out

@@ -1,8 +1,9 @@
 """privaudit.train — the batched trainer: many small heads trained at once (GPU or CPU).
 
 :func:`train_heads` trains M linear/MLP heads in one batched computation (SGD or DP-SGD with
-per-example clipping, Poisson sampling and Gaussian noise per model); :func:`recipe_from_spec`
-maps ``kind: torch_mlp`` / ``kind: dp_sgd`` defender specs to it.
+per-example clipping, Poisson sampling and Gaussian noise per model). It knows no defender: the zoo maps
+its ``kind: torch_mlp`` / ``kind: dp_sgd`` specs to a :class:`HeadRecipe`
+(:func:`privaudit.defenders.recipes.recipe_from_spec`).
 """
 
 from privaudit.train.batched import DPSettings, HeadRecipe, TrainData, initial_heads, train_heads
@@ -15,10 +16,8 @@ from privaudit.train.heads import (
     per_example_gradients,
     predict_proba,
 )
-from privaudit.train.recipe import BATCHED_KINDS, recipe_from_spec
 
 __all__ = [
-    "BATCHED_KINDS",
     "DPSettings",
     "HeadRecipe",
     "StackedHeads",
@@ -30,6 +29,5 @@ __all__ = [
     "initial_heads",
     "per_example_gradients",
     "predict_proba",
-    "recipe_from_spec",
     "train_heads",
 ]

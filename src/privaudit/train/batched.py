@@ -12,7 +12,7 @@ gradient canaries (LiDP App. D.2: a virtual example whose gradient is the fixed 
   semantics): every step a Poisson batch (each row of the model independently with probability
   q; drawn as geometric gaps, :func:`poisson_rows`), per-example clipping to C with opacus's factor ``min(1, C/(‖g‖+1e−6))``, the sum plus
   ``N(0, σ²C²I)`` divided by the expected batch size, plain SGD. σ, q and the number of steps come
-  from the recipe (:func:`privaudit.train.recipe_from_spec`; opacus's accountant).
+  from the recipe (:func:`privaudit.defenders.recipes.recipe_from_spec`; opacus's accountant).
 
 All randomness of one call (initialisation, orders / Poisson batches, noise) comes from one
 ``torch.Generator``; the caller seeds it per block of models (see

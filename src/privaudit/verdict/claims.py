@@ -33,13 +33,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, get_args
+from typing import TYPE_CHECKING, Any
+
+from privaudit.declared_mechanism import Neighbourhood
 
 if TYPE_CHECKING:
     from privaudit.stats.tradeoff import TradeoffFamily
 
-Neighbourhood = Literal["add_remove", "replace_one", "replace_label"]
-NEIGHBOURHOODS: tuple[str, ...] = get_args(Neighbourhood)
+NEIGHBOURHOODS: tuple[str, ...] = tuple(n.value for n in Neighbourhood)
 
 #: a group-privacy δ at or above 1 says nothing; it is capped just below 1 (the claim stays valid)
 _DELTA_MAX = 1.0 - 1e-12
@@ -48,10 +49,10 @@ __all__ = ["NEIGHBOURHOODS", "Neighbourhood", "PrivacyClaim", "check_neighbourho
 
 
 def check_neighbourhood(value: str, where: str = "neighbourhood") -> Neighbourhood:
-    """Return ``value`` if it names a neighbourhood, else raise ``ValueError`` naming ``where``."""
+    """The :class:`Neighbourhood` ``value`` names, else ``ValueError`` naming ``where``."""
     if value not in NEIGHBOURHOODS:
         raise ValueError(f"{where} must be one of {list(NEIGHBOURHOODS)}, got {value!r}")
-    return value  # type: ignore[return-value]
+    return Neighbourhood(value)
 
 
 @dataclass(frozen=True)
@@ -60,7 +61,7 @@ class PrivacyClaim:
 
     >>> c = PrivacyClaim(1.0, 1e-5, "add_remove")
     >>> r = c.implied_for("replace_one")
-    >>> round(r.epsilon, 3), round(r.delta / 1e-5, 4), r.neighbourhood
+    >>> round(r.epsilon, 3), round(r.delta / 1e-5, 4), r.neighbourhood.value
     (2.0, 3.7183, 'replace_one')
     >>> c.implied_for("add_remove") == c
     True
@@ -92,18 +93,18 @@ class PrivacyClaim:
             raise ValueError(f"claimed epsilon must be a number >= 0, got {self.epsilon!r}")
         if not (isinstance(self.delta, (int, float)) and 0.0 <= self.delta < 1.0):
             raise ValueError(f"claimed delta must be in [0, 1), got {self.delta!r}")
-        check_neighbourhood(self.neighbourhood, "claimed neighbourhood")
+        object.__setattr__(self, "neighbourhood", check_neighbourhood(self.neighbourhood, "claimed neighbourhood"))
 
-    def implied_for(self, neighbourhood: str) -> "PrivacyClaim | None":
+    def implied_for(self, neighbourhood: Neighbourhood | str) -> "PrivacyClaim | None":
         """The guarantee this claim implies for ``neighbourhood``; ``None`` when it implies none."""
         target = check_neighbourhood(neighbourhood)
         if target == self.neighbourhood:
             return self
-        if self.neighbourhood == "add_remove":  # two add/remove steps (group privacy, k = 2)
+        if self.neighbourhood is Neighbourhood.ADD_REMOVE:  # two add/remove steps (group privacy, k = 2)
             eps = 2.0 * self.epsilon
             delta = min((1.0 + math.exp(min(self.epsilon, 700.0))) * self.delta, _DELTA_MAX)
             return PrivacyClaim(eps, delta, target)
-        if self.neighbourhood == "replace_one" and target == "replace_label":  # a label change is a replacement
+        if self.neighbourhood is Neighbourhood.REPLACE_ONE and target is Neighbourhood.REPLACE_LABEL:  # a label change is a replacement
             return PrivacyClaim(self.epsilon, self.delta, target, self.mechanism)
         return None
 

@@ -15,9 +15,9 @@ Checks, per defender (every defender named in any of the three files):
    (``budget.gated`` of its ``metrics/audit.json`` entry, from ``gate.bounds``: white-box
    ``whitebox.eps_lower_bound``, black-box ``one_run.eps_lower_bound``, LiDP
    ``lidp.eps_lower_bound`` / ``eps_lower_bound_k1``, Game 3 ``game3.eps_low``) may exceed the claim
-   converted to the bound's neighbourhood at the bound's δ (:mod:`privaudit.claim_check`) plus
+   converted to the bound's neighbourhood at the bound's δ (:mod:`privaudit.verdict.claim_check`) plus
    ``gate.max_epsilon_excess``, and no white-box assumption check may have failed. Each bound is
-   computed at its share of ``gate.beta`` (:mod:`privaudit.error_budget`), so a claim that holds
+   computed at its share of ``gate.beta`` (:mod:`privaudit.verdict.error_budget`), so a claim that holds
    is flagged with probability at most ``gate.beta``. A gated bound that applies but is missing,
    or a claim no gated bound is comparable with, fails with a reason marked ``[NOT AUDITED]``:
    the gate is never quieter than its audit. (Entries written before the budget existed gate
@@ -27,7 +27,7 @@ Checks, per defender (every defender named in any of the three files):
    membership-inference accuracy upper bound implied by the claim for the LTU swap game
    (Thudi, Yeom, Erlingsson, Sablayrolles, and Izzo's 1/2 + η) by more than z standard errors,
    z = max(2, Φ⁻¹(1 − level/A)) with ``level`` the theory check's budget share
-   (:func:`privaudit.audits.theory.theory_check`, the same check as ``exceeds_theory`` in
+   (:func:`privaudit.verdict.theory.theory_check`, the same check as ``exceeds_theory`` in
    ``metrics/bounds.json``). Exceeding a bound that holds for every attacker
    means the implementation or the privacy accounting is wrong.
 
@@ -41,8 +41,8 @@ violation (``accuracy - z stderr > bound``). The audited ε values are already o
 lower confidence bounds, so they are compared as they are. With ``use_error_bars: false``
 all comparisons use point estimates.
 
-The inputs are the typed metrics files (:class:`privaudit.metrics_files.AuditMetrics`, read by
-:func:`privaudit.metrics_files.read_metrics`: a value of the wrong type is rejected there, naming
+The inputs are the typed metrics files (:class:`privaudit.verdict.metrics_files.AuditMetrics`, read by
+:func:`privaudit.verdict.metrics_files.read_metrics`: a value of the wrong type is rejected there, naming
 the file and key). Missing data fails the defender with a reason saying what is missing: a defender
 without an LTU result, without a utility, without an ε audit while claiming DP, or without
 theoretical bounds while claiming DP (when theory violations are gated).
@@ -57,12 +57,13 @@ show it right after the verdict.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
+from typing import Protocol
 
-from privaudit.claim_check import audited_bounds, check_bounds
-from privaudit.claims import PrivacyClaim
-from privaudit.config import GateParams
-from privaudit.error_budget import EPSILON_BOUNDS
-from privaudit.metrics_files import (
+from privaudit.verdict.claim_check import audited_bounds, check_bounds
+from privaudit.verdict.claims import PrivacyClaim
+from privaudit.verdict.error_budget import EPSILON_BOUNDS
+from privaudit.verdict.metrics_files import (
     AttackerResult,
     AuditEntry,
     AuditMetrics,
@@ -70,12 +71,32 @@ from privaudit.metrics_files import (
     GateResult,
     LtuEntry,
 )
-from privaudit.audits.theory import theory_check
+from privaudit.verdict.theory import theory_check
 
 #: marks a reason saying that a DP claim could not be audited (the report shows it in red)
 NOT_AUDITED = "[NOT AUDITED]"
 
-__all__ = ["NOT_AUDITED", "GateParams", "evaluate_gate", "fmt_value"]
+__all__ = ["NOT_AUDITED", "GateSettings", "evaluate_gate", "fmt_value"]
+
+
+class GateSettings(Protocol):
+    """What the gate reads of ``gate.*`` (:class:`privaudit.config.GateParams` is one; the gate imports no
+    params module, so the verdict stays below the configuration that is built from it)."""
+
+    @property
+    def min_privacy(self) -> float: ...
+    @property
+    def min_utility(self) -> float: ...
+    @property
+    def max_epsilon_excess(self) -> float: ...
+    @property
+    def fail_on_theory_violation(self) -> bool: ...
+    @property
+    def use_error_bars(self) -> bool: ...
+    @property
+    def beta(self) -> float: ...
+    @property
+    def bounds(self) -> Sequence[str]: ...
 
 
 def fmt_value(value: float) -> str:
@@ -142,7 +163,7 @@ def _gated_kinds(entry: AuditEntry, present: list[str]) -> list[str]:
     return [k for k in entry.budget.gated if k in EPSILON_BOUNDS]
 
 
-def _claim_reasons(defender: str, claim: PrivacyClaim, entry: AuditEntry, params: GateParams) -> list[str]:
+def _claim_reasons(defender: str, claim: PrivacyClaim, entry: AuditEntry, params: GateSettings) -> list[str]:
     """Reasons from the gated ε lower bounds of one defender (violations and NOT AUDITED)."""
     bounds = audited_bounds(entry)
     gated = _gated_kinds(entry, [b.kind for b in bounds])
@@ -170,7 +191,7 @@ def _claim_reasons(defender: str, claim: PrivacyClaim, entry: AuditEntry, params
     return reasons
 
 
-def _ltu_reasons(defender: str, entry: LtuEntry | None, params: GateParams) -> list[str]:
+def _ltu_reasons(defender: str, entry: LtuEntry | None, params: GateSettings) -> list[str]:
     """1-2. LTU privacy of every attacker and utility."""
     if entry is None:
         return [
@@ -191,7 +212,7 @@ def _ltu_reasons(defender: str, entry: LtuEntry | None, params: GateParams) -> l
 
 
 def _theory_reasons(
-    defender: str, claim: PrivacyClaim | None, metrics: AuditMetrics, params: GateParams
+    defender: str, claim: PrivacyClaim | None, metrics: AuditMetrics, params: GateSettings
 ) -> list[str]:
     """4. Empirical accuracy against the theoretical bounds implied by the claim (an (ε, δ) claim, or the
     η of an η-MIP recipe, whose bound is 1/2 + η: Izzo et al. 2023 Definition 1)."""
@@ -244,7 +265,7 @@ def _warnings(defender: str, metrics: AuditMetrics) -> list[str]:
     return [f"defender {defender}: {blackbox.gdp_warning}"]
 
 
-def _evaluate_defender(defender: str, metrics: AuditMetrics, params: GateParams) -> list[str]:
+def _evaluate_defender(defender: str, metrics: AuditMetrics, params: GateSettings) -> list[str]:
     """All failure reasons for one defender (empty list = pass)."""
     reasons = _ltu_reasons(defender, metrics.ltu.get(defender), params)
 
@@ -267,12 +288,12 @@ def _evaluate_defender(defender: str, metrics: AuditMetrics, params: GateParams)
     return reasons
 
 
-def evaluate_gate(metrics: AuditMetrics, params: GateParams) -> GateResult:
+def evaluate_gate(metrics: AuditMetrics, params: GateSettings) -> GateResult:
     """Evaluate the release gate.
 
     Args:
         metrics: ``metrics/ltu.json``, ``metrics/audit.json`` and ``metrics/bounds.json``
-            (:func:`privaudit.metrics_files.read_metrics`).
+            (:func:`privaudit.verdict.metrics_files.read_metrics`).
         params: the ``gate.*`` thresholds.
 
     Returns:

@@ -2,10 +2,10 @@
 
 One entry per defender holds the claim (``claimed_epsilon``, ``claimed_delta``,
 ``claimed_neighbourhood``), the error budget split (``budget``: ``beta``, ``gated``, ``diagnostic``,
-``levels``), one block per registered audit (:func:`privaudit.audit_registry.block_audits`; each
+``levels``), one block per registered audit (:func:`privaudit.verdict.registry.block_audits`; each
 with its ε lower bound, ``delta``, ``neighbourhood`` and ``level``; ``null`` when the audit did not
 run for the defender), and ``violation``/``violations`` computed by
-:func:`privaudit.claim_check.check_bounds` — the same function the release gate uses, over the
+:func:`privaudit.verdict.claim_check.check_bounds` — the same function the release gate uses, over the
 gated bounds only.
 """
 
@@ -17,11 +17,11 @@ from pathlib import Path
 from typing import Any
 
 from privaudit.artifacts import read_json
-from privaudit.audit_registry import block_audits
-from privaudit.claim_check import audited_bounds, check_bounds, claim_of
-from privaudit.claims import PrivacyClaim
-from privaudit.error_budget import BudgetPlan, ErrorBudget
-from privaudit.metrics_files import AuditEntry, parse_entry
+from privaudit.verdict.registry import block_audits
+from privaudit.verdict.claim_check import audited_bounds, check_bounds, claim_of
+from privaudit.verdict.claims import PrivacyClaim
+from privaudit.verdict.error_budget import BudgetPlan, ErrorBudget
+from privaudit.verdict.metrics_files import AuditEntry, parse_entry
 
 __all__ = ["AuditMetricsBuild", "assemble_entry", "merge_audit_blocks", "read_claim"]
 
@@ -30,7 +30,7 @@ def read_claim(defenders_dir: Path, name: str) -> PrivacyClaim | None:
     """The claim of defender ``name`` from ``<defenders_dir>/<name>/info.json`` (``None``: no ε claimed).
 
     ``info.json`` carries the same ``claimed_*`` keys as a ``metrics/audit.json`` entry, so it is read
-    by :func:`privaudit.claim_check.claim_of`.
+    by :func:`privaudit.verdict.claim_check.claim_of`.
     """
     path = defenders_dir / name / "info.json"
     return claim_of(read_json(path), str(path))
@@ -52,7 +52,7 @@ def assemble_entry(
         name: defender name (for messages).
         audited: whether the canary audits (Game 3, LiDP) ran for it.
         blocks: ``{audit: block}`` for the registered audits whose block is part of ``metrics/audit.json``
-            (:func:`privaudit.audit_registry.block_audits`); absent or ``None`` = not run.
+            (:func:`privaudit.verdict.registry.block_audits`); absent or ``None`` = not run.
     """
     claim = claim_of(info, f"data/defenders/{name}/info.json")
     entry: dict[str, Any] = {
@@ -65,7 +65,7 @@ def assemble_entry(
     }
     unknown = sorted(set(blocks) - {a.name for a in block_audits()})
     if unknown:
-        raise ValueError(f"{name}: audit block(s) {unknown} are not registered in privaudit.audit_registry.AUDITS")
+        raise ValueError(f"{name}: audit block(s) {unknown} are not registered in privaudit.verdict.registry.AUDITS")
     for audit in block_audits():
         block = blocks.get(audit.name)
         entry[audit.name] = None if block is None else dict(block)

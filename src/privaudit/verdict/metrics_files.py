@@ -18,7 +18,7 @@ of ``ltu.json`` (``auc``, ``tpr_at_*``, ``variant``, ``sample_risk``, ``not_appl
 the audit details of each ``audit.json`` block (``tau``, ``by_order``, ``checks``, ``grid``, ...).
 Closed (unknown keys rejected): the entry level of ``audit.json`` and ``bounds.json``, the
 ``budget`` block, and ``gate.json`` except its ``provenance`` block (checked by
-:func:`privaudit.provenance.provenance_drift`).
+:func:`privaudit.repro.provenance.provenance_drift`).
 
 Numbers keep their JSON type (an ``int`` stays an ``int``), so the report prints them as before.
 """
@@ -33,8 +33,8 @@ from typing import Annotated, Any, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, PlainValidator, StrictBool, ValidationError, model_validator
 
 from privaudit.artifacts import read_json
-from privaudit.audit_registry import block_audits
-from privaudit.claims import Neighbourhood, PrivacyClaim
+from privaudit.verdict.registry import block_audits
+from privaudit.verdict.claims import Neighbourhood, PrivacyClaim
 from privaudit.declared_mechanism import DeclaredMechanism
 
 __all__ = [
@@ -211,7 +211,7 @@ class BlackboxBlock(EpsilonBlock):
 
 
 class Budget(_Closed):
-    """The split of ``gate.beta`` over the bounds (:mod:`privaudit.error_budget`)."""
+    """The split of ``gate.beta`` over the bounds (:mod:`privaudit.verdict.error_budget`)."""
 
     beta: Number
     gated: tuple[str, ...] = ()
@@ -237,14 +237,14 @@ class RecordedClaim(BaseModel):
         eps = self.claimed_epsilon
         if eps is None or not math.isfinite(eps):
             return None
-        return PrivacyClaim(float(eps), float(self.claimed_delta or 0.0), self.claimed_neighbourhood or "add_remove",
+        return PrivacyClaim(float(eps), float(self.claimed_delta or 0.0), self.claimed_neighbourhood or Neighbourhood.ADD_REMOVE,
                             self.claimed_mechanism)
 
 
 class AuditEntry(RecordedClaim):
-    """One defender of ``metrics/audit.json`` (:func:`privaudit.audits.entry.assemble_entry`); a block is
+    """One defender of ``metrics/audit.json`` (:func:`privaudit.verdict.entry.assemble_entry`); a block is
     ``None`` when its audit did not run. Besides the keys below, only blocks of registered audits are
-    accepted (:data:`privaudit.audit_registry.AUDITS`; those without a typed block class here are kept in
+    accepted (:data:`privaudit.verdict.registry.AUDITS`; those without a typed block class here are kept in
     ``other_blocks`` as :class:`EpsilonBlock`); any other key is an error."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -280,7 +280,7 @@ class AuditEntry(RecordedClaim):
 
     def epsilon_lower_bounds(self) -> list[tuple[str, str, EpsilonBlock, float]]:
         """``(kind, source, block, ε)`` for every ε lower bound present (absent or null ones left out),
-        in registry order (:data:`privaudit.audit_registry.AUDITS`: white-box, one-run, LiDP K = √n,
+        in registry order (:data:`privaudit.verdict.registry.AUDITS`: white-box, one-run, LiDP K = √n,
         LiDP K = 1, Game 3)."""
         found: list[tuple[str, str, EpsilonBlock, float]] = []
         for audit in block_audits():
@@ -441,8 +441,8 @@ class DefenderVerdict(_Closed):
 
 
 class GateResult(_Closed):
-    """``metrics/gate.json``: the release gate's verdict (:func:`privaudit.report.gate.evaluate_gate`)
-    and, once written by the report stage, its ``provenance`` (:mod:`privaudit.provenance`).
+    """``metrics/gate.json``: the release gate's verdict (:func:`privaudit.verdict.gate.evaluate_gate`)
+    and, once written by the report stage, its ``provenance`` (:mod:`privaudit.repro.provenance`).
 
     ``warnings`` (``"defender <name>: <text>"``) never change ``passed``: they say what a reader must
     know beside the verdict (e.g. a black-box GDP view above a claim that declares no mechanism). A

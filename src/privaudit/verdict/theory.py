@@ -20,9 +20,10 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from privaudit.claims import PrivacyClaim
-from privaudit.metrics_files import MI_ACCURACY_BOUNDS as KINDS
-from privaudit.metrics_files import AttackerResult, BoundsEntry, LtuEntry, parse_entry
+from privaudit.declared_mechanism import Neighbourhood
+from privaudit.verdict.claims import PrivacyClaim
+from privaudit.verdict.metrics_files import MI_ACCURACY_BOUNDS as KINDS
+from privaudit.verdict.metrics_files import AttackerResult, BoundsEntry, LtuEntry, parse_entry
 from privaudit.stats import mi_accuracy_bound, mip_eta
 
 __all__ = ["CITATION", "compute_bounds", "defender_bounds", "theory_check", "theory_violations", "theory_z"]
@@ -89,7 +90,7 @@ def defender_bounds(claim: PrivacyClaim | None, ltu: AttackerResult | None, p_me
     """One row of ``metrics/bounds.json``: bounds (None without a claimed ε) + empirical accuracy.
 
     The LTU game swaps a member for a non-member (a ``replace_one`` neighbourhood), so the bounds
-    use the claim implied for ``replace_one`` (:mod:`privaudit.claims`): an add/remove (ε, δ) claim
+    use the claim implied for ``replace_one`` (:mod:`privaudit.verdict.claims`): an add/remove (ε, δ) claim
     (DP-SGD) gives (2ε, (1 + e^ε)δ). A claim that implies nothing for it (label-DP) gives null
     bounds and ``comparable: false`` (the gate skips the theory check). ``exceeds_theory`` is
     :func:`theory_check` at ``level``. ``claimed_eta``: the η an η-MIP recipe claims instead of an ε (``kind:
@@ -105,8 +106,8 @@ def defender_bounds(claim: PrivacyClaim | None, ltu: AttackerResult | None, p_me
         return row
     if claim is None:
         return row
-    implied = claim.implied_for("replace_one")
-    row.update(neighbourhood="replace_one", comparable=implied is not None)
+    implied = claim.implied_for(Neighbourhood.REPLACE_ONE)
+    row.update(neighbourhood=Neighbourhood.REPLACE_ONE, comparable=implied is not None)
     if implied is None:
         return row
     claimed_epsilon, delta = implied.epsilon, implied.delta

@@ -1,6 +1,6 @@
 """A catalogue of opacus training LOOPS, as users write them, for the white-box audit (issue 27).
 
-:mod:`benchmarks.planted.opacus_bugs` plants bugs inside the mechanism (σ, clipping, noise, sampling).
+:mod:`privaudit.testing.planted.opacus_bugs` plants bugs inside the mechanism (σ, clipping, noise, sampling).
 This catalogue varies the *loop around* a correct ``DPOptimizer``: what users legitimately add
 (gradient accumulation with ``BatchMemoryManager``, momentum, weight decay, an lr schedule, opacus's
 noise and clip schedulers, tiny batches) and what makes the released model not differentially
@@ -32,7 +32,7 @@ from torch.utils.data import TensorDataset
 
 import privaudit.hooks
 
-from benchmarks.planted.opacus_bugs import DEFAULTS, LinearHead, recipe
+from privaudit.testing.planted.opacus_bugs import DEFAULTS, LinearHead, recipe
 
 GAMMA = 0.8  # per-epoch decay of the noise / clip schedulers
 

@@ -4,7 +4,7 @@
 module checks the promise by simulation, through the *same code path* the pipeline uses: the
 audit functions (:func:`privaudit.audits.lidp.lidp_audit`,
 :func:`privaudit.audits.game3.game3_interval`) at the level and δ the error budget assigns,
-:func:`privaudit.audits.entry.assemble_entry`, and :func:`privaudit.report.gate.evaluate_gate`.
+:func:`privaudit.verdict.entry.assemble_entry`, and :func:`privaudit.verdict.gate.evaluate_gate`.
 
 Mechanisms (the claim holds exactly — the hardest honest case):
 
@@ -22,11 +22,12 @@ from typing import Literal
 
 import numpy as np
 
-from privaudit.audits.entry import assemble_entry
+from privaudit.declared_mechanism import Neighbourhood
+from privaudit.verdict.entry import assemble_entry
 from privaudit.audits.protocol import audit_delta
-from privaudit.claims import PrivacyClaim
+from privaudit.verdict.claims import PrivacyClaim
 from privaudit.config import GateParams
-from privaudit.error_budget import plan_budget
+from privaudit.verdict.error_budget import plan_budget
 from privaudit.mechanisms.gaussian import gaussian_mechanism_sigma, simulate_gaussian_scores
 
 __all__ = ["GateScenario", "GateSimulation", "simulate_gate"]
@@ -40,8 +41,8 @@ class GateScenario:
     mechanism: Literal["gaussian", "randomized_response"]
     epsilon: float
     delta: float
-    claim_neighbourhood: Literal["add_remove", "replace_one", "replace_label"] = "add_remove"
-    audit_neighbourhood: Literal["add_remove", "replace_one", "replace_label"] = "add_remove"
+    claim_neighbourhood: Neighbourhood = Neighbourhood.ADD_REMOVE
+    audit_neighbourhood: Neighbourhood = Neighbourhood.ADD_REMOVE
     trials: int = 64  # LiDP trials, or Game 3 canaries
     canaries: int = 8  # LiDP K
     classes: int = 10  # randomized response
@@ -100,9 +101,9 @@ def _rr_blocks(s: GateScenario, claim: PrivacyClaim, level: float, rng: np.rando
     proba = np.full((n, c), 0.1 / (c - 1))
     proba[np.arange(n), released] = 0.9
     run = {"proba": proba, "label_pair": pair, "bit": bit, "true_label": true}
-    delta = audit_delta(claim, "replace_label", 0.0)
+    delta = audit_delta(claim, Neighbourhood.REPLACE_LABEL, 0.0)
     res = game3_interval(run, np.linspace(0.5, 0.99, 10), None, rng, "bonferroni", level=level, delta=delta)
-    res.update(neighbourhood="replace_label")
+    res.update(neighbourhood=Neighbourhood.REPLACE_LABEL)
     return {"game3": res}
 
 
@@ -127,8 +128,8 @@ def simulate_gate(scenario: GateScenario, reps: int, rng: np.random.Generator, b
     params = GateParams(beta=beta, bounds=gated, fail_on_theory_violation=False)
     info = {"claimed_epsilon": claim.epsilon, "claimed_delta": claim.delta,
             "claimed_neighbourhood": claim.neighbourhood}
-    from privaudit.metrics_files import AuditMetrics, parse_entries
-    from privaudit.report.gate import evaluate_gate
+    from privaudit.verdict.metrics_files import AuditMetrics, parse_entries
+    from privaudit.verdict.gate import evaluate_gate
 
     ltu = parse_entries("ltu", {"d": {"privacy": 1.0, "privacy_stderr": 0.0, "utility": 1.0, "utility_stderr": 0.0,
                                       "accuracy": 0.5, "rounds": 100, "attacker": "none"}})

@@ -1,7 +1,7 @@
 """The registry of audits: one line per audit, the only place that lists them.
 
 It lives beside, not inside, :mod:`privaudit.audits`: ``privaudit.config`` (the error budget of
-``gate.bounds``) and ``privaudit.metrics_files`` (the ``metrics/audit.json`` contract) read it, and
+``gate.bounds``) and ``privaudit.verdict.metrics_files`` (the ``metrics/audit.json`` contract) read it, and
 the audits import both, so the arrows point audits → config/metrics_files → audit_registry. It
 imports nothing from privaudit.
 
@@ -22,8 +22,8 @@ Every audit of the family (:mod:`privaudit.audits`) is one module plus one :clas
 - ``in_audit_json``: whether its block is part of ``metrics/audit.json`` (the theory check writes
   ``metrics/bounds.json`` instead).
 
-The error budget (:mod:`privaudit.error_budget`), the ``metrics/audit.json`` reader
-(:mod:`privaudit.metrics_files`), the merge of the blocks (:mod:`privaudit.audits.entry`) and the
+The error budget (:mod:`privaudit.verdict.error_budget`), the ``metrics/audit.json`` reader
+(:mod:`privaudit.verdict.metrics_files`), the merge of the blocks (:mod:`privaudit.verdict.entry`) and the
 release gate loop over these lines; none of them names an audit.
 """
 
@@ -83,7 +83,7 @@ AUDITS: tuple[AuditLine, ...] = (
                BoundLine("lidp_k1", "eps_lower_bound_k1", "LiDP K=1 view", gated_by_default=False)), "canary_audited", "canaries", "lidp"),
     AuditLine("game3", "privaudit.audits.game3",
               (BoundLine("game3", "eps_low", "Game 3"),), "canary_audited", "canaries", "game3"),
-    AuditLine("theory", "privaudit.audits.theory",
+    AuditLine("theory", "privaudit.verdict.theory",
               (BoundLine("theory", None, "theory check (attack accuracy vs. the claim's MI bound)"),),
               "theory_gated", "ltu", "bounds", in_audit_json=False),
 )
@@ -101,11 +101,15 @@ def _check_registry(audits: tuple[AuditLine, ...]) -> None:
     names = [a.name for a in audits]
     kinds = [b.kind for a in audits for b in a.bounds]
     if len(set(names)) != len(names) or len(set(kinds)) != len(kinds):
-        raise ValueError(f"privaudit.audit_registry: an audit name or bound kind is registered twice: {names}, {kinds}")
+        raise ValueError(f"privaudit.verdict.registry: an audit name or bound kind is registered twice: {names}, {kinds}")
     for a in audits:
-        if a.applies not in APPLICABILITY or a.inputs not in INPUT_KINDS or a.module != f"privaudit.audits.{a.name}":
-            raise ValueError(f"privaudit.audit_registry: bad line {a}: applies in {APPLICABILITY}, inputs in "
-                             f"{INPUT_KINDS}, module privaudit.audits.<name>")
+        # an audit lives in privaudit.audits; a check of the verdict that is no audit (the theory check, whose
+        # block is metrics/bounds.json) in privaudit.verdict
+        home = "privaudit.audits" if a.in_audit_json else "privaudit.verdict"
+        if a.applies not in APPLICABILITY or a.inputs not in INPUT_KINDS or a.module != f"{home}.{a.name}":
+            raise ValueError(f"privaudit.verdict.registry: bad line {a}: applies in {APPLICABILITY}, inputs in "
+                             f"{INPUT_KINDS}, module privaudit.audits.<name> (privaudit.verdict.<name> for a check "
+                             "outside metrics/audit.json)")
 
 
 _check_registry(AUDITS)

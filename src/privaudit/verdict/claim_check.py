@@ -9,7 +9,7 @@ privacy), and a bound for a neighbourhood the claim says nothing about is *not c
 comparable either: ε lower bounds at a smaller δ are larger, so comparing them would accuse
 honest recipes.
 
-``metrics/audit.json`` entries are typed by :mod:`privaudit.metrics_files`; :func:`audited_bounds`
+``metrics/audit.json`` entries are typed by :mod:`privaudit.verdict.metrics_files`; :func:`audited_bounds`
 lists the ε lower bounds of one. A bound that records no neighbourhood/δ (older files, hand-made
 tests) is read as a bound for the claim's own neighbourhood and δ.
 """
@@ -21,8 +21,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from privaudit.claims import PrivacyClaim
-from privaudit.metrics_files import AuditEntry, RecordedClaim, parse_entry
+from privaudit.verdict.claims import PrivacyClaim
+from privaudit.verdict.metrics_files import AuditEntry, RecordedClaim, parse_entry
 
 __all__ = ["AuditedBound", "BoundFinding", "audited_bounds", "check_bounds", "claim_of"]
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from privaudit.environment import ENVIRONMENT_FILE, environment_changes, environment_manifest, package_versions
+from privaudit.repro.environment import ENVIRONMENT_FILE, environment_changes, environment_manifest, package_versions
 
 PACKAGES = ("privaudit", "numpy", "scipy", "pandas", "scikit-learn", "torch", "opacus", "dvc",
             "great-expectations", "prefect", "skops", "safetensors")
@@ -530,7 +530,7 @@ def output_drift(repo: Path, stages: Sequence[str], lock_file: str = "dvc.lock",
     return problems
 
 
-#: written by the ``user_code`` stage (:mod:`privaudit.user_code`); always rerun by ``dvc repro``
+#: written by the ``user_code`` stage (:mod:`privaudit.repro.user_code`); always rerun by ``dvc repro``
 USER_CODE_FILE = "data/user_code.json"
 
 
@@ -549,7 +549,7 @@ def user_code_drift(repo: Path, stages: Sequence[str], params_file: str = "param
     ``always_changed``, so its lock entry cannot tell; the files are re-hashed here (small).
     """
     from privaudit.artifacts import read_json
-    from privaudit.user_code import UserCodeError, changed_files, user_code_manifest
+    from privaudit.repro.user_code import UserCodeError, changed_files, user_code_manifest
 
     repo = Path(repo)
     lock_path, recorded_path, params_path = repo / lock_file, repo / USER_CODE_FILE, repo / params_file
@@ -568,11 +568,11 @@ def user_code_drift(repo: Path, stages: Sequence[str], params_file: str = "param
 
 
 def environment_drift(repo: Path, stages: Sequence[str], lock_file: str = "dvc.lock") -> list[str]:
-    """Python or a result package (:data:`privaudit.environment.RESULT_PACKAGES`) that is not the
+    """Python or a result package (:data:`privaudit.repro.environment.RESULT_PACKAGES`) that is not the
     version the pipeline ran with: one line per package, e.g. ``opacus 1.6.0 → 1.7.1 since the
     pipeline ran``.
 
-    Only when one of ``stages`` writes :data:`~privaudit.environment.ENVIRONMENT_FILE` in
+    Only when one of ``stages`` writes :data:`~privaudit.repro.environment.ENVIRONMENT_FILE` in
     ``dvc.lock``: that stage is ``always_changed``, so its lock entry cannot tell; the running
     interpreter's package metadata is read here (nothing imported).
     """

@@ -13,7 +13,7 @@ reported next to it.
 Two drivers, one statistic:
 
 * :func:`audit_batched_recipe`: recipes of the batched trainer (:func:`privaudit.train.train_heads`,
-  ``kind: dp_sgd`` / ``torch_mlp`` via :func:`privaudit.train.recipe_from_spec`), thousands of runs
+  ``kind: dp_sgd`` / ``torch_mlp`` via :func:`privaudit.defenders.recipes.recipe_from_spec`), thousands of runs
   in blocks.
 * :func:`audit_trainer`: any function ``train(X, y, seed) -> model with predict_proba`` run
   sequentially, one model per run.
@@ -30,6 +30,7 @@ import numpy as np
 import torch
 from numpy.typing import NDArray
 
+from privaudit.declared_mechanism import Neighbourhood
 from privaudit.canaries.blackbox_trials import batched_canary_scores
 from privaudit.canaries.crafted import CraftedCanary, ProbaModel, craft_canary, score_model
 from privaudit.stats.gdp_runs import GdpRunsBound, LastIterateCeiling, certify_scores, last_iterate_epsilon
@@ -38,7 +39,7 @@ from privaudit.train import HeadRecipe
 __all__ = ["BlackboxAuditConfig", "BlackboxAuditResult", "audit_batched_recipe", "audit_trainer", "certify_scores"]
 
 THREAT_MODEL = "final model, black-box predict_proba (two queries per model)"
-NEIGHBOURHOOD = "add_remove"
+NEIGHBOURHOOD = Neighbourhood.ADD_REMOVE
 
 
 @dataclass(frozen=True)

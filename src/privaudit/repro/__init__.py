@@ -1,0 +1,7 @@
+"""Reproducibility: what a result was computed from, and the settings that make it repeatable.
+
+- :mod:`privaudit.repro.provenance`: the provenance stamp of the gate (code, params, data, environment);
+- :mod:`privaudit.repro.environment`: the package versions a stage depends on (``data/environment.json``);
+- :mod:`privaudit.repro.user_code`: the hash manifest of a user's ``kind: python`` trainer files;
+- :mod:`privaudit.repro.determinism`: torch's deterministic kernels for a device.
+"""

@@ -1,0 +1,112 @@
+"""The folders are the architecture (issue 36): the top-level parts of ``src/privaudit``, their layers, and
+every forbidden arrow between them, read from the AST (function-local imports included).
+
+A *part* is a sub-package (``verdict``, ``audits``, …) or a top-level module (``config``, ``hooks``, …). The
+layer of a part is the length of the longest import chain below it; the parts form a DAG
+(``tests/unit/test_import_cycles.py`` checks modules and parts for cycles).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+import networkx as nx
+
+from tests.import_graph import ROOT, imports, module_file
+
+SRC = ROOT / "src" / "privaudit"
+MAX_PARTS = 25
+MAX_LAYERS = 8
+
+#: part -> parts it must never import
+_ALL = {"artifacts", "attacks", "audits", "canaries", "cli", "compat", "config", "data", "declared_mechanism",
+        "defenders", "features", "hooks", "losses", "mechanisms", "messages", "planning", "report", "repro",
+        "seeding", "stats", "testing", "train", "validation", "verdict"}
+FORBIDDEN: dict[str, set[str]] = {
+    "stats": _ALL - {"stats"},  # pure statistics: numpy/scipy only
+    "verdict": {"audits", "report", "config", "testing", "attacks", "canaries", "train", "defenders", "planning",
+                "features", "data", "repro", "hooks", "cli"},  # decides, never trains, renders or reads params
+    "repro": {"verdict", "audits", "report", "testing", "config", "canaries", "attacks", "defenders", "train"},
+    "attacks": {"config", "audits", "verdict", "report", "testing"},
+    "canaries": {"config", "audits", "verdict", "report", "testing"},
+    "train": {"config", "audits", "verdict", "report", "testing", "canaries", "attacks", "defenders"},  # knows no zoo
+    "planning": {"config", "audits", "verdict", "report", "testing"},
+    "config": {"audits", "report", "attacks", "canaries", "train", "testing"},
+    "audits": {"report", "testing", "config"},
+    "report": {"audits", "attacks", "canaries", "train", "defenders", "testing", "planning", "hooks", "config"},
+}
+for _part in _ALL - {"testing"}:  # the shared test fixtures sit on top: nothing in the package imports them
+    FORBIDDEN.setdefault(_part, set()).add("testing")
+
+
+
+def part_of(path: Path) -> str:
+    rel = path.relative_to(SRC).with_suffix("")
+    return rel.parts[0]
+
+
+def module_edges() -> dict[tuple[str, str], set[tuple[str, str]]]:
+    """(part, part) -> the (file, file) imports behind that arrow, files relative to ``src/privaudit``."""
+    out: dict[tuple[str, str], set[tuple[str, str]]] = {}
+    for path in sorted(SRC.rglob("*.py")):
+        rel = path.relative_to(ROOT / "src").with_suffix("")
+        parts = rel.parts[:-1] if rel.name == "__init__" else rel.parts
+        for name in imports(path, ".".join(parts), by_name=False):
+            target = module_file(name)
+            if target is None or target == path or part_of(target) == part_of(path):
+                continue
+            out.setdefault((part_of(path), part_of(target)), set()).add(
+                (path.relative_to(SRC).as_posix(), target.relative_to(SRC).as_posix()))
+    return out
+
+
+def violations(edges: Mapping[tuple[str, str], Iterable[tuple[str, str]]], forbidden: Mapping[str, set[str]]) -> list[str]:
+    """Every file import behind a forbidden arrow."""
+    return sorted(f"{a} -> {b}" for (src, dst), files in edges.items() if dst in forbidden.get(src, set())
+                  for a, b in files)
+
+
+def layers(edges: Iterable[tuple[str, str]], parts: Iterable[str]) -> int:
+    g = nx.DiGraph()
+    g.add_nodes_from(parts)
+    g.add_edges_from(edges)
+    return nx.dag_longest_path_length(g) + 1
+
+
+def _parts() -> set[str]:
+    return {p.stem if p.is_file() else p.name for p in SRC.iterdir()
+            if (p.is_file() and p.suffix == ".py" and p.name != "__init__.py") or (p / "__init__.py").is_file()}
+
+
+def test_about_25_top_level_parts_on_at_most_8_layers() -> None:
+    parts = _parts()
+    assert {"verdict", "repro", "testing", "audits", "report"} <= parts
+    assert len(parts) <= MAX_PARTS, f"{len(parts)} top-level parts: {sorted(parts)}"
+    edges = [e for e in module_edges() if e[0] in parts and e[1] in parts]
+    assert layers(edges, parts) <= MAX_LAYERS
+
+
+def test_no_forbidden_arrow() -> None:
+    """E.g. the audits and the report read typed plans (``audits.runner.AuditPlan``, ``report.stage.ReportPlan``)
+    built by their stages, never ``privaudit.config``."""
+    assert violations(module_edges(), FORBIDDEN) == []
+
+
+def test_the_library_imports_no_tests_and_no_benchmarks() -> None:
+    found = []
+    for path in sorted(SRC.rglob("*.py")):
+        names = imports(path, "privaudit", by_name=False)
+        found += [f"{path.relative_to(SRC)}: {n}" for n in names if n.split(".")[0] in {"tests", "benchmarks"}]
+    assert found == []
+
+
+def test_the_checks_find_planted_faults() -> None:
+    planted = {("verdict", "report"): {("verdict/gate.py", "report/render.py")},
+               ("audits", "config"): {("audits/runner.py", "config.py"), ("audits/lidp.py", "config.py")},
+               ("defenders", "testing"): {("defenders/user.py", "testing/planted/digits.py")}}
+    forbidden = {"verdict": {"report"}, "audits": {"config"}, "defenders": {"testing"}}
+    assert violations(planted, forbidden) == [
+        "audits/lidp.py -> config.py", "audits/runner.py -> config.py", "defenders/user.py -> testing/planted/digits.py",
+        "verdict/gate.py -> report/render.py"]
+    assert layers([("a", "b"), ("b", "c"), ("a", "c")], "abcd") == 3
