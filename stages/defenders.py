@@ -15,7 +15,8 @@ from privaudit.config import Params
 from privaudit.features.feature_set import read_feature_files
 from privaudit.repro.determinism import configure_determinism
 from privaudit.features import resolve_device
-from privaudit.planning.timings import DEFAULT_TIMINGS, FitTime, fit_key, record_fit_time, trainer_digests
+from privaudit.planning.timings import DEFAULT_TIMINGS, FitTime, fit_key, record_fit_time
+from privaudit.repro.user_code import user_code_digests
 from privaudit.validation import check_defender_dirs, validate_defender_outputs, validate_features, validate_membership
 from stages._runner import run_stage
 
@@ -40,7 +41,7 @@ def _body(args: argparse.Namespace, params: Params) -> None:
     fs = load_feature_set(args.features, args.split)
     # a user's trainer (kind: python) trains first: a broken one fails before the built-in defenders are retrained
     ordered = sorted(params.defenders, key=lambda s: s.kind != "python")
-    digests = trainer_digests([s.model_dump(mode="json") for s in ordered], Path.cwd())
+    digests = user_code_digests([s.model_dump(mode="json") for s in ordered], Path.cwd())
     times = []
     with atomic_dir(args.out) as tmp:
         for spec in ordered:

@@ -20,7 +20,8 @@ from privaudit.config import Params
 from privaudit.defenders.specs import BATCHED_KINDS
 from privaudit.planning.cost import AuditSizes, DefenderInput, plan_audit
 from privaudit.planning.plan_files import write_plan_files
-from privaudit.planning.timings import DEFAULT_TIMINGS, fit_key, read_fit_times, trainer_digests
+from privaudit.planning.timings import DEFAULT_TIMINGS, fit_key, read_fit_times
+from privaudit.repro.user_code import user_code_digests
 from stages._runner import run_stage
 
 #: the attackers whose reference models are fits of the defender's own trainer
@@ -50,7 +51,7 @@ def _body(args: argparse.Namespace, params: Params) -> None:
     ensure_writable(args.out)
     times = read_fit_times(args.timings)
     specs = params.audited_defenders()
-    digests = trainer_digests([s.model_dump(mode="json") for s in specs], Path.cwd())
+    digests = user_code_digests([s.model_dump(mode="json") for s in specs], Path.cwd())
     inputs = []
     for spec in specs:
         n_defender = int(read_json(args.defenders / spec.name / "info.json")["n_defender"])

@@ -9,7 +9,6 @@ hashes: :func:`privaudit.canaries.shards.shard_dir`).
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -126,13 +125,11 @@ class CanaryPlan:
         """The plan of ``params``; user trainer files are resolved against ``root`` (default: the working
         directory, where the stages import them from) and hashed (:mod:`privaudit.repro.user_code`);
         ``sized_runs``: black-box runs per side sized by the plan stage (``data/plan/sizes.json``)."""
-        from privaudit.artifacts import dumps_json
-        from privaudit.repro.user_code import user_code_manifest
+        from privaudit.repro.user_code import user_code_digests
 
         defenders = tuple(params.audited_defenders())
-        python = [spec.model_dump(mode="json") for spec in defenders if spec.kind == "python"]
-        manifest = user_code_manifest({"defenders": python}, Path.cwd() if root is None else Path(root))
-        digests = {name: hashlib.sha256(dumps_json(entry).encode()).hexdigest() for name, entry in manifest.items()}
+        digests = user_code_digests([spec.model_dump(mode="json") for spec in defenders],
+                                    Path.cwd() if root is None else Path(root))
         return cls(seed=params.base.seed, device=params.base.device, defenders=defenders,
                    game3=params.game3, lidp=params.lidp, compute=params.compute,
                    user_code=tuple(sorted(digests.items())), blackbox=params.blackbox,

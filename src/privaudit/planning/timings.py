@@ -24,7 +24,7 @@ from typing import Any
 from privaudit.artifacts import read_json, write_json
 
 __all__ = ["DEFAULT_TIMINGS", "MIN_AUDIT_FITS", "FitTime", "fit_key", "read_fit_times", "record_audit_fit_time",
-           "record_fit_time", "record_shard_times", "trainer_digests"]
+           "record_fit_time", "record_shard_times"]
 
 #: where the measured fit times are kept (ignored by git and DVC)
 DEFAULT_TIMINGS = Path("data/.timings/fits.json")
@@ -120,17 +120,6 @@ def _write(times: dict[str, FitTime], path: Path) -> None:
                       for n, t in sorted(times.items())})
 
 
-def trainer_digests(defenders: list[Mapping[str, Any]], root: Path) -> dict[str, str]:
-    """Digest of each ``kind: python`` defender's own files (:func:`privaudit.repro.user_code.user_code_manifest`),
-    by name — the same digest the canary shards are keyed by."""
-    from privaudit.artifacts import dumps_json
-    from privaudit.repro.user_code import user_code_manifest
-
-    python = [dict(spec) for spec in defenders if spec.get("kind") == "python"]
-    manifest = user_code_manifest({"defenders": python}, Path(root))
-    return {name: hashlib.sha256(dumps_json(entry).encode()).hexdigest() for name, entry in manifest.items()}
-
-
 def record_shard_times(specs: Sequence[Mapping[str, Any]], shards: Mapping[str, Sequence[tuple[int, float]]],
                        n_defender: int, root: Path, path: Path = DEFAULT_TIMINGS) -> dict[str, float]:
     """Record, per sequential defender, the seconds per fit of the shards the canaries stage ran (``shards``:
@@ -149,7 +138,9 @@ def record_shard_times(specs: Sequence[Mapping[str, Any]], shards: Mapping[str, 
     """
     from privaudit.defenders.specs import BATCHED_KINDS
 
-    digests = trainer_digests(list(specs), root)
+    from privaudit.repro.user_code import user_code_digests
+
+    digests = user_code_digests(list(specs), root)
     recorded: dict[str, float] = {}
     for spec in specs:
         name = str(spec["name"])

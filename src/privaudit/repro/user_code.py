@@ -46,7 +46,7 @@ from pathlib import Path
 from typing import Any
 
 __all__ = ["UserCodeError", "code_files", "local_imports", "python_defenders", "resolve_module_file",
-           "restage_experiment_files", "untracked_files", "user_code_manifest"]
+           "restage_experiment_files", "untracked_files", "user_code_digests", "user_code_manifest"]
 
 #: the spec keys that name user code, in the order they are reported
 CODE_KEYS = ("target", "loader")
@@ -130,6 +130,18 @@ def python_defenders(params: Mapping[str, Any]) -> list[tuple[str, dict[str, Any
         if isinstance(spec, Mapping) and spec.get("kind") == "python":
             found.append((f"defenders[{i}]", dict(spec)))
     return found
+
+
+def user_code_digests(defenders: Sequence[Mapping[str, Any]], root: Path) -> dict[str, str]:
+    """sha256 of each ``kind: python`` defender's :func:`user_code_manifest` entry (its target, loader and the
+    local modules they import), by name: the one digest of a user's trainer files, which keys its canary
+    shards (:class:`privaudit.canaries.plan.CanaryPlan`) and its measured fit times
+    (:mod:`privaudit.planning.timings`). ``defenders``: specs as JSON (``model_dump(mode="json")``)."""
+    from privaudit.artifacts import dumps_json
+
+    python = [dict(spec) for spec in defenders if spec.get("kind") == "python"]
+    manifest = user_code_manifest({"defenders": python}, Path(root))
+    return {name: hashlib.sha256(dumps_json(entry).encode()).hexdigest() for name, entry in manifest.items()}
 
 
 def user_code_manifest(params: Mapping[str, Any], root: Path) -> dict[str, dict[str, Any]]:
