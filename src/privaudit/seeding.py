@@ -7,8 +7,16 @@ params, independent of which other stages or defenders exist, and never touches 
 from __future__ import annotations
 
 import zlib
+from typing import Protocol
 
 import numpy as np
+
+
+class SeededBlock(Protocol):
+    """What a typed plan reads of ``params.base`` to seed its streams: ``base.seed``."""
+
+    @property
+    def seed(self) -> int: ...
 
 
 def _key(*names: str | int) -> tuple[int, ...]:

@@ -35,6 +35,8 @@ FORBIDDEN: dict[str, set[str]] = {
     "config": {"audits", "report", "attacks", "canaries", "train", "testing"},
     "audits": {"report", "testing", "config"},
     "report": {"audits", "attacks", "canaries", "train", "defenders", "testing", "planning", "hooks", "config"},
+    # the GX suites are the artifacts' contracts: above ``artifacts`` and the source data type, below every reader
+    "validation": _ALL - {"validation", "artifacts", "data"},
 }
 for _part in _ALL - {"testing"}:  # the shared test fixtures sit on top: nothing in the package imports them
     FORBIDDEN.setdefault(_part, set()).add("testing")
@@ -93,6 +95,31 @@ def test_no_forbidden_arrow() -> None:
     assert violations(module_edges(), FORBIDDEN) == []
 
 
+#: the library files that may run a GX suite: the one reader (or writer) of each artifact folder, which validates
+#: what it reads or writes there; audits, the gate's math and the statistics get validated objects from them
+VALIDATING_FILES = {
+    "canaries/assembly.py",       # writes data/canaries/<defender>/ (checked before it is written)
+    "canaries/stats_files.py",    # reads data/canaries/<defender>/
+    "defenders/trained_files.py", # reads/writes data/defenders/<name>/ (model files: no pickle)
+    "defenders/sklearn_zoo.py",   # the model-file contract's trusted types, for skops
+    "defenders/user.py",          # the same, plus a user's trusted_types
+    "verdict/metrics_files.py",   # reads metrics/*.json
+    "report/stage.py",            # writes metrics/gate.json and metrics/summary.json
+}
+
+
+def validating_files(edges: Mapping[tuple[str, str], Iterable[tuple[str, str]]]) -> set[str]:
+    """The files outside ``validation`` that import it."""
+    return {a for (src, dst), files in edges.items() if dst == "validation" and src != "validation" for a, _ in files}
+
+
+def test_only_the_artifact_readers_and_writers_run_the_suites() -> None:
+    """Issue 36: the suites are no dependency of the library proper; one reader per artifact folder validates on
+    read (``canaries.stats_files``, ``verdict.metrics_files``, ``defenders.trained_files``) and the writers check
+    before they write."""
+    assert validating_files(module_edges()) <= VALIDATING_FILES
+
+
 def test_the_library_imports_no_tests_and_no_benchmarks() -> None:
     found = []
     for path in sorted(SRC.rglob("*.py")):
@@ -110,3 +137,6 @@ def test_the_checks_find_planted_faults() -> None:
         "audits/lidp.py -> config.py", "audits/runner.py -> config.py", "defenders/user.py -> testing/planted/digits.py",
         "verdict/gate.py -> report/render.py"]
     assert layers([("a", "b"), ("b", "c"), ("a", "c")], "abcd") == 3
+    planted_validation = {("audits", "validation"): {("audits/game3.py", "validation/canary_suite.py")},
+                          ("canaries", "validation"): {("canaries/stats_files.py", "validation/canary_suite.py")}}
+    assert validating_files(planted_validation) - VALIDATING_FILES == {"audits/game3.py"}

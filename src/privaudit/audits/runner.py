@@ -13,25 +13,19 @@ function with the audit's name from their command line; nothing here names an au
 from __future__ import annotations
 
 import importlib
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-from collections.abc import Sequence
-from typing import Protocol
+from typing import Any, Protocol
 
 from privaudit.audits.protocol import AuditBound, AuditInputs, AuditRequest
 from privaudit.defenders.specs import DefenderSpecBase
+from privaudit.seeding import SeededBlock
 from privaudit.verdict.entry import read_claim
 from privaudit.verdict.error_budget import BudgetPlan
 from privaudit.verdict.registry import audit_line
 
 __all__ = ["AuditPlan", "AuditRun", "run_audit"]
-
-
-class _Seeded(Protocol):
-    @property
-    def seed(self) -> int: ...
 
 
 class _WithDelta(Protocol):
@@ -45,7 +39,7 @@ class ParamsWithAudits(Protocol):
     @property
     def defenders(self) -> Sequence[DefenderSpecBase]: ...
     @property
-    def base(self) -> _Seeded: ...
+    def base(self) -> SeededBlock: ...
     @property
     def lidp(self) -> _WithDelta: ...
 

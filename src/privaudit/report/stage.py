@@ -26,6 +26,7 @@ import pandas as pd
 
 from privaudit.artifacts import ensure_writable, read_json, write_json
 from privaudit.repro.provenance import build_manifest, provenance_stamp
+from privaudit.seeding import SeededBlock
 from privaudit.verdict.gate import GateSettings, evaluate_gate
 from privaudit.verdict.metrics_files import GateResult, read_metrics
 from privaudit.report.inputs import EPSILON_TRIALS_COLUMNS, ReportInputs
@@ -60,11 +61,6 @@ class _Named(Protocol):
     def name(self) -> str: ...
 
 
-class _Seeded(Protocol):
-    @property
-    def seed(self) -> int: ...
-
-
 class _ReportBlock(Protocol):
     @property
     def title(self) -> str: ...
@@ -87,7 +83,7 @@ class ParamsWithReport(Protocol):
     @property
     def dataset(self) -> _Named: ...
     @property
-    def base(self) -> _Seeded: ...
+    def base(self) -> SeededBlock: ...
 
     def model_dump(self, *, mode: str) -> dict[str, Any]: ...
 
