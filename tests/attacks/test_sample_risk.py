@@ -250,13 +250,13 @@ def test_reference_models_reuse_the_batched_trainer_and_skip_joblib(monkeypatch)
 
 def test_benjamini_hochberg_and_bonferroni() -> None:
     p = np.array([0.001, 0.008, 0.039, 0.041, 0.042, 0.06, 0.074, 0.205, 0.212, 0.216])
-    reject, q, cutoff = benjamini_hochberg(p, 0.05)
+    reject, q, cutoff = benjamini_hochberg(p, level=0.05)
     assert list(np.flatnonzero(reject)) == [0, 1] and cutoff == pytest.approx(0.01)
     np.testing.assert_allclose(q[:2], [0.01, 0.04])
     assert np.all(q >= p) and np.all(q <= 1)
-    reject, q, cutoff = bonferroni(p, 0.05)
+    reject, q, cutoff = bonferroni(p, level=0.05)
     assert list(np.flatnonzero(reject)) == [0] and cutoff == pytest.approx(0.005)
-    none, _, c = benjamini_hochberg(np.array([0.5, 0.9]), 0.05)
+    none, _, c = benjamini_hochberg(np.array([0.5, 0.9]), level=0.05)
     assert not none.any() and c == 0.025
 
 

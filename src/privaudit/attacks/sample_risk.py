@@ -170,7 +170,7 @@ class RiskOptions:
 # --------------------------------------------------------------------------- multiplicity
 
 
-def benjamini_hochberg(p: np.ndarray, level: float) -> tuple[np.ndarray, np.ndarray, float]:
+def benjamini_hochberg(p: np.ndarray, *, level: float) -> tuple[np.ndarray, np.ndarray, float]:
     """Benjamini-Hochberg step-up over the m p-values ``p``.
 
     Returns:
@@ -194,7 +194,7 @@ def benjamini_hochberg(p: np.ndarray, level: float) -> tuple[np.ndarray, np.ndar
     return p <= cutoff, q, cutoff
 
 
-def bonferroni(p: np.ndarray, level: float) -> tuple[np.ndarray, np.ndarray, float]:
+def bonferroni(p: np.ndarray, *, level: float) -> tuple[np.ndarray, np.ndarray, float]:
     """Bonferroni: reject p <= level / m; adjusted p = min(1, m p); cutoff level / m."""
     p = np.asarray(p, np.float64)
     m = max(len(p), 1)
@@ -202,12 +202,12 @@ def bonferroni(p: np.ndarray, level: float) -> tuple[np.ndarray, np.ndarray, flo
     return p <= cutoff, np.minimum(p * m, 1.0), cutoff
 
 
-def correct(p: np.ndarray, level: float, method: str) -> tuple[np.ndarray, np.ndarray, float]:
+def correct(p: np.ndarray, *, level: float, method: str) -> tuple[np.ndarray, np.ndarray, float]:
     """(reject, adjusted p, p-value cutoff) of ``bh`` or ``bonferroni`` at ``level``."""
     if method == "bh":
-        return benjamini_hochberg(p, level)
+        return benjamini_hochberg(p, level=level)
     if method == "bonferroni":
-        return bonferroni(p, level)
+        return bonferroni(p, level=level)
     raise ValueError(f"unknown correction {method!r}; allowed: 'bh', 'bonferroni'")
 
 
@@ -582,10 +582,10 @@ def risk_from_confidences(conf_target: np.ndarray, conf_ref: np.ndarray, inside:
 
     flagged = np.zeros(len(d), bool)
     q = np.full(len(d), np.nan)
-    reject, q_d, cutoff = correct(p[d], options.level, options.correction)
+    reject, q_d, cutoff = correct(p[d], level=options.level, method=options.correction)
     reject &= risk[d] > 0  # already p = 1 otherwise: a flag always has a positive risk
     flagged[d], q[d] = reject, q_d
-    ctrl_reject, q_r, _ = correct(p[~d], options.level, options.correction)
+    ctrl_reject, q_r, _ = correct(p[~d], level=options.level, method=options.correction)
     q[~d] = q_r
     control_hit = np.zeros(len(d), bool)
     control_hit[~d] = p[~d] <= cutoff
