@@ -21,6 +21,9 @@ import numpy as np
 
 from privaudit.testing.gate_simulation import GateScenario, simulate_gate
 
+#: the gate's total error budget ``gate.beta`` (the default of params.yaml)
+BETA = 0.05
+
 SCENARIOS = (
     GateScenario("Gaussian, LiDP add/remove", "gaussian", 1.0, 1e-5),
     GateScenario("Gaussian, LiDP add/remove", "gaussian", 4.0, 1e-5),
@@ -53,7 +56,7 @@ def main() -> None:
     print(lines[-1])
     for i, sc in enumerate(SCENARIOS):
         t = time.perf_counter()
-        sim = simulate_gate(sc, args.reps, np.random.default_rng([args.seed, i]))
+        sim = simulate_gate(sc, args.reps, np.random.default_rng([args.seed, i]), beta=BETA)
         row = (f"{sc.name} | {sc.claim_neighbourhood} -> {sc.audit_neighbourhood} | {sc.epsilon:g} | {sc.delta:g} | "
                f"{'+'.join(sim.gated)} | {sim.reps} | {sim.false_violations} | {sim.rate:.4f} | {sim.beta:g} | "
                f"{sim.binomial_limit():.4f} | {time.perf_counter() - t:.0f}")

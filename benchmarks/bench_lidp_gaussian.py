@@ -1,7 +1,7 @@
 """Benchmark: LiDP auditing of the Gaussian mechanism (Pillutla et al. 2023, §4 / App. E, Fig. 3 left).
 
 For eps in {1, 2, 4} and n in {256, 1024, 4096} trials, prints the certified lower bound eps_hat
-(mean over repetitions, beta = 0.05, delta = 1e-5) for
+(mean over repetitions, level = 0.05, delta = 1e-5) for
   * K = 1 canary, 1st-order Wilson interval (the standard "DP + Wilson" baseline),
   * K = round(sqrt(n)) canaries with 2nd- and 4th-order Wilson intervals (LiDP),
   * K = round(sqrt(n)) canaries with the 2nd-order Bernstein interval (non-asymptotic),
@@ -25,7 +25,7 @@ from privaudit.mechanisms import gaussian_mechanism_sigma, simulate_gaussian_sco
 from privaudit.stats import certify_selected, select_threshold
 
 DELTA = 1e-5
-BETA = 0.05
+LEVEL = 0.05  # failure probability of each certified one-sided eps_hat (the paper's beta)
 N_GRID = (256, 1024, 4096)
 N_BASELINE = (256, 1024, 4096, 16384, 65536)
 EPSILONS = (1.0, 2.0, 4.0)
@@ -49,8 +49,9 @@ def _audit(sigma: float, n: int, k: int, dim: int, rng: np.random.Generator, met
     grid = _grid(ty)
     out = []
     for order, method in methods:
-        sel = select_threshold(tx, ty, grid, DELTA, BETA, order, method)  # type: ignore[arg-type]
-        out.append(certify_selected(sel, cx, cy, DELTA, BETA, order, method).epsilon_lower_bound)  # type: ignore[arg-type]
+        sel = select_threshold(tx, ty, grid, DELTA, level=LEVEL, order=order, method=method)  # type: ignore[arg-type]
+        out.append(certify_selected(sel, cx, cy, DELTA, level=LEVEL, order=order,
+                                    method=method).epsilon_lower_bound)  # type: ignore[arg-type]
     return out
 
 
@@ -75,7 +76,7 @@ def main() -> None:
     args = ap.parse_args()
     rng = np.random.default_rng(args.seed)
     t0 = time.perf_counter()
-    print(f"LiDP audit of the Gaussian mechanism: d={args.dim}, delta={DELTA}, beta={BETA}, "
+    print(f"LiDP audit of the Gaussian mechanism: d={args.dim}, delta={DELTA}, level={LEVEL}, "
           f"{args.reps} repetitions (mean eps_hat; std in parentheses)")
     header = f"{'eps':>4} {'n':>6} {'K':>4} | " + " | ".join(f"{m:>15}" for m in METHODS) + f" | {'K=1 trials for W2 eps_hat':>26} | {'ratio':>6}"
     print(header)

@@ -71,7 +71,7 @@ def eps_hat(fs: FeatureSet, eps: float, n: int, k: int, canary: str, epochs: int
     out = run_trials(CanaryPlan.of(p), fs, "dp", "lidp", 0, n, "cpu")
     dt = time.perf_counter() - t0
     order = 2 if k > 1 else 1
-    res, _ = lidp_audit(out["loss_in"], out["loss_null"], delta=1e-5, beta=0.05, order=order, method="wilson",
+    res, _ = lidp_audit(out["loss_in"], out["loss_null"], delta=1e-5, level=0.05, order=order, method="wilson",
                         tune_fraction=0.5, n_thresholds=24, rng=np.random.default_rng(seed))
     return float(res["eps_lower_bound"]), dt
 

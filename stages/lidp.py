@@ -25,7 +25,7 @@ def self_check_result(params: Params, epsilon: float, dim: int, level: float | N
     lp = type(params.lidp).model_validate({**params.lidp.model_dump(), "trials": trials})
     rng = rng_for(params.base.seed, "lidp", "self_check")
     return gaussian_self_check(epsilon, settings=LidpSettings.of(lp), delta=lp.delta,
-                               beta=params.gate.beta if level is None else level, trials=lp.trials,
+                               level=params.gate.beta if level is None else level, trials=lp.trials,
                                canaries=lp.k_canaries(), null_canaries=lp.m_null(), dim=dim, rng=rng)
 
 

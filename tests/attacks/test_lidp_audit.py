@@ -8,7 +8,7 @@ import pytest
 from privaudit.audits.lidp import lidp_audit
 from privaudit.mechanisms import gaussian_mechanism_sigma, simulate_gaussian_scores
 
-KW = dict(delta=1e-5, beta=0.05, order=2, method="wilson", tune_fraction=0.5, n_thresholds=20)
+KW = dict(delta=1e-5, level=0.05, order=2, method="wilson", tune_fraction=0.5, n_thresholds=20)
 
 
 def _gauss(eps: float, n: int, k: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -113,7 +113,7 @@ def test_capped_equal_losses_are_distinct_trials() -> None:
 
 def test_level_and_exact_first_order_are_reported() -> None:
     x, y = _gauss(4.0, 64, 8, 2)
-    kw = {**KW, "order": 1, "beta": 0.1}
+    kw = {**KW, "order": 1, "level": 0.1}
     res, curve = lidp_audit(x, y, rng=np.random.default_rng(0), **kw)
     assert res["level"] == res["beta"] == 0.1 and res["level_per_threshold"] == 0.1
     assert (res["method"], res["requested_method"], res["method_k1"]) == ("clopper_pearson", "wilson", "clopper_pearson")
@@ -138,7 +138,7 @@ def test_pilot_fraction_is_a_params_key_that_reaches_the_audit() -> None:
     x, y = _gauss(4.0, 200, 14, 0)
     for lidp, split in [(LidpParams(tau_selection="bonferroni", pilot_fraction=0.25), (50, 150)),
                         (LidpParams(tau_selection="bonferroni"), (25, 175))]:
-        res, _ = LidpSettings.of(lidp).audit(x, y, delta=1e-5, beta=0.05, rng=np.random.default_rng(0))
+        res, _ = LidpSettings.of(lidp).audit(x, y, delta=1e-5, level=0.05, rng=np.random.default_rng(0))
         assert (res["tuning_trials"], res["certified_trials"]) == split
     raw = yaml.safe_load((Path(__file__).resolve().parents[2] / "params.yaml").read_text())
     assert parse_params(raw).lidp.pilot_fraction == 0.125

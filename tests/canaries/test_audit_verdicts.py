@@ -23,7 +23,7 @@ def _lidp(fs, spec, **lidp):  # type: ignore[no-untyped-def]
     p = make_params([spec], lidp={"trials": 64, "canaries": 8, "null_canaries": 8, **lidp},
                     compute={"block_trials": 32})
     out = run_trials(p, fs, spec["name"], "lidp", 0, 64, "cpu")
-    res, curve = lidp_audit(out["loss_in"], out["loss_null"], delta=1e-5, beta=0.05, order=2, method="wilson",
+    res, curve = lidp_audit(out["loss_in"], out["loss_null"], delta=1e-5, level=0.05, order=2, method="wilson",
                             tune_fraction=0.5, n_thresholds=16, rng=np.random.default_rng(0))
     return res, curve
 

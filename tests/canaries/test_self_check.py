@@ -34,7 +34,7 @@ def test_self_check_bound_is_below_the_true_epsilon(eps: float) -> None:
 def test_self_check_is_reproducible_and_uses_its_generator() -> None:
     settings = LidpSettings(order=1, method="wilson", tune_fraction=0.5, pilot_fraction=0.125, tau_quantiles=16, tau_selection="split",
                             neighbourhood="add_remove", canary_type="mislabel")
-    kw = dict(settings=settings, delta=1e-5, beta=0.05, trials=200, canaries=14, null_canaries=14, dim=2_000)
+    kw = dict(settings=settings, delta=1e-5, level=0.05, trials=200, canaries=14, null_canaries=14, dim=2_000)
     a = gaussian_self_check(4.0, rng=np.random.default_rng(3), **kw)
     b = gaussian_self_check(4.0, rng=np.random.default_rng(3), **kw)
     c = gaussian_self_check(4.0, rng=np.random.default_rng(4), **kw)

@@ -26,5 +26,5 @@ SCENARIOS = [
 
 @pytest.mark.parametrize(("scenario", "reps"), SCENARIOS, ids=[s.name for s, _ in SCENARIOS])
 def test_false_violation_rate_within_budget(scenario: GateScenario, reps: int) -> None:
-    sim = simulate_gate(scenario, reps, np.random.default_rng(2026))
+    sim = simulate_gate(scenario, reps, np.random.default_rng(2026), beta=0.05)
     assert sim.rate <= sim.binomial_limit(), (scenario.name, sim.rate, sim.false_violations, reps)

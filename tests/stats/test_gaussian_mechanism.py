@@ -52,20 +52,20 @@ def test_score_distribution() -> None:
 
 
 def test_no_overclaim_over_200_repetitions() -> None:
-    """Certified eps_hat (tau tuned on separate trials) exceeds the true eps in at most beta of runs."""
-    eps, beta, reps, n = 2.0, 0.05, 200, 256
+    """Certified eps_hat (tau tuned on separate trials) exceeds the true eps in at most level of runs."""
+    eps, level, reps, n = 2.0, 0.05, 200, 256
     rng = np.random.default_rng(2024)
     t0 = time.perf_counter()
     results = {"K=16, 2nd-order Wilson": [], "K=1, 1st-order Wilson": []}
     for _ in range(reps):
-        x, y = simulate_gaussian_audit(eps, DELTA, n, 16, 1000, rng, beta=beta, order=2)
-        results["K=16, 2nd-order Wilson"].append(lidp_epsilon_lower_bound(x, y, DELTA, beta=beta, order=2))
-        x, y = simulate_gaussian_audit(eps, DELTA, n, 1, 1000, rng, beta=beta, order=1)
-        results["K=1, 1st-order Wilson"].append(lidp_epsilon_lower_bound(x, y, DELTA, beta=beta, order=1))
+        x, y = simulate_gaussian_audit(eps, DELTA, n, 16, 1000, rng, level=level, order=2)
+        results["K=16, 2nd-order Wilson"].append(lidp_epsilon_lower_bound(x, y, DELTA, level=level, order=2))
+        x, y = simulate_gaussian_audit(eps, DELTA, n, 1, 1000, rng, level=level, order=1)
+        results["K=1, 1st-order Wilson"].append(lidp_epsilon_lower_bound(x, y, DELTA, level=level, order=1))
     for name, vals in results.items():
         arr = np.array(vals)
         print(f"{name}: mean eps_hat {arr.mean():.3f}, max {arr.max():.3f}, P(eps_hat > {eps}) = {np.mean(arr > eps):.3f}")
-        assert np.mean(arr > eps) <= beta
+        assert np.mean(arr > eps) <= level
     assert np.mean(results["K=16, 2nd-order Wilson"]) > 0.2  # the audit has power
     print(f"({time.perf_counter() - t0:.1f}s)")
 
@@ -77,10 +77,10 @@ def test_sqrt_n_canaries_beat_one_canary_at_n_1024() -> None:
     rng = np.random.default_rng(7)
     k1, kk = [], []
     for _ in range(3):
-        x, y = simulate_gaussian_audit(eps, DELTA, n, 1, 10**5, rng, order=1)
-        k1.append(lidp_epsilon_lower_bound(x, y, DELTA, order=1))
-        x, y = simulate_gaussian_audit(eps, DELTA, n, k, 10**5, rng, order=2)
-        kk.append(lidp_epsilon_lower_bound(x, y, DELTA, order=2))
+        x, y = simulate_gaussian_audit(eps, DELTA, n, 1, 10**5, rng, level=0.05, order=1)
+        k1.append(lidp_epsilon_lower_bound(x, y, DELTA, level=0.05, order=1))
+        x, y = simulate_gaussian_audit(eps, DELTA, n, k, 10**5, rng, level=0.05, order=2)
+        kk.append(lidp_epsilon_lower_bound(x, y, DELTA, level=0.05, order=2))
     print(f"n={n}, eps={eps}: K=1 (1st-order Wilson) eps_hat={np.mean(k1):.3f} {np.round(k1, 3)}; "
           f"K={k} (2nd-order Wilson) eps_hat={np.mean(kk):.3f} {np.round(kk, 3)}")
     assert np.mean(kk) > np.mean(k1)
@@ -93,5 +93,5 @@ def test_known_epsilon_self_check_catches_miscalibration() -> None:
     sigma = gaussian_mechanism_sigma(8.0, DELTA)
     sx, sy = simulate_gaussian_scores(sigma, 1024, 32, 10**5, rng)
     grid = np.quantile(sy, 1 - np.geomspace(0.5, 1e-4, 40))
-    cert = certify_split(sx, sy, grid, DELTA, rng)
+    cert = certify_split(sx, sy, grid, DELTA, rng, level=0.05)
     assert cert.epsilon_lower_bound > 1.0

@@ -25,25 +25,25 @@ def _xy(rng: np.random.Generator, n: int, k: int, p1: float, p0: float) -> tuple
 @pytest.mark.parametrize("method", ["wilson", "bernstein"])
 def test_algorithm1_lines_7_8(order: int, method: str) -> None:
     x, y = _xy(np.random.default_rng(0), 300, 8, 0.6, 0.1)
-    beta, delta = 0.05, 1e-5
-    lo, _ = xbern_interval(x, beta / 2, order=order, method=method)  # type: ignore[arg-type]
-    _, up = xbern_interval(y, beta / 2, order=order, method=method)  # type: ignore[arg-type]
-    got = lidp_epsilon_lower_bound(x, y, delta, beta=beta, order=order, method=method)  # type: ignore[arg-type]
+    level, delta = 0.05, 1e-5
+    lo, _ = xbern_interval(x, level=level / 2, order=order, method=method)  # type: ignore[arg-type]
+    _, up = xbern_interval(y, level=level / 2, order=order, method=method)  # type: ignore[arg-type]
+    got = lidp_epsilon_lower_bound(x, y, delta, level=level, order=order, method=method)  # type: ignore[arg-type]
     assert got == pytest.approx(math.log((lo - delta) / up))
     assert got > 0
 
 
 def test_nothing_certified_gives_zero() -> None:
     x, y = _xy(np.random.default_rng(1), 100, 4, 0.1, 0.5)
-    assert lidp_epsilon_lower_bound(x, y, 1e-5) == 0.0
-    assert lidp_epsilon_lower_bound(np.zeros((50, 4)), np.zeros((50, 4)), 1e-5) == 0.0
+    assert lidp_epsilon_lower_bound(x, y, 1e-5, level=0.05) == 0.0
+    assert lidp_epsilon_lower_bound(np.zeros((50, 4)), np.zeros((50, 4)), 1e-5, level=0.05) == 0.0
     assert epsilon_from_bounds(0.3, 0.5, 0.0) == 0.0  # log < 0 reported as 0
     assert epsilon_from_bounds(0.2, 0.1, 0.2) == 0.0  # lower <= delta -> -inf -> 0
 
 
 def test_delta_reduces_bound() -> None:
     x, y = _xy(np.random.default_rng(2), 300, 8, 0.3, 0.05)
-    assert lidp_epsilon_lower_bound(x, y, 0.1) < lidp_epsilon_lower_bound(x, y, 0.0)
+    assert lidp_epsilon_lower_bound(x, y, 0.1, level=0.05) < lidp_epsilon_lower_bound(x, y, 0.0, level=0.05)
 
 
 @given(n_ones=st.integers(0, 200), extra=st.integers(0, 200), seed=st.integers(0, 1000))
@@ -62,8 +62,8 @@ def test_monotone_in_correct_guesses(n_ones: int, extra: int, seed: int) -> None
     # order 1 only: with order >= 2 an extra success also raises mu2_hat and hence the variance
     # proxy, so the higher-order bound is not monotone in general.
     for method in ("wilson", "bernstein"):
-        a = lidp_epsilon_lower_bound(x_a, y, 1e-5, order=1, method=method)  # type: ignore[arg-type]
-        b = lidp_epsilon_lower_bound(x_b, y, 1e-5, order=1, method=method)  # type: ignore[arg-type]
+        a = lidp_epsilon_lower_bound(x_a, y, 1e-5, level=0.05, order=1, method=method)  # type: ignore[arg-type]
+        b = lidp_epsilon_lower_bound(x_b, y, 1e-5, level=0.05, order=1, method=method)  # type: ignore[arg-type]
         assert a <= b + 1e-12
 
 
@@ -76,29 +76,29 @@ def test_order1_monotone_in_x_and_antitone_in_y(seed: int) -> None:
     x_more[rng.integers(0, 80), rng.integers(0, 4)] = 1
     y_more = y.copy()
     y_more[rng.integers(0, 80), rng.integers(0, 4)] = 1
-    base = lidp_epsilon_lower_bound(x, y, 1e-5, order=1)
-    assert lidp_epsilon_lower_bound(x_more, y, 1e-5, order=1) >= base - 1e-12
-    assert lidp_epsilon_lower_bound(x, y_more, 1e-5, order=1) <= base + 1e-12
+    base = lidp_epsilon_lower_bound(x, y, 1e-5, level=0.05, order=1)
+    assert lidp_epsilon_lower_bound(x_more, y, 1e-5, level=0.05, order=1) >= base - 1e-12
+    assert lidp_epsilon_lower_bound(x, y_more, 1e-5, level=0.05, order=1) <= base + 1e-12
 
 
 def test_replace_one_eq12() -> None:
     x, y = _xy(np.random.default_rng(3), 200, 8, 0.5, 0.1)
-    assert lidp_epsilon_lower_bound_replace_one(x, y, 1e-5) == lidp_epsilon_lower_bound(x, y, 1e-5)
+    assert lidp_epsilon_lower_bound_replace_one(x, y, 1e-5, level=0.05) == lidp_epsilon_lower_bound(x, y, 1e-5, level=0.05)
     with pytest.raises(ValueError, match="same models"):
-        lidp_epsilon_lower_bound_replace_one(x, y[:100], 1e-5)
+        lidp_epsilon_lower_bound_replace_one(x, y[:100], 1e-5, level=0.05)
 
 
 @pytest.mark.parametrize(
     "kwargs,match",
-    [({"delta": -0.1}, "delta"), ({"beta": 0.0}, "beta"), ({"order": 3}, "order"), ({"method": "jeffreys"}, "method")],
+    [({"delta": -0.1}, "delta"), ({"level": 0.0}, "level"), ({"order": 3}, "order"), ({"method": "jeffreys"}, "method")],
 )
 def test_rejects_bad_arguments(kwargs: dict, match: str) -> None:
     x, y = _xy(np.random.default_rng(4), 20, 4, 0.5, 0.1)
-    args = {"delta": 1e-5} | kwargs
+    args = {"delta": 1e-5, "level": 0.05} | kwargs
     with pytest.raises(ValueError, match=match):
         lidp_epsilon_lower_bound(x, y, **args)
 
 
 def test_rejects_non_binary() -> None:
     with pytest.raises(ValueError, match="y"):
-        lidp_epsilon_lower_bound(np.ones((4, 2)), np.full((4, 2), 0.5), 0.0)
+        lidp_epsilon_lower_bound(np.ones((4, 2)), np.full((4, 2), 0.5), 0.0, level=0.05)

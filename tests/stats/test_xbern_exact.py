@@ -12,7 +12,7 @@ from scipy import stats as sps
 from privaudit.stats import clopper_pearson, lidp_epsilon_lower_bound, xbern_interval, xbern_interval_from_counts
 
 
-def _exact_worst_miss(n: int, beta: float, method: str, k: int = 1) -> tuple[float, float]:
+def _exact_worst_miss(n: int, level: float, method: str, k: int = 1) -> tuple[float, float]:
     """sup_p P_p(lower > p) and sup_p P_p(upper < p) for K = k all-or-nothing canaries (the trial
     count is k * Binomial(n, p)), computed exactly by enumerating the binomial.  The sup of
     P(lower > p) is approached just below one of the n + 1 lower ends (and symmetrically)."""
@@ -20,7 +20,7 @@ def _exact_worst_miss(n: int, beta: float, method: str, k: int = 1) -> tuple[flo
     counts = np.zeros((n + 1, n))
     for j in succ:
         counts[j, :j] = k
-    lo, up = xbern_interval_from_counts(counts, k, beta, order=1, method=method)  # type: ignore[arg-type]
+    lo, up = xbern_interval_from_counts(counts, k, level=level, order=1, method=method)  # type: ignore[arg-type]
     eps = 1e-12
     p_lo = np.clip(np.r_[lo - eps, np.linspace(0, 1, 2001)], 0, 1)
     p_up = np.clip(np.r_[up + eps, np.linspace(0, 1, 2001)], 0, 1)
@@ -33,11 +33,11 @@ def _exact_worst_miss(n: int, beta: float, method: str, k: int = 1) -> tuple[flo
 
 @pytest.mark.parametrize("n", [16, 5, 40])
 def test_clopper_pearson_exact_one_sided_coverage_at_small_n(n: int) -> None:
-    """The default LiDP audit certifies on 16 trials at beta/2 = 0.025 per side."""
-    beta = 0.025
+    """The default LiDP audit certifies on 16 trials at level/2 = 0.025 per side."""
+    level = 0.025
     for k in (1, 4):  # K = 1 and K = 4 with all-or-nothing trials (where CP is exact too)
-        miss_lo, miss_up = _exact_worst_miss(n, beta, "clopper_pearson", k)
-        assert miss_lo <= beta + 1e-9 and miss_up <= beta + 1e-9
+        miss_lo, miss_up = _exact_worst_miss(n, level, "clopper_pearson", k)
+        assert miss_lo <= level + 1e-9 and miss_up <= level + 1e-9
 
 
 def test_wilson_first_order_is_not_exact_at_n16() -> None:
@@ -54,33 +54,34 @@ def test_k1_equals_binomial_clopper_pearson(k: int, n: int, beta: float) -> None
     x[:k] = 1
     ref = clopper_pearson(k, n, 2 * beta)  # two-sided at 2 beta = one-sided at beta per end
     for order in (1, 2, 4):  # K = 1: every order is the Bernoulli interval
-        lo, up = xbern_interval(x, beta, order=order, method="clopper_pearson")
+        lo, up = xbern_interval(x, level=beta, order=order, method="clopper_pearson")
         assert (lo, up) == (pytest.approx(ref[0], abs=1e-10), pytest.approx(ref[1], abs=1e-10))
 
 
 def test_k_gt_1_uses_trial_means_and_needs_order_1() -> None:
     counts = np.array([3, 4, 0, 2, 4, 1])
-    lo, up = xbern_interval_from_counts(counts, 4, 0.05, order=1, method="clopper_pearson")
+    lo, up = xbern_interval_from_counts(counts, 4, level=0.05, order=1, method="clopper_pearson")
     s = counts.sum() / 4
     assert lo == pytest.approx(sps.beta.ppf(0.05, s, 6 - s + 1))
     assert up == pytest.approx(sps.beta.ppf(0.95, s + 1, 6 - s))
     # all-or-nothing trials: the same as the K = 1 interval on one outcome per trial
     aon = np.array([4, 0, 4, 4, 0])
-    assert xbern_interval_from_counts(aon, 4, 0.05, 1, "clopper_pearson") == pytest.approx(
-        xbern_interval_from_counts(aon // 4, 1, 0.05, 1, "clopper_pearson"))
+    assert xbern_interval_from_counts(aon, 4, level=0.05, order=1, method="clopper_pearson") == pytest.approx(
+        xbern_interval_from_counts(aon // 4, 1, level=0.05, order=1, method="clopper_pearson"))
     with pytest.raises(ValueError, match="first-order"):
-        xbern_interval_from_counts(counts, 4, 0.05, order=2, method="clopper_pearson")
+        xbern_interval_from_counts(counts, 4, level=0.05, order=2, method="clopper_pearson")
     with pytest.raises(ValueError, match="method"):
-        xbern_interval_from_counts(counts, 4, 0.05, order=1, method="exact")  # type: ignore[arg-type]
-    lo2, up2 = xbern_interval_from_counts(np.stack([counts, counts]), 4, 0.05, 1, "clopper_pearson")
+        xbern_interval_from_counts(counts, 4, level=0.05, order=1, method="exact")  # type: ignore[arg-type]
+    lo2, up2 = xbern_interval_from_counts(np.stack([counts, counts]), 4, level=0.05, order=1,
+                                          method="clopper_pearson")
     assert lo2.shape == (2,) and lo2[1] == pytest.approx(lo)
 
 
 @given(x=hnp.arrays(np.int8, st.tuples(st.integers(1, 40), st.integers(1, 12)), elements=st.integers(0, 1)),
-       beta=st.sampled_from([0.01, 0.05, 0.2]))
+       level=st.sampled_from([0.01, 0.05, 0.2]))
 @settings(max_examples=60, deadline=None)
-def test_clopper_pearson_lower_le_mean_le_upper(x: np.ndarray, beta: float) -> None:
-    lo, up = xbern_interval(x, beta, order=1, method="clopper_pearson")
+def test_clopper_pearson_lower_le_mean_le_upper(x: np.ndarray, level: float) -> None:
+    lo, up = xbern_interval(x, level=level, order=1, method="clopper_pearson")
     mean = float(x.mean())
     assert 0.0 <= lo <= mean + 1e-12 and mean - 1e-12 <= up <= 1.0
 
@@ -92,5 +93,5 @@ def test_lidp_bound_accepts_clopper_pearson() -> None:
     y[:20] = 1
     lo, _ = clopper_pearson(160, 200, 0.05)
     _, up = clopper_pearson(20, 200, 0.05)
-    assert lidp_epsilon_lower_bound(x, y, 1e-5, order=1, method="clopper_pearson") == pytest.approx(
+    assert lidp_epsilon_lower_bound(x, y, 1e-5, level=0.05, order=1, method="clopper_pearson") == pytest.approx(
         np.log((lo - 1e-5) / up))

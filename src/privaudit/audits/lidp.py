@@ -10,7 +10,7 @@ trials used only to choose τ candidates and trials used only to certify:
   random ``lidp.tune_fraction`` of the trials (:func:`select_threshold`) and ε̂ is certified on
   the others (:func:`certify_selected`, which refuses a certification trial whose *index* was
   used for tuning; trials with equal scores are different trials);
-* ``bonferroni``: max over the τ grid of the bound at β/T on the certification trials
+* ``bonferroni``: max over the τ grid of the bound at level/T on the certification trials
   (:func:`certify_bonferroni`).  A union bound over T candidates is valid only for candidates
   fixed before the certification outcomes are seen, and the grid (quantiles of the scores) is
   data-dependent, so it is built on a small **pilot** of ``pilot_fraction`` of the trials (at
@@ -22,7 +22,7 @@ Reported: ε̂ for the configured order/method, ε̂ for every order in {1, 2, 4
 plus the exact 1st-order Clopper-Pearson (``by_order``), the K = 1 baseline (only canary c_K of
 each θ1 and the first null — the standard DP audit on the same models), and ε̂ on growing prefixes
 of the certification trials for the ε̂-vs-trials curve, certified at the same per-threshold level
-as the headline (β, or β/T with Bonferroni), so that its last point equals the headline.
+as the headline (level, or level/T with Bonferroni), so that its last point equals the headline.
 
 Exact 1st order (``exact_first_order``, default on): a Wilson interval of effective order 1 (the
 K = 1 view always, and the headline when ``order`` is 1) is replaced by the exact Clopper-Pearson
@@ -65,20 +65,21 @@ def _grid(member: np.ndarray, null: np.ndarray, n: int) -> np.ndarray:
 
 
 def _certify(sx: np.ndarray, sy: np.ndarray, tune: np.ndarray, cert: np.ndarray, grid: np.ndarray,
-             delta: float, beta: float, order: int, method: str, strategy: str) -> tuple[float, float]:
-    """(ε̂, τ on the score scale) for one interval family; ``tune``/``cert`` are trial indices."""
+             delta: float, level: float, order: int, method: str, strategy: str) -> tuple[float, float]:
+    """(ε̂ at ``level``, τ on the score scale) for one interval family; ``tune``/``cert`` are trial indices."""
     if strategy == "bonferroni":  # the grid comes from the pilot trials `tune`, never certified
-        c = certify_bonferroni(sx[cert], sy[cert], grid, delta, beta, order, method)  # type: ignore[arg-type]
+        c = certify_bonferroni(sx[cert], sy[cert], grid, delta, level=level, order=order,
+                               method=method)  # type: ignore[arg-type]
     else:
-        sel = select_threshold(sx[tune], sy[tune], grid, delta, beta, order, method,  # type: ignore[arg-type]
-                               trial_indices=tune)
-        c = certify_selected(sel, sx[cert], sy[cert], delta, beta, order, method,  # type: ignore[arg-type]
-                             trial_indices=cert)
+        sel = select_threshold(sx[tune], sy[tune], grid, delta, level=level, order=order,
+                               method=method, trial_indices=tune)  # type: ignore[arg-type]
+        c = certify_selected(sel, sx[cert], sy[cert], delta, level=level, order=order,
+                             method=method, trial_indices=cert)  # type: ignore[arg-type]
     return float(c.epsilon_lower_bound), float(c.threshold)
 
 
 def lidp_audit(
-    loss_in: np.ndarray, loss_null: np.ndarray, *, delta: float, beta: float, order: int, method: str,
+    loss_in: np.ndarray, loss_null: np.ndarray, *, delta: float, level: float, order: int, method: str,
     tune_fraction: float, n_thresholds: int, rng: np.random.Generator, tau_selection: str = "split",
     neighbourhood: str = Neighbourhood.ADD_REMOVE, curve_points: int = 8, pilot_fraction: float = 0.125,
     exact_first_order: bool = True,
@@ -89,8 +90,8 @@ def lidp_audit(
         loss_in: (n, K) L_canary of θ1 on its K canaries.
         loss_null: (n, m) L_canary on m fresh canaries (θ0, or θ1 for ``replace_one``).
         delta: δ of the audited (ε, δ) claim.
-        beta: failure probability of each reported bound: ``P(ε < eps_lower_bound) <= beta``
-            (likewise for ``eps_lower_bound_k1``); reported as ``level``.
+        level: failure probability of each one-sided bound reported: ``P(ε < eps_lower_bound) <= level``
+            (likewise for ``eps_lower_bound_k1``); reported as ``level`` (and, unchanged, as ``beta``).
         order, method: XBern interval of the headline (``method`` ``"wilson"``, ``"bernstein"`` or
             ``"clopper_pearson"``, the last with order 1 only).
         tune_fraction: share of the trials used only to select τ (``split``).
@@ -103,8 +104,8 @@ def lidp_audit(
         exact_first_order: replace Wilson intervals of effective order 1 by Clopper-Pearson.
     Returns:
         (metrics dict, DataFrame with columns ``trials, eps_k1, eps_ksqrt``).  The metrics hold
-        ``level`` (= beta, the failure probability of each ε lower bound) and
-        ``level_per_threshold`` (the level each τ candidate was certified at: β, or β/T).
+        ``level`` (and ``beta``, the same value: the failure probability of each ε lower bound) and
+        ``level_per_threshold`` (the level each τ candidate was certified at: level, or level/T).
     """
     n, k = loss_in.shape
     if loss_null.shape[0] != n:
@@ -137,27 +138,27 @@ def lidp_audit(
     by_order: dict[str, float] = {}
     taus: dict[str, float] = {}
     for o, meth in [(o, m) for o in ORDERS for m in METHODS] + [(1, EXACT)]:
-        e, t = _certify(sx, sy, tune, cert, grid, delta, beta, o, meth, tau_selection)
+        e, t = _certify(sx, sy, tune, cert, grid, delta, level, o, meth, tau_selection)
         by_order[f"{meth}_{o}"], taus[f"{meth}_{o}"] = e, t
     method_used = used(order, method, k)
     key = f"{method_used}_{1 if method_used == EXACT else order}"
     eps, tau = by_order[key], taus[key]
     method_k1 = used(1, method, 1)
     x1, y1 = sx[:, -1:], sy[:, :1]
-    eps_k1, tau_k1 = _certify(x1, y1, tune, cert, grid1, delta, beta, 1, method_k1, tau_selection)
+    eps_k1, tau_k1 = _certify(x1, y1, tune, cert, grid1, delta, level, 1, method_k1, tau_selection)
     # ε̂ on growing prefixes of the certification trials, at the thresholds chosen above and at the
     # level each candidate was certified at, so that the last point is the headline
     bonf = tau_selection == "bonferroni"
-    level_k = beta / grid.size if bonf else beta
-    level_1 = beta / grid1.size if bonf else beta
+    level_k = level / grid.size if bonf else level
+    level_1 = level / grid1.size if bonf else level
     sizes = sorted({max(1, int(round(len(cert) * f))) for f in np.linspace(1 / curve_points, 1, curve_points)})
     rows = []
     for s in sizes:
         sub = cert[:s]
-        ek = certify_bonferroni(sx[sub], sy[sub], [tau], delta, level_k, order,
-                                method_used).epsilon_lower_bound  # type: ignore[arg-type]
-        e1 = certify_bonferroni(x1[sub], y1[sub], [tau_k1], delta, level_1, 1,
-                                method_k1).epsilon_lower_bound  # type: ignore[arg-type]
+        ek = certify_bonferroni(sx[sub], sy[sub], [tau], delta, level=level_k, order=order,
+                                method=method_used).epsilon_lower_bound  # type: ignore[arg-type]
+        e1 = certify_bonferroni(x1[sub], y1[sub], [tau_k1], delta, level=level_1, order=1,
+                                method=method_k1).epsilon_lower_bound  # type: ignore[arg-type]
         rows.append({"trials": int(s), "eps_k1": float(e1), "eps_ksqrt": float(ek)})
     curve = pd.DataFrame(rows, columns=["trials", "eps_k1", "eps_ksqrt"])
     metrics = {
@@ -175,8 +176,8 @@ def lidp_audit(
         "method": method_used,
         "requested_method": method,
         "method_k1": method_k1,
-        "beta": beta,
-        "level": beta,
+        "beta": level,
+        "level": level,
         "level_per_threshold": level_k,
         "level_per_threshold_k1": level_1,
         "delta": delta,
@@ -204,14 +205,15 @@ class LidpSettings:
         """The settings named like this class's fields, read off ``block`` (the stage passes ``params.lidp``)."""
         return cls(**{f.name: getattr(block, f.name) for f in fields(cls)})
 
-    def audit(self, loss_in: np.ndarray, loss_null: np.ndarray, *, delta: float, beta: float,
+    def audit(self, loss_in: np.ndarray, loss_null: np.ndarray, *, delta: float, level: float,
               rng: np.random.Generator) -> tuple[dict[str, Any], pd.DataFrame]:
-        """:func:`lidp_audit` with these settings; the result also names ``canary_type`` and ``level``."""
-        res, curve = lidp_audit(loss_in, loss_null, delta=delta, beta=beta, order=self.order, method=self.method,
+        """:func:`lidp_audit` with these settings at ``level`` (the failure probability of each one-sided
+        ε lower bound); the result also names ``canary_type`` and ``level``."""
+        res, curve = lidp_audit(loss_in, loss_null, delta=delta, level=level, order=self.order, method=self.method,
                                 tune_fraction=self.tune_fraction, n_thresholds=self.tau_quantiles, rng=rng,
                                 tau_selection=self.tau_selection, neighbourhood=self.neighbourhood,
                                 pilot_fraction=self.pilot_fraction)
-        res.update(canary_type=self.canary_type, level=beta)
+        res.update(canary_type=self.canary_type, level=level)
         return res, curve
 
 
@@ -247,7 +249,7 @@ def run(request: AuditRequest, inputs: AuditInputs, settings: Any) -> AuditBound
     lidp = LidpSettings.of(settings)
     loss_in, loss_null = load_lidp_stats(inputs.need_canaries_dir("lidp") / request.name / CANARY_FILES["lidp"])
     delta = request.delta(lidp.neighbourhood)
-    res, curve = lidp.audit(loss_in, loss_null, delta=delta, beta=request.level, rng=request.rng("lidp"))
+    res, curve = lidp.audit(loss_in, loss_null, delta=delta, level=request.level, rng=request.rng("lidp"))
     # the stage log's line (every audit gives one; without it the stage printed an empty line)
     line = (f"lidp: {request.name}: eps_hat={res['eps_lower_bound']:.3f} (K=1: {res['eps_lower_bound_k1']:.3f}) "
             f"at delta={delta:.3g} ({lidp.neighbourhood}), {res['certified_trials']} of {res['trials']} trials "

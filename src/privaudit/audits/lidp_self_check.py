@@ -3,7 +3,7 @@
 :func:`gaussian_self_check` draws canary statistics of the Gaussian mechanism calibrated to
 (ε, δ) (:mod:`privaudit.mechanisms.gaussian`) and runs them through the same
 :func:`privaudit.audits.lidp.lidp_audit` the pipeline uses. A sound audit returns ε̂ ≤ ε except
-with probability ``beta``; ``python -m stages.lidp --self-check EPS`` prints the result and fails
+with probability ``level``; ``python -m stages.lidp --self-check EPS`` prints the result and fails
 when ε̂ exceeds the true ε.
 
 A bound of 0 is below every ε, so a self-check whose audit reaches no positive bound has tested
@@ -46,7 +46,7 @@ class SelfCheckResult:
 
     @property
     def passed(self) -> bool:
-        """Whether the audit stayed at or below the truth (it may fail with probability ``beta``)."""
+        """Whether the audit stayed at or below the truth (it may fail with probability ``level``)."""
         return self.eps_lower_bound <= self.epsilon
 
     @property
@@ -75,18 +75,19 @@ class SelfCheckResult:
 
 
 def gaussian_self_check(
-    epsilon: float, *, settings: LidpSettings, delta: float, beta: float, trials: int, canaries: int,
+    epsilon: float, *, settings: LidpSettings, delta: float, level: float, trials: int, canaries: int,
     null_canaries: int, dim: int, rng: np.random.Generator,
 ) -> SelfCheckResult:
     """LiDP §4: the LiDP audit (``settings``) on Gaussian-mechanism scores with known (``epsilon``, ``delta``).
 
-    ``trials``, ``canaries`` (K), ``null_canaries`` (m), ``beta`` and ``settings`` are the ``lidp.*``
-    params; ``dim`` is the mechanism's dimension; ``rng`` draws the scores, then splits the trials.
+    ``trials``, ``canaries`` (K), ``null_canaries`` (m) and ``settings`` are the ``lidp.*`` params;
+    ``level`` is the failure probability of the one-sided ε lower bound (``P(ε < ε̂) <= level``);
+    ``dim`` is the mechanism's dimension; ``rng`` draws the scores, then splits the trials.
     """
     sigma = gaussian_mechanism_sigma(epsilon, delta)
     sx, sy = simulate_gaussian_scores(sigma, trials, canaries, dim, rng, null_canaries)
     # the mechanism's statistic <theta, c> is larger for members; the audit takes losses (lower = member)
-    res, _ = settings.audit(-sx, -sy, delta=delta, beta=beta, rng=rng)
+    res, _ = settings.audit(-sx, -sy, delta=delta, level=level, rng=rng)
     return SelfCheckResult(epsilon=float(epsilon), delta=float(delta), eps_lower_bound=float(res["eps_lower_bound"]),
                            eps_lower_bound_k1=float(res["eps_lower_bound_k1"]),
                            by_order={k: float(v) for k, v in res["by_order"].items()},

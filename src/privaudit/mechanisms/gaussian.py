@@ -161,20 +161,22 @@ def simulate_gaussian_scores(
 def simulate_gaussian_audit(
     epsilon: float, delta: float, n_trials: int, k_canaries: int, dim: int, rng: np.random.Generator,
     threshold: float | None = None, m_null: int | None = None, tune_trials: int | None = None,
-    beta: float = 0.05, order: int = 2, method: Method = "wilson", n_thresholds: int = 40,
+    *, level: float, order: int = 2, method: Method = "wilson", n_thresholds: int = 40,
 ) -> tuple[NDArray[np.int8], NDArray[np.int8]]:
     """0/1 outcome arrays of a LiDP audit of a Gaussian mechanism with known (epsilon, delta).
 
     sigma comes from :func:`gaussian_mechanism_sigma`.  If ``threshold`` is None, tau is tuned on
     ``tune_trials`` (default ``n_trials``) separate trials over a grid of ``n_thresholds`` quantiles
-    of the tuning null scores, maximising the bound of the given ``beta/order/method`` (LiDP App. E,
+    of the tuning null scores, maximising the bound of the given ``level/order/method`` (LiDP App. E,
     "Tuning the threshold"); the returned outcomes come from fresh trials, so
-    ``lidp_epsilon_lower_bound(x, y, delta, beta, order, method)`` on them is an honest bound.
+    ``lidp_epsilon_lower_bound(x, y, delta, level=level, order=order, method=method)`` on them is an
+    honest bound.  ``level``: failure probability of that one-sided ε lower bound, used only to tune tau
+    (required even when ``threshold`` is given).
 
     Returns:
         ``(x, y)``: int8 arrays ``(n, K)`` and ``(n, m)`` for :func:`privaudit.stats.lidp_epsilon_lower_bound`.
 
-    >>> x, y = simulate_gaussian_audit(2.0, 1e-5, 64, 8, 1000, np.random.default_rng(0))
+    >>> x, y = simulate_gaussian_audit(2.0, 1e-5, 64, 8, 1000, np.random.default_rng(0), level=0.05)
     >>> x.shape, y.shape, x.dtype.name
     ((64, 8), (64, 8), 'int8')
     """
@@ -186,7 +188,7 @@ def simulate_gaussian_audit(
         tx, ty = simulate_gaussian_scores(sigma, nt, k_canaries, dim, rng, m_null)
         levels = 1.0 - np.geomspace(0.5, 1.0 / (ty.size + 1), n_thresholds)
         grid = np.unique(np.quantile(ty, levels))
-        tau = select_threshold(tx, ty, grid, delta, beta, order, method).threshold
+        tau = select_threshold(tx, ty, grid, delta, level=level, order=order, method=method).threshold
     else:
         tau = float(threshold)
         if not math.isfinite(tau):

@@ -59,15 +59,16 @@ def lidp_epsilon_lower_bound(
     x: ArrayLike,
     y: ArrayLike,
     delta: float,
-    beta: float = 0.05,
+    *,
+    level: float,
     order: int = 2,
     method: Method = "wilson",
 ) -> float:
     """LiDP epsilon lower bound, add/remove neighbourhood (LiDP Algorithm 1, lines 7-8).
 
-    ``p1_lower = XBernLower(x, beta/2)``, ``p0_upper = XBernUpper(y, beta/2)`` and
+    ``p1_lower = XBernLower(x, level/2)``, ``p0_upper = XBernUpper(y, level/2)`` and
     ``eps_hat = log((p1_lower - delta) / p0_upper)``, reported as ``max(0, eps_hat)`` (0.0 when
-    ``p1_lower <= delta``).  Guarantee: ``P(epsilon < eps_hat) <= beta`` if the mechanism is
+    ``p1_lower <= delta``).  Guarantee: ``P(epsilon < eps_hat) <= level`` if the mechanism is
     (epsilon, delta)-DP (exactly for Bernstein, asymptotically for Wilson).
 
     Args:
@@ -76,7 +77,8 @@ def lidp_epsilon_lower_bound(
         y: ``(n', m)`` 0/1 outcomes of m fresh canaries tested on the model trained on ``D_0``
             (K-1 canaries), i.e. the null statistics of eq. (4).
         delta: delta of the claimed (epsilon, delta)-DP guarantee, in [0, 1].
-        beta: total failure probability in (0, 1); each side gets beta/2.
+        level: failure probability of the one-sided lower bound on epsilon, in (0, 1) (the
+            paper's beta); each XBern side gets level/2.
         order: XBern interval order 1, 2 or 4 (see :func:`privaudit.stats.xbern_interval`).
         method: ``"wilson"`` or ``"bernstein"``.
 
@@ -86,14 +88,14 @@ def lidp_epsilon_lower_bound(
     >>> import numpy as np
     >>> x = np.ones((200, 4)); x[:40] = 0       # canaries detected 80% of the time
     >>> y = np.zeros((200, 4)); y[:20] = 1      # fresh canaries "detected" 10% of the time
-    >>> round(lidp_epsilon_lower_bound(x, y, delta=1e-5, order=1), 3)
+    >>> round(lidp_epsilon_lower_bound(x, y, delta=1e-5, level=0.05, order=1), 3)
     1.599
     """
     xa, ya = _check_pair(x, y)
-    beta = check_prob("beta", beta, open_low=True, open_high=True)
+    level = check_prob("level", level, open_low=True, open_high=True)
     delta = check_prob("delta", delta)
-    p1_lower, _ = xbern_interval(xa, beta / 2.0, order=order, method=method)
-    _, p0_upper = xbern_interval(ya, beta / 2.0, order=order, method=method)
+    p1_lower, _ = xbern_interval(xa, level=level / 2.0, order=order, method=method)
+    _, p0_upper = xbern_interval(ya, level=level / 2.0, order=order, method=method)
     return epsilon_from_bounds(p1_lower, p0_upper, delta)
 
 
@@ -101,7 +103,8 @@ def lidp_epsilon_lower_bound_replace_one(
     x: ArrayLike,
     y: ArrayLike,
     delta: float,
-    beta: float = 0.05,
+    *,
+    level: float,
     order: int = 2,
     method: Method = "wilson",
 ) -> float:
@@ -110,18 +113,18 @@ def lidp_epsilon_lower_bound_replace_one(
     Both sides of eq. (12) are measured on the SAME models ``A(D_1)`` (trained with K canaries):
     ``x`` tests the K included canaries, ``y`` tests m fresh canaries never used in training.  No
     model needs to be trained on K-1 canaries.  The bound is
-    ``max(0, log((XBernLower(x, beta/2) - delta) / XBernUpper(y, beta/2)))`` and certifies
+    ``max(0, log((XBernLower(x, level/2) - delta) / XBernUpper(y, level/2)))`` and certifies
     epsilon of the *replace-one* guarantee (roughly twice the add/remove epsilon).
 
     Args:
         x: ``(n, K)`` 0/1 outcomes of included canaries on ``A(D_1)``.
         y: ``(n, m)`` 0/1 outcomes of fresh canaries on the same n models (same number of rows).
-        delta, beta, order, method: as in :func:`lidp_epsilon_lower_bound`.
+        delta, level, order, method: as in :func:`lidp_epsilon_lower_bound`.
 
     >>> import numpy as np
     >>> x = np.ones((200, 4)); x[:40] = 0
     >>> y = np.zeros((200, 4)); y[:20] = 1
-    >>> round(lidp_epsilon_lower_bound_replace_one(x, y, delta=1e-5, order=1), 3)
+    >>> round(lidp_epsilon_lower_bound_replace_one(x, y, delta=1e-5, level=0.05, order=1), 3)
     1.599
     """
     xa, ya = _check_pair(x, y)
@@ -130,4 +133,4 @@ def lidp_epsilon_lower_bound_replace_one(
             f"replace-one auditing measures x and y on the same models: x has {xa.shape[0]} rows "
             f"but y has {ya.shape[0]}"
         )
-    return lidp_epsilon_lower_bound(xa, ya, delta, beta=beta, order=order, method=method)
+    return lidp_epsilon_lower_bound(xa, ya, delta, level=level, order=order, method=method)

@@ -1,8 +1,8 @@
 """Honest choice of the rejection threshold tau for LiDP-style audits.
 
 Choosing tau to maximise the epsilon lower bound and then certifying on the same trials
-overclaims: the maximum over a grid of bounds, each valid at level beta for a FIXED tau, is not
-valid at level beta.  This module only hands out certified bounds in two honest ways:
+overclaims: the maximum over a grid of bounds, each valid at level ``level`` for a FIXED tau, is
+not valid at that level.  This module only hands out certified bounds in two honest ways:
 
 * **split** (LiDP App. E, "Tuning the threshold"): tune tau on one set of trials, certify on a
   disjoint fresh set.  :func:`select_threshold` returns a :class:`ThresholdSelection` (a tau and
@@ -14,7 +14,7 @@ valid at level beta.  This module only hands out certified bounds in two honest 
   only for indices that were used for tuning.  Without indices the check falls back to the
   contents of the rows (a hash of each trial's scores), which cannot tell apart two different
   trials with equal scores (e.g. capped losses) and then refuses a genuinely fresh trial.
-* **Bonferroni**: the maximum over a grid of T thresholds of the bound computed at ``beta / T``
+* **Bonferroni**: the maximum over a grid of T thresholds of the bound computed at ``level / T``
   (:func:`certify_bonferroni`; :func:`bonferroni_max` for any bound function, e.g. Game 3's
   abstention threshold).  The grid must not depend on the certified trials.
 
@@ -63,13 +63,14 @@ class ThresholdCertificate:
     """A certified epsilon lower bound together with how tau was chosen.
 
     ``strategy`` is ``"split"`` (tau tuned on ``n_tune`` other trials) or ``"bonferroni"``
-    (max over ``n_candidates`` thresholds, each at ``beta / n_candidates``).
+    (max over ``n_candidates`` thresholds, each at ``level / n_candidates``).  ``level`` is the
+    failure probability of the certified one-sided bound ``epsilon_lower_bound``.
     """
 
     epsilon_lower_bound: float
     threshold: float
     strategy: str
-    beta: float
+    level: float
     n_candidates: int
     n_tune: int
     n_certify: int
@@ -103,11 +104,14 @@ def _counts(scores: NDArray[np.float64], thresholds: NDArray[np.float64]) -> NDA
 
 def _epsilon_curve(
     sx: NDArray[np.float64], sy: NDArray[np.float64], thresholds: NDArray[np.float64],
-    delta: float, beta: float, order: int, method: Method,
+    delta: float, level: float, order: int, method: Method,
 ) -> NDArray[np.float64]:
-    """eps_hat(tau) per threshold, each valid only for a tau fixed in advance (NOT a certificate)."""
-    lo, _ = xbern_interval_from_counts(_counts(sx, thresholds), sx.shape[1], beta / 2.0, order, method)
-    _, up = xbern_interval_from_counts(_counts(sy, thresholds), sy.shape[1], beta / 2.0, order, method)
+    """eps_hat(tau) per threshold at ``level`` (``level/2`` per XBern side), each valid only for a tau
+    fixed in advance (NOT a certificate)."""
+    lo, _ = xbern_interval_from_counts(_counts(sx, thresholds), sx.shape[1], level=level / 2.0, order=order,
+                                       method=method)
+    _, up = xbern_interval_from_counts(_counts(sy, thresholds), sy.shape[1], level=level / 2.0, order=order,
+                                       method=method)
     lo = np.atleast_1d(lo)
     up = np.atleast_1d(up)
     num = lo - delta
@@ -148,8 +152,8 @@ def _row_hashes(sx: NDArray[np.float64], sy: NDArray[np.float64] | None) -> list
 
 
 def select_threshold(
-    scores_x: ArrayLike, scores_y: ArrayLike, thresholds: ArrayLike, delta: float,
-    beta: float = 0.05, order: int = 2, method: Method = "wilson", *,
+    scores_x: ArrayLike, scores_y: ArrayLike, thresholds: ArrayLike, delta: float, *,
+    level: float, order: int = 2, method: Method = "wilson",
     trial_indices: ArrayLike | None = None,
 ) -> ThresholdSelection:
     """Pick the tau of the grid maximising eps_hat on TUNING trials (LiDP App. E); returns no bound.
@@ -158,22 +162,26 @@ def select_threshold(
         scores_x: ``(n, K)`` scores of included canaries on models trained with them.
         scores_y: ``(n', m)`` scores of fresh canaries on models trained without them.
         thresholds: ``(T,)`` candidate thresholds.
-        delta, beta, order, method: as in :func:`privaudit.stats.lidp_epsilon_lower_bound`.
+        delta, order, method: as in :func:`privaudit.stats.lidp_epsilon_lower_bound`.
+        level: failure probability of the one-sided eps_hat each candidate is scored with, in
+            (0, 1) (as in :func:`privaudit.stats.lidp_epsilon_lower_bound`); it only ranks the
+            candidates, nothing is certified.
         trial_indices: ``(n,)`` distinct integer ids of the tuning trials (row i of ``scores_x``
             is trial ``trial_indices[i]``).  Recorded in the selection; :func:`certify_selected`
             then refuses exactly these ids.  Without it the rows' contents are fingerprinted.
 
     >>> rng = np.random.default_rng(0)
-    >>> sel = select_threshold(rng.normal(2, 1, (200, 4)), rng.normal(0, 1, (200, 4)), [0.0, 1.0, 2.0], 1e-5)
+    >>> sel = select_threshold(rng.normal(2, 1, (200, 4)), rng.normal(0, 1, (200, 4)), [0.0, 1.0, 2.0], 1e-5,
+    ...                        level=0.05)
     >>> sel.threshold in (0.0, 1.0, 2.0), sel.tuning_trials
     (True, 200)
     """
     sx, sy = _scores("scores_x", scores_x), _scores("scores_y", scores_y)
     grid = _grid(thresholds)
     delta = check_prob("delta", delta)
-    beta = check_prob("beta", beta, open_low=True, open_high=True)
+    level = check_prob("level", level, open_low=True, open_high=True)
     ids = None if trial_indices is None else _indices(trial_indices, sx.shape[0])
-    curve = _epsilon_curve(sx, sy, grid, delta, beta, order, method)
+    curve = _epsilon_curve(sx, sy, grid, delta, level, order, method)
     best = int(np.argmax(curve))
     return ThresholdSelection(
         threshold=float(grid[best]),
@@ -185,8 +193,8 @@ def select_threshold(
 
 
 def certify_selected(
-    selection: ThresholdSelection, scores_x: ArrayLike, scores_y: ArrayLike, delta: float,
-    beta: float = 0.05, order: int = 2, method: Method = "wilson", *,
+    selection: ThresholdSelection, scores_x: ArrayLike, scores_y: ArrayLike, delta: float, *,
+    level: float, order: int = 2, method: Method = "wilson",
     trial_indices: ArrayLike | None = None,
 ) -> ThresholdCertificate:
     """Certify a previously selected tau on FRESH trials (Algorithm 1 lines 7-8 at that tau).
@@ -194,7 +202,9 @@ def certify_selected(
     Args:
         selection: from :func:`select_threshold`.
         scores_x, scores_y: ``(n, K)`` / ``(n', m)`` scores of the certification trials.
-        delta, beta, order, method: as in :func:`privaudit.stats.lidp_epsilon_lower_bound`.
+        delta, order, method: as in :func:`privaudit.stats.lidp_epsilon_lower_bound`.
+        level: failure probability of the certified one-sided lower bound on epsilon, in (0, 1)
+            (``level/2`` per XBern side, as in :func:`privaudit.stats.lidp_epsilon_lower_bound`).
         trial_indices: ``(n,)`` distinct integer ids of the certification trials.  Required when
             the selection was made with ``trial_indices``; only ids shared with the tuning trials
             are refused (equal scores are fine).
@@ -205,23 +215,23 @@ def certify_selected(
 
     >>> rng = np.random.default_rng(0)
     >>> tune_x, tune_y = rng.normal(2, 1, (200, 4)), rng.normal(0, 1, (200, 4))
-    >>> sel = select_threshold(tune_x, tune_y, np.linspace(-1, 3, 9), 1e-5)
-    >>> cert = certify_selected(sel, rng.normal(2, 1, (200, 4)), rng.normal(0, 1, (200, 4)), 1e-5)
+    >>> sel = select_threshold(tune_x, tune_y, np.linspace(-1, 3, 9), 1e-5, level=0.05)
+    >>> cert = certify_selected(sel, rng.normal(2, 1, (200, 4)), rng.normal(0, 1, (200, 4)), 1e-5, level=0.05)
     >>> cert.strategy, cert.epsilon_lower_bound > 0
     ('split', True)
     >>> try:
-    ...     certify_selected(sel, tune_x, tune_y, 1e-5)
+    ...     certify_selected(sel, tune_x, tune_y, 1e-5, level=0.05)
     ... except ValueError as err:
     ...     print(str(err)[:69])
     scores_x/scores_y reuse 200 trial(s) used to select the threshold (ma
-    >>> sel = select_threshold(tune_x, tune_y, [1.0], 1e-5, trial_indices=np.arange(200))
+    >>> sel = select_threshold(tune_x, tune_y, [1.0], 1e-5, level=0.05, trial_indices=np.arange(200))
     >>> other = np.arange(200, 400)  # other trials that happen to have the same scores
-    >>> certify_selected(sel, tune_x, tune_y, 1e-5, trial_indices=other).strategy
+    >>> certify_selected(sel, tune_x, tune_y, 1e-5, level=0.05, trial_indices=other).strategy
     'split'
     """
     sx, sy = _scores("scores_x", scores_x), _scores("scores_y", scores_y)
     delta = check_prob("delta", delta)
-    beta = check_prob("beta", beta, open_low=True, open_high=True)
+    level = check_prob("level", level, open_low=True, open_high=True)
     if selection.tuning_indices is not None:
         if trial_indices is None:
             raise ValueError(
@@ -240,24 +250,27 @@ def certify_selected(
             raise _reuse_error(
                 reused, "matched by the rows' scores: pass trial_indices when distinct trials can have "
                 "equal scores")
-    eps = float(_epsilon_curve(sx, sy, np.array([selection.threshold]), delta, beta, order, method)[0])
+    eps = float(_epsilon_curve(sx, sy, np.array([selection.threshold]), delta, level, order, method)[0])
     return ThresholdCertificate(
-        epsilon_lower_bound=eps, threshold=selection.threshold, strategy="split", beta=beta,
+        epsilon_lower_bound=eps, threshold=selection.threshold, strategy="split", level=level,
         n_candidates=selection.n_candidates, n_tune=selection.tuning_trials, n_certify=int(sx.shape[0]),
     )
 
 
 def certify_split(
     scores_x: ArrayLike, scores_y: ArrayLike, thresholds: ArrayLike, delta: float,
-    rng: np.random.Generator, tune_fraction: float = 0.5,
-    beta: float = 0.05, order: int = 2, method: Method = "wilson",
+    rng: np.random.Generator, tune_fraction: float = 0.5, *,
+    level: float, order: int = 2, method: Method = "wilson",
 ) -> ThresholdCertificate:
     """Randomly split the trials, tune tau on one part and certify on the rest.
 
     ``scores_x`` and ``scores_y`` must come from the same n trials (row i of each from trial i).
+    ``level`` is the failure probability of the certified one-sided lower bound on epsilon (as in
+    :func:`certify_selected`).
 
     >>> rng = np.random.default_rng(1)
-    >>> c = certify_split(rng.normal(2, 1, (400, 4)), rng.normal(0, 1, (400, 4)), np.linspace(-1, 3, 9), 1e-5, rng)
+    >>> c = certify_split(rng.normal(2, 1, (400, 4)), rng.normal(0, 1, (400, 4)), np.linspace(-1, 3, 9), 1e-5, rng,
+    ...                   level=0.05)
     >>> (c.n_tune, c.n_certify), c.epsilon_lower_bound > 0
     ((200, 200), True)
     """
@@ -271,8 +284,10 @@ def certify_split(
         raise ValueError(f"tune_fraction={tune_fraction!r} leaves an empty part for n={n} trials")
     perm = rng.permutation(n)
     tune, cert = perm[:n_tune], perm[n_tune:]
-    sel = select_threshold(sx[tune], sy[tune], thresholds, delta, beta, order, method, trial_indices=tune)
-    return certify_selected(sel, sx[cert], sy[cert], delta, beta, order, method, trial_indices=cert)
+    sel = select_threshold(sx[tune], sy[tune], thresholds, delta, level=level, order=order, method=method,
+                           trial_indices=tune)
+    return certify_selected(sel, sx[cert], sy[cert], delta, level=level, order=order, method=method,
+                            trial_indices=cert)
 
 
 def bonferroni_max(
@@ -295,29 +310,32 @@ def bonferroni_max(
 
 
 def certify_bonferroni(
-    scores_x: ArrayLike, scores_y: ArrayLike, thresholds: ArrayLike, delta: float,
-    beta: float = 0.05, order: int = 2, method: Method = "wilson",
+    scores_x: ArrayLike, scores_y: ArrayLike, thresholds: ArrayLike, delta: float, *,
+    level: float, order: int = 2, method: Method = "wilson",
 ) -> ThresholdCertificate:
-    """Max over the tau grid of eps_hat(tau) computed at ``beta / T`` (Bonferroni correction).
+    """Max over the tau grid of eps_hat(tau) computed at ``level / T`` (Bonferroni correction).
 
     Uses all trials for both choosing and certifying; valid because every candidate is certified
     at the corrected level -- provided the grid itself was fixed without looking at these trials
     (a grid of quantiles of the same scores is not; build it on separate pilot trials, as
-    :func:`privaudit.audits.lidp.lidp_audit` does).
+    :func:`privaudit.audits.lidp.lidp_audit` does).  ``level`` is the failure probability of the
+    certified one-sided lower bound (the maximum), in (0, 1); other arguments as in
+    :func:`certify_selected`.
 
     >>> rng = np.random.default_rng(2)
-    >>> c = certify_bonferroni(rng.normal(2, 1, (300, 4)), rng.normal(0, 1, (300, 4)), np.linspace(-1, 3, 9), 1e-5)
-    >>> c.strategy, c.n_candidates, round(c.beta, 4)
+    >>> c = certify_bonferroni(rng.normal(2, 1, (300, 4)), rng.normal(0, 1, (300, 4)), np.linspace(-1, 3, 9), 1e-5,
+    ...                        level=0.05)
+    >>> c.strategy, c.n_candidates, round(c.level, 4)
     ('bonferroni', 9, 0.05)
     """
     sx, sy = _scores("scores_x", scores_x), _scores("scores_y", scores_y)
     grid = _grid(thresholds)
     delta = check_prob("delta", delta)
-    beta = check_prob("beta", beta, open_low=True, open_high=True)
-    curve = _epsilon_curve(sx, sy, grid, delta, beta / grid.size, order, method)
+    level = check_prob("level", level, open_low=True, open_high=True)
+    curve = _epsilon_curve(sx, sy, grid, delta, level / grid.size, order, method)
     best = int(np.argmax(curve))
     eps = float(curve[best])
     return ThresholdCertificate(
         epsilon_lower_bound=eps, threshold=float(grid[best]),
-        strategy="bonferroni", beta=beta, n_candidates=int(grid.size), n_tune=0, n_certify=int(sx.shape[0]),
+        strategy="bonferroni", level=level, n_candidates=int(grid.size), n_tune=0, n_certify=int(sx.shape[0]),
     )

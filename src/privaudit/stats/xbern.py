@@ -12,17 +12,17 @@ Differentially Private ML" (LiDP paper), Appendix C:
 
 Clopper-Pearson (1st order only).  The 1st-order intervals treat each trial's mean
 ``m_1 = (#ones)/K`` as a variable in [0, 1] with the Bernoulli variance proxy; Clopper-Pearson
-takes ``s = n * mean(m_1)`` successes in ``n`` trials, ``lower = Beta.ppf(beta; s, n - s + 1)``,
-``upper = Beta.ppf(1 - beta; s + 1, n - s)`` (real-valued ``s`` for K > 1).  For K = 1 it is the
-exact binomial bound (each side misses with probability <= beta for every p and n); for K > 1 it
+takes ``s = n * mean(m_1)`` successes in ``n`` trials, ``lower = Beta.ppf(level; s, n - s + 1)``,
+``upper = Beta.ppf(1 - level; s + 1, n - s)`` (real-valued ``s`` for K > 1).  For K = 1 it is the
+exact binomial bound (each side misses with probability <= level for every p and n); for K > 1 it
 is exact when a trial's K outcomes are all equal and conservative in simulation otherwise
-(Beta-mixed exchangeable counts, n in {8, 16, 64}, K in {4, 8}: miss <= 0.020 at beta = 0.025,
+(Beta-mixed exchangeable counts, n in {8, 16, 64}, K in {4, 8}: miss <= 0.020 at level = 0.025,
 Wilson 1st order up to 0.034).  Wilson is only asymptotic: at n = 16 its one-sided miss, computed
 exactly by enumerating the binomial, reaches 0.16 (p near 0 or 1) against a nominal 0.025, and
 0.049 (lower bound, p >= 0.3) / 0.032 (upper bound, p <= 0.2) where LiDP audits are decided
 (0.037 / 0.029 at n = 64, 0.031 / 0.027 at n = 256, 0.028 / 0.026 at n = 1024).
 Power cost of Clopper-Pearson, measured as the mean certified eps_hat of a Gaussian-mechanism
-audit (analytic Gaussian mechanism, delta = 1e-5, beta = 0.05, order 1, tau tuned separately for
+audit (analytic Gaussian mechanism, delta = 1e-5, level = 0.05, order 1, tau tuned separately for
 each method on 4000 other trials, 200 audits per cell, same audits for both methods), Wilson ->
 Clopper-Pearson (difference):
 
@@ -40,11 +40,11 @@ n <= 64, where the Wilson bound's extra height is mostly its excess miss rate.  
 (:func:`privaudit.audits.lidp.lidp_audit`) therefore uses Clopper-Pearson in place of
 every Wilson interval of effective order 1, at all n.
 
-Every bound is **one-sided at failure probability beta**: ``P(mu_1 < lower) <= beta`` and
-``P(mu_1 > upper) <= beta`` (Bernstein and, for K = 1, Clopper-Pearson: exactly; Wilson:
-asymptotically, Prop. 11), with
-``Z_beta = Phi^{-1}(1 - beta)``.  Order ``L`` splits beta over its ``L`` auxiliary bounds as in the
-algorithms (``log(2/beta)``, ``Z_{beta/2}`` for order 2; ``log(4/beta)``, ``Z_{beta/4}`` for order 4).
+Every bound is **one-sided at failure probability level** (the paper's beta):
+``P(mu_1 < lower) <= level`` and ``P(mu_1 > upper) <= level`` (Bernstein and, for K = 1,
+Clopper-Pearson: exactly; Wilson: asymptotically, Prop. 11), with
+``Z_level = Phi^{-1}(1 - level)``.  Order ``L`` splits level over its ``L`` auxiliary bounds as in the
+algorithms (``log(2/level)``, ``Z_{level/2}`` for order 2; ``log(4/level)``, ``Z_{level/4}`` for order 4).
 
 Known misprints, resolved as stated in issue 3 (verified against the algebra):
 
@@ -169,19 +169,19 @@ def _wilson_mu1(mu1: NDArray, mu2_bar: NDArray, n: int, k: int, z: float) -> tup
     return np.clip(lo, 0.0, mu1), np.clip(up, mu1, 1.0)
 
 
-def _wilson(mus: NDArray, n: int, k: int, beta: float, order: int) -> tuple[NDArray, NDArray]:
+def _wilson(mus: NDArray, n: int, k: int, level: float, order: int) -> tuple[NDArray, NDArray]:
     mu1 = mus[..., 0]
     if order == 1:  # Algorithm 5
-        z = float(stats.norm.isf(beta))
+        z = float(stats.norm.isf(level))
         a = np.full_like(mu1, n + z * z)
         lo, up = _roots(a, 2.0 * n * mu1 + z * z, n * mu1 * mu1)
         return np.clip(lo, 0.0, mu1), np.clip(up, mu1, 1.0)
     if order == 2:  # Algorithm 6
-        z = float(stats.norm.isf(beta / 2.0))
+        z = float(stats.norm.isf(level / 2.0))
         mu2_bar = _wilson_first_order_upper(mus[..., 1], n, z)
         return _wilson_mu1(mu1, mu2_bar, n, k, z)
     # Algorithm 7
-    z = float(stats.norm.isf(beta / 4.0))
+    z = float(stats.norm.isf(level / 4.0))
     mu2, mu3, mu4 = mus[..., 1], mus[..., 2], mus[..., 3]
     mu3_bar = _wilson_first_order_upper(mu3, n, z)
     mu4_bar = _wilson_first_order_upper(mu4, n, z)
@@ -226,8 +226,8 @@ def _bernstein_lower(mu: float, var: Callable[[float], float], c1: float, c2: fl
     return float(optimize.brentq(f, grid[j - 1], grid[j], xtol=1e-14, rtol=1e-12))
 
 
-def _bernstein_one(m: NDArray, n: int, k: int, beta: float, order: int) -> tuple[float, float]:
-    log_term = np.log(order / beta)
+def _bernstein_one(m: NDArray, n: int, k: int, level: float, order: int) -> tuple[float, float]:
+    log_term = np.log(order / level)
     c1 = 2.0 / n * log_term
     c2 = 2.0 / (3.0 * n) * log_term
 
@@ -257,12 +257,12 @@ def _bernstein_one(m: NDArray, n: int, k: int, beta: float, order: int) -> tuple
     return _bernstein_lower(mu1, var1, c1, c2), _bernstein_upper(mu1, var1, c1, c2)
 
 
-def _bernstein(mus: NDArray, n: int, k: int, beta: float, order: int) -> tuple[NDArray, NDArray]:
+def _bernstein(mus: NDArray, n: int, k: int, level: float, order: int) -> tuple[NDArray, NDArray]:
     flat = mus.reshape(-1, mus.shape[-1])
     lo = np.empty(flat.shape[0])
     up = np.empty(flat.shape[0])
     for i, m in enumerate(flat):
-        lo[i], up[i] = _bernstein_one(m, n, k, beta, order)
+        lo[i], up[i] = _bernstein_one(m, n, k, level, order)
     shape = mus.shape[:-1]
     return lo.reshape(shape), up.reshape(shape)
 
@@ -270,18 +270,18 @@ def _bernstein(mus: NDArray, n: int, k: int, beta: float, order: int) -> tuple[N
 # ------------------------------------------------------------------------- Clopper-Pearson (exact)
 
 
-def _clopper_pearson(mu1: NDArray, n: int, beta: float) -> tuple[NDArray, NDArray]:
-    """One-sided Clopper-Pearson bounds at ``beta`` each, ``s = n mu1`` successes in ``n`` trials.
+def _clopper_pearson(mu1: NDArray, n: int, level: float) -> tuple[NDArray, NDArray]:
+    """One-sided Clopper-Pearson bounds at ``level`` each, ``s = n mu1`` successes in ``n`` trials.
 
-    ``lower = Beta.ppf(beta; s, n - s + 1)`` (0 when s = 0), ``upper = Beta.ppf(1 - beta; s + 1, n - s)``
+    ``lower = Beta.ppf(level; s, n - s + 1)`` (0 when s = 0), ``upper = Beta.ppf(1 - level; s + 1, n - s)``
     (1 when s = n); ``s`` may be fractional (K > 1), the Beta quantiles are then the continuous
     extension of the binomial tail.
     """
     s = np.clip(mu1 * n, 0.0, float(n))
     s = np.where(np.abs(s - np.round(s)) < 1e-9, np.round(s), s)  # exact integers stay integers
     with np.errstate(invalid="ignore", divide="ignore"):
-        lo = np.where(s > 0, stats.beta.ppf(beta, np.maximum(s, 1e-300), n - s + 1.0), 0.0)
-        up = np.where(s < n, stats.beta.ppf(1.0 - beta, s + 1.0, np.maximum(n - s, 1e-300)), 1.0)
+        lo = np.where(s > 0, stats.beta.ppf(level, np.maximum(s, 1e-300), n - s + 1.0), 0.0)
+        up = np.where(s < n, stats.beta.ppf(1.0 - level, s + 1.0, np.maximum(n - s, 1e-300)), 1.0)
     return np.clip(lo, 0.0, mu1), np.clip(up, mu1, 1.0)
 
 
@@ -289,7 +289,7 @@ def _clopper_pearson(mu1: NDArray, n: int, beta: float) -> tuple[NDArray, NDArra
 
 
 def xbern_interval_from_counts(
-    counts: ArrayLike, k: int, beta: float, order: int = 2, method: Method = "wilson"
+    counts: ArrayLike, k: int, *, level: float, order: int = 2, method: Method = "wilson"
 ) -> tuple[float | NDArray[np.float64], float | NDArray[np.float64]]:
     """XBern interval on ``mu_1`` from per-trial success counts, vectorized over leading axes.
 
@@ -300,24 +300,25 @@ def xbern_interval_from_counts(
     Args:
         counts: ``(..., n)`` integer array with values in ``[0, k]``.
         k: number of canaries K per trial.
-        beta: one-sided failure probability in (0, 1).
+        level: failure probability of each one-sided bound (lower and upper), in (0, 1); the
+            pair is a two-sided interval at confidence ``1 - 2 level``.
         order: 1, 2 or 4 (lowered when K is too small, see :func:`effective_order`).
         method: ``"wilson"`` (Alg. 5-7), ``"bernstein"`` (Alg. 2-4) or ``"clopper_pearson"``
             (exact 1st-order interval; needs effective order 1, i.e. ``order=1`` or K = 1).
 
     Raises:
-        ValueError: bad counts/k/beta, an unknown method, or ``"clopper_pearson"`` with an
+        ValueError: bad counts/k/level, an unknown method, or ``"clopper_pearson"`` with an
             effective order above 1.
 
     Returns:
         ``(lower, upper)`` with shape ``counts.shape[:-1]`` (floats for 1-D input).
 
-    >>> lo, up = xbern_interval_from_counts([3, 4, 2, 4, 3], 4, 0.05, order=2)
+    >>> lo, up = xbern_interval_from_counts([3, 4, 2, 4, 3], 4, level=0.05, order=2)
     >>> bool(0 < lo < 0.8 < up < 1)
     True
     """
     k = check_int("k", k, minimum=1)
-    beta = check_prob("beta", beta, open_low=True, open_high=True)
+    level = check_prob("level", level, open_low=True, open_high=True)
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, got {method!r}")
     order = effective_order(order, k)
@@ -334,27 +335,27 @@ def xbern_interval_from_counts(
     n = c.shape[-1]
     mus = _moments_from_m1(c / k, k, order).mean(axis=-2)  # (..., order)
     if method == "wilson":
-        lo, up = _wilson(mus, n, k, beta, order)
+        lo, up = _wilson(mus, n, k, level, order)
     elif method == "clopper_pearson":
-        lo, up = _clopper_pearson(mus[..., 0], n, beta)
+        lo, up = _clopper_pearson(mus[..., 0], n, level)
     else:
-        lo, up = _bernstein(mus, n, k, beta, order)
+        lo, up = _bernstein(mus, n, k, level, order)
     if np.ndim(lo) == 0:
         return float(lo), float(up)
     return lo, up
 
 
 def xbern_interval(
-    x: ArrayLike, beta: float, order: int = 2, method: Method = "wilson"
+    x: ArrayLike, *, level: float, order: int = 2, method: Method = "wilson"
 ) -> tuple[float, float]:
     """Confidence bounds on the XBern mean ``mu_1`` from n i.i.d. trials (LiDP App. C, Alg. 2-7).
 
-    Each bound is one-sided at failure probability ``beta`` (``Z_beta = Phi^{-1}(1 - beta)``);
-    the pair is a two-sided interval at level ``1 - 2 beta``.
+    Each bound is one-sided at failure probability ``level`` (``Z_level = Phi^{-1}(1 - level)``);
+    the pair is a two-sided interval at confidence ``1 - 2 level``.
 
     Args:
         x: ``(n, K)`` array of 0/1 test outcomes (n trials, K canaries each).
-        beta: one-sided failure probability in (0, 1).
+        level: failure probability of each one-sided bound (lower and upper), in (0, 1).
         order: 1, 2 or 4 — number of moments used (Alg. 2/5, 3/6, 4/7).  Lowered to what K
             supports (order 2 needs K >= 2, order 4 needs K >= 4).
         method: ``"wilson"`` (asymptotic, closed form), ``"bernstein"`` (non-asymptotic,
@@ -365,15 +366,15 @@ def xbern_interval(
         ``(lower, upper)`` with ``0 <= lower <= mean(x) <= upper <= 1``.
 
     >>> x = [[1, 0], [1, 1], [0, 1], [1, 1]]
-    >>> lo, up = xbern_interval(x, 0.05, order=1)
+    >>> lo, up = xbern_interval(x, level=0.05, order=1)
     >>> round(lo, 3), round(up, 3)
     (0.356, 0.942)
-    >>> lo, up = xbern_interval(x, 0.05, order=1, method="clopper_pearson")
+    >>> lo, up = xbern_interval(x, level=0.05, order=1, method="clopper_pearson")
     >>> round(lo, 3), round(up, 3)
     (0.249, 0.987)
     """
     arr = check_binary_matrix("x", x)
     k = arr.shape[1]
     counts = arr.sum(axis=1)
-    lo, up = xbern_interval_from_counts(counts, k, beta, order=order, method=method)
+    lo, up = xbern_interval_from_counts(counts, k, level=level, order=order, method=method)
     return float(lo), float(up)

@@ -75,11 +75,11 @@ def _gaussian_blocks(s: GateScenario, claim: PrivacyClaim, level: float, rng: np
     sx, sy = simulate_gaussian_scores(sigma, s.trials, s.canaries, s.dim, rng)
     delta = audit_delta(claim, s.audit_neighbourhood, 1e-5)
     if s.wrong_audit_delta is not None:  # planted fault: the bound is then labelled with the claim's δ
-        res, _ = lidp_audit(-sx, -sy, delta=s.wrong_audit_delta, beta=level, order=1, method="wilson",
+        res, _ = lidp_audit(-sx, -sy, delta=s.wrong_audit_delta, level=level, order=1, method="wilson",
                             tune_fraction=0.5, n_thresholds=16, rng=rng, neighbourhood=s.audit_neighbourhood)
         res.update(level=level, delta=delta)
         return {"lidp": res}
-    res, _ = lidp_audit(-sx, -sy, delta=delta, beta=level, order=1, method="wilson", tune_fraction=0.5,
+    res, _ = lidp_audit(-sx, -sy, delta=delta, level=level, order=1, method="wilson", tune_fraction=0.5,
                         n_thresholds=16, rng=rng, neighbourhood=s.audit_neighbourhood)
     res["level"] = level
     return {"lidp": res}
@@ -107,11 +107,14 @@ def _rr_blocks(s: GateScenario, claim: PrivacyClaim, level: float, rng: np.rando
     return {"game3": res}
 
 
-def simulate_gate(scenario: GateScenario, reps: int, rng: np.random.Generator, beta: float = 0.05) -> GateSimulation:
+def simulate_gate(scenario: GateScenario, reps: int, rng: np.random.Generator, *, beta: float) -> GateSimulation:
     """Run the honest mechanism ``reps`` times; count how often the gate flags its (true) claim.
 
+    ``beta`` is the gate's total error budget (``gate.beta``), split by :func:`plan_budget` over the
+    gated bounds.
+
     >>> sc = GateScenario("rr", "randomized_response", 1.0, 0.0, "replace_label", "replace_label", trials=100, classes=3)
-    >>> sim = simulate_gate(sc, 20, np.random.default_rng(0))
+    >>> sim = simulate_gate(sc, 20, np.random.default_rng(0), beta=0.05)
     >>> sim.reps, sim.gated, sim.rate <= sim.binomial_limit()
     (20, ('game3',), True)
     """
