@@ -74,7 +74,7 @@ def tightness(X: np.ndarray, y: np.ndarray, runs_list: list[int]) -> None:
         for runs in runs_list:
             t0 = time.perf_counter()
             res = whitebox_audit(defender_trainer(lambda: make_defender(spec, 10)), X, y, runs=runs,
-                                 delta=RECIPE["delta"], accountant="prv", seed=int(eps * 100 + runs))
+                                 delta=RECIPE["delta"], accountant="prv", seed=int(eps * 100 + runs), level=0.05)
             sec = time.perf_counter() - t0
             print(f"{eps:>4g} {claimed:>11.3f} {sigma:>7.3f} {runs:>4d} {res.epsilon:>8.3f} "
                   f"{res.epsilon / claimed:>11.3f} {res.epsilon_point:>9.3f} {res.noise_multiplier:>7.3f} "
@@ -89,7 +89,7 @@ def catalogue(X: np.ndarray, y: np.ndarray, label: str, options: dict) -> None:
     for name, rec in CATALOGUE.items():
         t0 = time.perf_counter()
         res = whitebox_audit(python_trainer(rec.train, n_classes, **options), X, y, runs=1,
-                             accountant=options.get("accountant", "prv"), seed=7)
+                             accountant=options.get("accountant", "prv"), seed=7, level=0.05)
         true = rec.true_epsilon(len(y), **options)
         caught = res.overclaims(1.0) if name != "correct" else res.overclaims(float(true))
         verdict = ("yes" if caught else "no") if name != "correct" else ("FALSE ALARM" if caught else "passes")

@@ -59,9 +59,9 @@ def test_crafting_errors_name_the_value() -> None:
 
 def test_config_errors_name_the_value() -> None:
     with pytest.raises(ValueError, match="runs_in"):
-        BlackboxAuditConfig(runs_in=2)
+        BlackboxAuditConfig(runs_in=2, level=0.05)
     with pytest.raises(ValueError, match="tune_fraction"):
-        BlackboxAuditConfig(tune_fraction=1.0)
+        BlackboxAuditConfig(tune_fraction=1.0, level=0.05)
     with pytest.raises(ValueError, match="level"):
         BlackboxAuditConfig(level=0.0)
 
@@ -107,7 +107,8 @@ def test_batched_driver_has_power_at_eps8(digits) -> None:
     spec = validate_defender_spec({"name": "h", "kind": "dp_sgd", "epsilon": 8.0, "delta": 1e-5, "epochs": 20,
                                    "batch_size": 64, "lr": 0.5, "max_grad_norm": 1.0})
     rec = recipe_from_spec(spec, len(y))
-    r = audit_batched_recipe(X, y, 10, rec, BlackboxAuditConfig(runs_in=300, runs_out=300, seed=1, block=600))
+    r = audit_batched_recipe(X, y, 10, rec,
+                             BlackboxAuditConfig(runs_in=300, runs_out=300, seed=1, block=600, level=0.05))
     assert r.runs_in == 300 and r.tuning_in == 60
     assert 1.0 < r.eps_lower_bound < r.ceiling.eps_exact
     assert r.neighbourhood == "add_remove" and "black-box" in r.threat_model and "GDP" in r.assumption
@@ -122,7 +123,7 @@ def test_plain_trainer_bugs_caught(digits, bug, framework, init, scaling, scale)
     gradient ∝ s) catches it — the scale for trainers whose clipping is unknown."""
     torch.set_num_threads(1)
     X, y = digits
-    cfg = BlackboxAuditConfig(runs_in=40, runs_out=40, seed=5, tune_fraction=0.25, scale=scale)
+    cfg = BlackboxAuditConfig(runs_in=40, runs_out=40, seed=5, tune_fraction=0.25, scale=scale, level=0.05)
     bad = audit_trainer(PlainTrainer(1.0, bug, 10, len(y), framework=framework, init=init, scaling=scaling), X, y, 10, cfg)
     assert math.isinf(true_epsilon(len(y), 1.0, bug))
     assert bad.eps_lower_bound > 1.0

@@ -136,7 +136,7 @@ def test_an_honest_laplace_trainer_is_not_refuted_declared_or_not(tmp_path: Path
 
     train = resolve_target(TARGET)
     res = audit_trainer(lambda Xa, ya, s: train(Xa, ya, n_classes, s, epsilon=1.0), X, y, n_classes,
-                        BlackboxAuditConfig(runs_in=240, runs_out=240, tune_fraction=0.25, seed=3))
+                        BlackboxAuditConfig(runs_in=240, runs_out=240, tune_fraction=0.25, seed=3, level=0.05))
     declared = _audit(tmp_path / "d", _spec(mechanism={"kind": "laplace", "scale": 1.0}),
                       res.scores_in, res.scores_out, len(y))
     bare = _audit(tmp_path / "b", _spec(), res.scores_in, res.scores_out, len(y))
@@ -144,7 +144,7 @@ def test_an_honest_laplace_trainer_is_not_refuted_declared_or_not(tmp_path: Path
     for block in (declared, bare):
         assert block["refutes_claimed_curve"] is False and block["eps_lower_bound"] <= 1.0, block
     broken = audit_trainer(lambda Xa, ya, s: train(Xa, ya, n_classes, s, epsilon=1000.0), X, y, n_classes,
-                           BlackboxAuditConfig(runs_in=240, runs_out=240, tune_fraction=0.25, seed=3))
+                           BlackboxAuditConfig(runs_in=240, runs_out=240, tune_fraction=0.25, seed=3, level=0.05))
     caught = _audit(tmp_path / "x", _spec(mechanism={"kind": "laplace", "scale": 1.0}),
                     broken.scores_in, broken.scores_out, len(y))
     assert caught["refutes_claimed_curve"] is True and caught["eps_lower_bound"] > 1.0, caught

@@ -303,7 +303,7 @@ def test_theory_z_grows_with_attackers_and_budget_share(metrics: dict[str, Any])
     """More attackers looked at, or a smaller share of gate.beta, need a larger margin."""
     from privaudit.verdict.theory import theory_z
 
-    assert theory_z(0.01, 5) > theory_z(0.01, 1) > theory_z(0.05, 1) >= 2.0
+    assert theory_z(5, level=0.01) > theory_z(1, level=0.01) > theory_z(1, level=0.05) >= 2.0
     metrics["audit"]["dp_sgd"]["budget"] = {"beta": 0.05, "gated": ["lidp", "theory"], "diagnostic": [],
                                             "levels": {"lidp": 0.025, "theory": 1e-6}}
     metrics["bounds"]["dp_sgd"]["empirical_accuracy"] = 0.82  # flagged at z = 2, not at z ~ 5

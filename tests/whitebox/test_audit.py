@@ -32,7 +32,8 @@ def data() -> tuple[np.ndarray, np.ndarray]:
 def test_every_planted_bug_is_caught(name: str, data) -> None:
     X, y = data
     bug = BUGS[name]
-    res = whitebox_audit(python_trainer(bug.train, N_CLASSES, accountant=ACC), X, y, runs=1, accountant=ACC, seed=1)
+    res = whitebox_audit(python_trainer(bug.train, N_CLASSES, accountant=ACC), X, y, runs=1, level=0.05, accountant=ACC,
+                         seed=1)
     claim = 1.0
     assert res.overclaims(claim), (name, res.epsilon, res.failed_checks)
     if bug.caught_by == "epsilon":
@@ -52,7 +53,7 @@ def test_correct_recipe_passes(data) -> None:
     claim = CORRECT.true_epsilon(len(X), accountant=ACC)
     for seed in (1, 2):
         res = whitebox_audit(python_trainer(CORRECT.train, N_CLASSES, accountant=ACC), X, y, runs=1, accountant=ACC,
-                             seed=seed)
+                             seed=seed, level=0.05)
         assert not res.overclaims(claim) and res.checks_passed
         assert 0.75 * claim < res.epsilon <= claim
         assert res.sensitivity == pytest.approx(1.0, rel=1e-5) and res.dataset_size == len(X)
@@ -86,7 +87,7 @@ def test_dp_sgd_defender_audit_is_tight(digits) -> None:
     spec = validate_defender_spec({"name": "dp", "kind": "dp_sgd", "epsilon": 2.0, "epochs": 4, "batch_size": 32},
                                   where="defenders[0]")
     claim = make_defender(spec, 10).fit(X, y, seed=0).claimed_epsilon()
-    res = whitebox_audit(defender_trainer(lambda: make_defender(spec, 10)), X, y, runs=1, seed=3)
+    res = whitebox_audit(defender_trainer(lambda: make_defender(spec, 10)), X, y, runs=1, seed=3, level=0.05)
     assert res.checks_passed and res.accountant == "prv"
     assert 0.8 * claim <= res.epsilon <= claim
     assert res.steps == 4 * round(300 / 32) and res.dimension == 64 * 10 + 10
@@ -99,23 +100,25 @@ def test_trainer_without_watch_is_named(data) -> None:
         return None
 
     with pytest.raises(hooks.WatchNotCalledError, match=r"train_without_watch.*privaudit\.hooks\.watch"):
-        whitebox_audit(python_trainer(train_without_watch, N_CLASSES), X, y, runs=1)
+        whitebox_audit(python_trainer(train_without_watch, N_CLASSES), X, y, runs=1, level=0.05)
     with pytest.raises(ValueError, match="privaudit.hooks.watch"):  # it is a ValueError
-        whitebox_audit(lambda X, y, seed: None, X, y, runs=1)
+        whitebox_audit(lambda X, y, seed: None, X, y, runs=1, level=0.05)
 
 
 def test_true_dataset_size_is_used_and_a_wrong_declaration_noted(data, monkeypatch) -> None:
     X, y = data
     real_watch = hooks.watch
     monkeypatch.setattr(hooks, "watch", lambda opt, *, dataset_size: real_watch(opt, dataset_size=10 * dataset_size))
-    res = whitebox_audit(python_trainer(CORRECT.train, N_CLASSES, accountant=ACC), X, y, runs=1, accountant=ACC)
+    res = whitebox_audit(python_trainer(CORRECT.train, N_CLASSES, accountant=ACC), X, y, runs=1, level=0.05,
+                         accountant=ACC)
     assert res.dataset_size == len(X) and res.sample_rate_point == pytest.approx(0.1, rel=0.2)
     assert any("declared dataset_size=[2000]" in note for note in res.notes)
 
 
 def test_runs_are_pooled(data) -> None:
     X, y = data
-    res = whitebox_audit(python_trainer(CORRECT.train, N_CLASSES, accountant=ACC), X, y, runs=2, accountant=ACC)
+    res = whitebox_audit(python_trainer(CORRECT.train, N_CLASSES, accountant=ACC), X, y, runs=2, level=0.05,
+                         accountant=ACC)
     assert (res.runs, res.steps, res.total_steps) == (2, 50, 100)
 
 
@@ -126,9 +129,9 @@ def test_argument_errors_name_the_argument(data) -> None:
                          ({"accountant": "moments"}, "accountant"), ({"canary_scale": 1.0}, "canary_scale"),
                          ({"seed": -1}, "seed")):
         with pytest.raises(ValueError, match=word):
-            whitebox_audit(fit, X, y, **kwargs)
+            whitebox_audit(fit, X, y, **{"level": 0.05, **kwargs})
     with pytest.raises(ValueError, match="y must have shape"):
-        whitebox_audit(fit, X, y[:-1])
+        whitebox_audit(fit, X, y[:-1], level=0.05)
     with pytest.raises(ValueError, match="X must be"):
-        whitebox_audit(fit, X[0], y)
+        whitebox_audit(fit, X[0], y, level=0.05)
     assert not math.isnan(recipe(len(X))["sigma"])

@@ -59,7 +59,7 @@ def test_no_overclaim_property_500_synthetic_audits() -> None:
 
 def test_bounds_are_tight_with_many_steps() -> None:
     rng = np.random.default_rng(0)
-    b = whitebox_bounds([_obs(rng, T=280, d=650, n=898, q=64 / 898, s=4.65)], dataset_size=898)
+    b = whitebox_bounds([_obs(rng, T=280, d=650, n=898, q=64 / 898, s=4.65)], dataset_size=898, level=LEVEL)
     assert 4.65 <= b.noise_std_upper < 4.65 * 1.01
     assert 0.96 * 64 / 898 < b.sample_rate_lower <= 64 / 898
     assert all(c.passed for c in b.checks)
@@ -68,7 +68,7 @@ def test_bounds_are_tight_with_many_steps() -> None:
 def test_estimate_is_below_the_accountant_and_reports_the_model() -> None:
     rng = np.random.default_rng(1)
     runs = [_obs(rng, s=3.0, C=1.0), _obs(rng, T=48, s=3.0, C=1.0)]
-    res = estimate_whitebox(runs, dataset_size=200, delta=1e-5, accountant="rdp", canary_scale=4.0)
+    res = estimate_whitebox(runs, dataset_size=200, delta=1e-5, accountant="rdp", canary_scale=4.0, level=LEVEL)
     true = compose_epsilon([(3.0, 0.1, 48)], 1e-5, "rdp")[0]
     assert 0.6 * true < res.epsilon <= true and res.checks_passed and not res.overclaims(true)
     assert (res.runs, res.steps, res.total_steps, res.dimension, res.dataset_size) == (2, 48, 98, 27, 200)
@@ -112,7 +112,7 @@ def test_heterogeneous_sigma_keeps_the_bound_valid(accountant: str, reps: int) -
     noticed = 0
     for _ in range(reps):
         res = estimate_whitebox([_obs(rng, noise=sig[:, None] * rng.standard_normal((T, d)))], dataset_size=200,
-                                delta=1e-5, accountant=accountant)
+                                delta=1e-5, accountant=accountant, level=LEVEL)
         assert res.epsilon <= true
         noticed += "noise_homogeneity_steps" in res.failed_checks
     assert noticed >= (reps + 1) // 2  # with d = 27 a 4× variance ratio is usually visible as well
@@ -122,7 +122,7 @@ def test_laplace_noise_of_the_same_variance_is_noticed() -> None:
     rng = np.random.default_rng(4)
     for _ in range(10):
         N = rng.laplace(0.0, 2.0 / math.sqrt(2.0), (50, 27))  # variance 4, like s = 2
-        b = whitebox_bounds([_obs(rng, noise=N)], dataset_size=200)
+        b = whitebox_bounds([_obs(rng, noise=N)], dataset_size=200, level=LEVEL)
         assert not b.check("noise_gaussianity").passed
         assert b.check("noise_gaussianity").statistic > 3.8  # Laplace: kurtosis 6 (≈ 4.4 per step at d = 27) vs 3
 
@@ -131,7 +131,7 @@ def test_noise_missing_on_some_coordinates_gives_infinite_epsilon() -> None:
     rng = np.random.default_rng(5)
     N = 2.0 * rng.standard_normal((50, 27))
     N[:, -3:] = 0.0  # e.g. the bias left without noise
-    res = estimate_whitebox([_obs(rng, noise=N)], dataset_size=200, delta=1e-5, accountant="rdp")
+    res = estimate_whitebox([_obs(rng, noise=N)], dataset_size=200, delta=1e-5, accountant="rdp", level=LEVEL)
     assert "noise_homogeneity_coordinates" in res.failed_checks
     assert math.isinf(res.epsilon) and res.bound_source == "per-coordinate"
 
@@ -140,7 +140,7 @@ def test_noiseless_steps_and_correlated_noise_give_infinite_epsilon() -> None:
     rng = np.random.default_rng(6)
     N = 2.0 * rng.standard_normal((50, 27))
     N[np.arange(50) % 10 != 0] = 0.0  # noise once per epoch of 10 steps
-    res = estimate_whitebox([_obs(rng, noise=N)], dataset_size=200, delta=1e-5, accountant="rdp")
+    res = estimate_whitebox([_obs(rng, noise=N)], dataset_size=200, delta=1e-5, accountant="rdp", level=LEVEL)
     assert math.isinf(res.epsilon) and res.bound_source == "per-step"
     assert "noise_homogeneity_steps" in res.failed_checks and "without noise" in res.reasons[0]
     # AR(1) noise with correlation 0.5 between consecutive steps
@@ -149,17 +149,18 @@ def test_noiseless_steps_and_correlated_noise_give_infinite_epsilon() -> None:
     A[0] = Z[0]
     for t in range(1, 50):
         A[t] = 0.5 * A[t - 1] + math.sqrt(0.75) * Z[t]
-    res = estimate_whitebox([_obs(rng, noise=2.0 * A)], dataset_size=200, delta=1e-5, accountant="rdp")
+    res = estimate_whitebox([_obs(rng, noise=2.0 * A)], dataset_size=200, delta=1e-5, accountant="rdp", level=LEVEL)
     assert math.isinf(res.epsilon) and res.bound_source == "correlated noise"
     assert "cancels the noise" in " ".join(res.reasons)
 
 
 def test_no_noise_and_unmeasured_sensitivity() -> None:
     rng = np.random.default_rng(7)
-    res = estimate_whitebox([_obs(rng, T=20, noise=np.zeros((20, 5)))], dataset_size=200, delta=1e-5, accountant="rdp")
+    res = estimate_whitebox([_obs(rng, T=20, noise=np.zeros((20, 5)))], dataset_size=200, delta=1e-5, level=LEVEL,
+                            accountant="rdp")
     assert math.isinf(res.epsilon) and res.bound_source == "no noise" and res.reasons[0].startswith("no noise")
     obs = RunObservations.from_noise(rng.standard_normal((20, 5)), rng.binomial(200, 0.1, 20), np.nan)
-    res = estimate_whitebox([obs], dataset_size=200, delta=1e-5, accountant="rdp")
+    res = estimate_whitebox([obs], dataset_size=200, delta=1e-5, accountant="rdp", level=LEVEL)
     assert math.isinf(res.epsilon) and "sensitivity_observed" in res.failed_checks
 
 
@@ -167,9 +168,9 @@ def test_poisson_check_catches_fixed_and_ragged_batches_and_oversized_ones() -> 
     rng = np.random.default_rng(8)
     for n, B, epochs in ((200, 20, 5), (200, 30, 5), (898, 64, 20)):
         rows = np.array(([B] * (n // B) + ([n % B] if n % B else [])) * epochs)
-        b = whitebox_bounds([_obs(rng, T=len(rows), rows=rows)], dataset_size=n)
+        b = whitebox_bounds([_obs(rng, T=len(rows), rows=rows)], dataset_size=n, level=LEVEL)
         assert not b.check("poisson_sampling").passed, (n, B)
-    b = whitebox_bounds([_obs(rng, rows=np.full(50, 300))], dataset_size=200)
+    b = whitebox_bounds([_obs(rng, rows=np.full(50, 300))], dataset_size=200, level=LEVEL)
     assert not b.check("poisson_sampling").passed and "dataset_size" in b.check("poisson_sampling").detail
 
 
@@ -184,15 +185,15 @@ def test_validation_errors_name_the_argument() -> None:
     with pytest.raises(ValueError, match="coord_sq"):
         RunObservations.from_noise(np.ones((3, 1)), [1, 1, 2], 1.0)
     with pytest.raises(ValueError, match="dataset_size"):
-        whitebox_bounds([good], dataset_size=0)
+        whitebox_bounds([good], dataset_size=0, level=LEVEL)
     with pytest.raises(ValueError, match="level"):
         whitebox_bounds([good], dataset_size=200, level=1.5)
     with pytest.raises(ValueError, match="runs"):
-        whitebox_bounds([], dataset_size=200)
+        whitebox_bounds([], dataset_size=200, level=LEVEL)
     with pytest.raises(ValueError, match="same number of noise coordinates"):
-        whitebox_bounds([good, _obs(rng, d=5)], dataset_size=200)
+        whitebox_bounds([good, _obs(rng, d=5)], dataset_size=200, level=LEVEL)
     with pytest.raises(ValueError, match="accountant"):
-        estimate_whitebox([good], dataset_size=200, delta=1e-5, accountant="moments")
+        estimate_whitebox([good], dataset_size=200, delta=1e-5, accountant="moments", level=LEVEL)
     with pytest.raises(ValueError, match="delta"):
-        estimate_whitebox([good], dataset_size=200, delta=0.0)
+        estimate_whitebox([good], dataset_size=200, delta=0.0, level=LEVEL)
     assert not good.batch_rows.flags.writeable  # frozen arrays

@@ -35,14 +35,14 @@ def _recipe(sigma: float) -> HeadRecipe:
 
 def test_honest_batched_dp_sgd_is_not_refuted_and_the_bound_is_not_vacuous(digits) -> None:
     claimed, _ = compose_epsilon([(SIGMA, Q, STEPS)], 1e-5, "prv")
-    res = whitebox_audit_heads(_recipe(SIGMA), *digits, 10, models=12, seed=1)
+    res = whitebox_audit_heads(_recipe(SIGMA), *digits, 10, models=12, seed=1, level=0.05)
     assert res.checks_passed, res.reasons
     assert 0.5 * claimed < res.epsilon <= claimed
 
 
 def test_a_trainer_with_a_quarter_of_the_claimed_noise_is_caught(digits) -> None:
     claimed, _ = compose_epsilon([(SIGMA, Q, STEPS)], 1e-5, "prv")
-    res = whitebox_audit_heads(_recipe(SIGMA / 4), *digits, 10, models=12, seed=1)
+    res = whitebox_audit_heads(_recipe(SIGMA / 4), *digits, 10, models=12, seed=1, level=0.05)
     assert res.epsilon > claimed
 
 

@@ -111,7 +111,8 @@ def test_release_watch_files_round_trip(tmp_path: Path) -> None:
 
 def _release_then_audit(train, X, y, *, release: bool = True):
     _, watch = record_release(lambda: train(X, y, 3, 11), seed=3, canary_scale=4.0)  # the first call: released
-    return whitebox_audit(python_trainer(train, 3), X, y, runs=2, seed=2, release=watch if release else None)
+    return whitebox_audit(python_trainer(train, 3), X, y, runs=2, level=0.05, seed=2,
+                          release=watch if release else None)
 
 
 def test_a_loop_without_noise_in_its_first_call_is_caught_through_the_release_run() -> None:
@@ -139,7 +140,7 @@ def test_branch_on_recording_releases_its_honest_branch() -> None:
     noiseless = train(X, y, 3, 11)  # unrecorded: the branch the release used to take
     assert all(torch.equal(a, b) for a, b in zip(_weights(released), _weights(honest)))
     assert not all(torch.equal(a, b) for a, b in zip(_weights(released), _weights(noiseless)))
-    res = whitebox_audit(python_trainer(train, 3), X, y, runs=2, seed=2, release=watch)
+    res = whitebox_audit(python_trainer(train, 3), X, y, runs=2, seed=2, release=watch, level=0.05)
     assert res.runs == 3 and res.checks_passed and not res.overclaims(LOOPS["branch_on_recording"].claim(len(X)))
 
 

@@ -51,7 +51,7 @@ def test_a_watched_run_releases_the_same_bits(variant: str) -> None:
 @pytest.mark.parametrize("variant", HONEST)
 def test_honest_loops_change_nothing_outside_watched_steps(variant: str) -> None:
     X, y = tiny_data(n=120)
-    res = whitebox_audit(python_trainer(LOOPS[variant].train, 3), X, y, runs=1, seed=2)
+    res = whitebox_audit(python_trainer(LOOPS[variant].train, 3), X, y, runs=1, seed=2, level=0.05)
     check = next(c for c in res.checks if c.name == "release_model_watched")
     assert check.passed, check.detail
     assert math.isfinite(res.epsilon) and not res.overclaims(LOOPS[variant].claim(len(X)))
@@ -60,7 +60,7 @@ def test_honest_loops_change_nothing_outside_watched_steps(variant: str) -> None
 @pytest.mark.parametrize("variant", sorted(CHANGED))
 def test_changes_outside_watched_steps_fail_naming_the_tensor(variant: str) -> None:
     X, y = tiny_data(n=120)
-    res = whitebox_audit(python_trainer(LOOPS[variant].train, 3), X, y, runs=1, seed=2)
+    res = whitebox_audit(python_trainer(LOOPS[variant].train, 3), X, y, runs=1, seed=2, level=0.05)
     assert math.isinf(res.epsilon) and "release_model_watched" in res.failed_checks
     assert CHANGED[variant] in res.reasons[0], res.reasons[0]
     assert res.overclaims(LOOPS[variant].claim(len(X)))
@@ -77,7 +77,7 @@ def test_a_model_without_torch_tensors_cannot_be_seen() -> None:
         LOOPS["correct"].train(X, y, n_classes, seed)
         return Opaque()
 
-    res = whitebox_audit(python_trainer(train, 3), X, y, runs=1, seed=2)
+    res = whitebox_audit(python_trainer(train, 3), X, y, runs=1, seed=2, level=0.05)
     assert math.isinf(res.epsilon) and "exposes no torch parameters" in res.reasons[0]
 
 
@@ -92,5 +92,5 @@ def test_a_model_no_training_forward_used_is_not_the_one_trained() -> None:
         LOOPS["correct"].train(X, y, n_classes, seed)
         return Head()
 
-    res = whitebox_audit(python_trainer(train, 3), X, y, runs=1, seed=2)
+    res = whitebox_audit(python_trainer(train, 3), X, y, runs=1, seed=2, level=0.05)
     assert math.isinf(res.epsilon) and "was not used by any training forward pass" in res.reasons[0]

@@ -46,19 +46,19 @@ def test_a_noise_schedule_is_composed_step_by_step_and_stays_below_the_truth() -
     sigmas = np.repeat(1.2 * 0.8 ** np.arange(5), 20)  # ExponentialNoise over 5 "epochs" of 20 steps
     C = np.ones(100)
     true = _true(sigmas, 0.05)
-    res = estimate_whitebox([_sim(rng, sigmas, C), _sim(rng, sigmas, C)], dataset_size=400, delta=1e-5)
+    res = estimate_whitebox([_sim(rng, sigmas, C), _sim(rng, sigmas, C)], dataset_size=400, delta=1e-5, level=0.05)
     assert res.checks_passed, res.reasons
     assert 0.8 * true < res.epsilon <= true
     # the old pooled model (one s for every step) on the same observations: flagged as inhomogeneous
     flat = [RunObservations.from_noise(rng.standard_normal((100, 30)) * sigmas[:, None], rng.binomial(400, 0.05, 100), 1.0)]
-    assert not estimate_whitebox(flat, dataset_size=400, delta=1e-5).checks_passed
+    assert not estimate_whitebox(flat, dataset_size=400, delta=1e-5, level=0.05).checks_passed
 
 
 def test_a_clip_schedule_pairs_each_step_with_its_own_sensitivity() -> None:
     rng = np.random.default_rng(1)
     C = np.repeat(2.0 * 0.7 ** np.arange(4), 25)
     sigmas = np.full(100, 1.0)
-    res = estimate_whitebox([_sim(rng, sigmas, C)], dataset_size=400, delta=1e-5)
+    res = estimate_whitebox([_sim(rng, sigmas, C)], dataset_size=400, delta=1e-5, level=0.05)
     true = _true(sigmas, 0.05)
     assert res.checks_passed and 0.8 * true < res.epsilon <= true
 
@@ -68,7 +68,8 @@ def test_noise_not_following_the_declared_clip_norm_is_caught() -> None:
     rng = np.random.default_rng(2)
     C = np.repeat(1.5 ** np.arange(4), 25)
     sigmas = np.full(100, 1.0)
-    res = estimate_whitebox([_sim(rng, sigmas, C, true_scale=np.full(100, 1.0))], dataset_size=400, delta=1e-5)
+    res = estimate_whitebox([_sim(rng, sigmas, C, true_scale=np.full(100, 1.0))], dataset_size=400, delta=1e-5,
+                            level=0.05)
     claim = _true(sigmas, 0.05)  # what the author claims for σ = 1 at every step
     assert "noise_homogeneity_steps" in res.failed_checks and res.overclaims(claim)
 
@@ -103,7 +104,7 @@ def test_the_prv_lower_end_is_below_every_sound_accountant() -> None:
 def test_opacus_schedulers_pass_and_stay_tight(variant: str) -> None:
     X, y = tiny_data(n=200)
     lp = LOOPS[variant]
-    res = whitebox_audit(python_trainer(lp.train, 3), X, y, runs=2, seed=4)
+    res = whitebox_audit(python_trainer(lp.train, 3), X, y, runs=2, seed=4, level=0.05)
     claim = lp.claim(len(X))
     assert res.checks_passed, res.reasons
     # measured on 200 × 8 blobs: noise schedule 2.00 and 2.19 of 2.38 (seeds 4, 1), clip schedule 0.91 of 0.99

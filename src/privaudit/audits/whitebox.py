@@ -91,7 +91,7 @@ def _trainer_name(trainer: Any) -> str:
 
 
 def whitebox_audit(trainer: FitFn | _HasFit, X: np.ndarray, y: np.ndarray, *, runs: int = 2, delta: float = 1e-5,
-                   level: float = 0.05, accountant: str = "prv", seed: int = 0,
+                   level: float, accountant: str = "prv", seed: int = 0,
                    canary_scale: float = 4.0, release: ReleaseWatch | None = None) -> WhiteboxResult:
     """Audit a DP-SGD trainer white-box: ``runs`` recorded training runs → ε̂ (a lower confidence bound).
 
@@ -219,7 +219,7 @@ def _release_part(release: ReleaseWatch, audit_run: RunObservations,
 
 
 def whitebox_audit_heads(recipe: Any, X: np.ndarray, y: np.ndarray, n_classes: int, *, models: int = 16,
-                         delta: float = 1e-5, level: float = 0.05, accountant: str = "prv", seed: int = 0,
+                         delta: float = 1e-5, level: float, accountant: str = "prv", seed: int = 0,
                          canary_scale: float = 4.0, device: str = "cpu") -> WhiteboxResult:
     """White-box audit of the batched DP-SGD trainer (:func:`privaudit.train.train_heads`): ``models`` runs at once.
 

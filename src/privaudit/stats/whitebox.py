@@ -167,7 +167,8 @@ class WhiteboxCheck:
     name: str
     statistic: float
     p_value: float
-    alpha: float
+    #: the check's test size: its share of the total ``level`` (0 for the deterministic checks)
+    level: float
     passed: bool
     detail: str
 
@@ -284,19 +285,19 @@ def _smallest_variance_share(v: NDArray[np.float64], k: int) -> tuple[int, float
     return i, float(F[i]), float(min(1.0, m * p_each[i]))
 
 
-def _poisson_check(rows: NDArray[np.int64], n: int, alpha: float) -> WhiteboxCheck:
+def _poisson_check(rows: NDArray[np.int64], n: int, level: float) -> WhiteboxCheck:
     T = rows.size
     name = "poisson_sampling"
     if np.any(rows > n):
-        return WhiteboxCheck(name, math.inf, 0.0, alpha, False,
+        return WhiteboxCheck(name, math.inf, 0.0, level, False,
                              f"a batch has {int(rows.max())} rows > dataset_size={n}: not a subsample of the data set")
     if T < 2:
-        return WhiteboxCheck(name, math.nan, 1.0, alpha, True, "one step: not testable")
+        return WhiteboxCheck(name, math.nan, 1.0, level, True, "one step: not testable")
     total = int(rows.sum())
     qh = total / (n * T)
     if qh <= 0.0 or qh >= 1.0:
         ok = qh == 0.0 or bool(np.all(rows == n))
-        return WhiteboxCheck(name, 0.0, 1.0 if ok else 0.0, alpha, ok,
+        return WhiteboxCheck(name, 0.0, 1.0 if ok else 0.0, level, ok,
                              f"q̂ = {qh:g}: every batch is {'empty' if qh == 0 else 'the whole data set'}")
     var = n * qh * (1 - qh)
     disp = float(((rows - n * qh) ** 2).sum() / var)
@@ -307,8 +308,8 @@ def _poisson_check(rows: NDArray[np.int64], n: int, alpha: float) -> WhiteboxChe
     # mode concentration: P(max_v count_v >= m) <= C(T, m) p_max^(m-1)
     _, counts = np.unique(rows, return_counts=True)
     m = int(counts.max())
-    lo = float(stats.beta.ppf(alpha / 4, total, n * T - total + 1))
-    hi = float(stats.beta.ppf(1 - alpha / 4, total + 1, n * T - total))
+    lo = float(stats.beta.ppf(level / 4, total, n * T - total + 1))
+    hi = float(stats.beta.ppf(1 - level / 4, total + 1, n * T - total))
     p_max = 0.0
     for qq in (lo, qh, hi):
         if 0 < qq < 1:
@@ -318,15 +319,15 @@ def _poisson_check(rows: NDArray[np.int64], n: int, alpha: float) -> WhiteboxChe
     log_b = special.gammaln(T + 1) - special.gammaln(m + 1) - special.gammaln(T - m + 1) + (m - 1) * math.log(p_max)
     p_mode = float(min(1.0, math.exp(min(log_b, 0.0))))
     p = min(1.0, 2 * min(p_disp, p_mode))
-    passed = p > alpha
+    passed = p > level
     detail = (f"dispersion {disp / (T - 1):.3g} (1 for Poisson), most frequent batch size in {m}/{T} steps "
               f"(Poisson: ≈ {T * p_max:.3g} at the mode)")
     if not passed:
         detail = "batches are not Poisson-sampled, the accountant's amplification does not apply: " + detail
-    return WhiteboxCheck(name, disp / (T - 1), p, alpha, passed, detail)
+    return WhiteboxCheck(name, disp / (T - 1), p, level, passed, detail)
 
 
-def whitebox_bounds(runs: Sequence[RunObservations], *, dataset_size: int, level: float = 0.05) -> WhiteboxBounds:
+def whitebox_bounds(runs: Sequence[RunObservations], *, dataset_size: int, level: float) -> WhiteboxBounds:
     """Confidence bounds (s_U, q_L, Δ) and model checks from pooled :class:`RunObservations`.
 
     Args:
@@ -336,11 +337,12 @@ def whitebox_bounds(runs: Sequence[RunObservations], *, dataset_size: int, level
 
     Returns:
         :class:`WhiteboxBounds`; with probability ≥ 1 − 2·level/9 (under the model) ``s_U ≥ s``
-        and ``q_L ≤ q``; each check rejects a correct recipe with probability ≤ its ``alpha``.
+        and ``q_L ≤ q``; each check rejects a correct recipe with probability ≤ its own
+        :attr:`WhiteboxCheck.level` (a share of ``level``).
 
     >>> rng = np.random.default_rng(0)
     >>> obs = RunObservations.from_noise(2.0 * rng.standard_normal((200, 50)), rng.binomial(100, 0.1, 200), 1.0)
-    >>> b = whitebox_bounds([obs], dataset_size=100)
+    >>> b = whitebox_bounds([obs], dataset_size=100, level=0.05)
     >>> 2.0 < b.noise_std_upper < 2.05, b.sample_rate_lower < 0.1, all(c.passed for c in b.checks)
     (True, True, True)
     """
@@ -515,7 +517,7 @@ def _grid_up(x: NDArray[np.float64]) -> NDArray[np.float64]:
     return out
 
 
-def estimate_whitebox(runs: Sequence[RunObservations], *, dataset_size: int, delta: float, level: float = 0.05,
+def estimate_whitebox(runs: Sequence[RunObservations], *, dataset_size: int, delta: float, level: float,
                       accountant: str = "prv", canary_scale: float | None = None,
                       notes: Sequence[str] = ()) -> WhiteboxResult:
     """ε̂: a lower confidence bound on the accountant's ε for the mechanism the runs executed.
@@ -534,7 +536,7 @@ def estimate_whitebox(runs: Sequence[RunObservations], *, dataset_size: int, del
 
     >>> rng = np.random.default_rng(1)
     >>> obs = RunObservations.from_noise(3.0 * rng.standard_normal((100, 40)), rng.binomial(400, 0.05, 100), 1.0)
-    >>> res = estimate_whitebox([obs], dataset_size=400, delta=1e-5, accountant="rdp")
+    >>> res = estimate_whitebox([obs], dataset_size=400, delta=1e-5, level=0.05, accountant="rdp")
     >>> true = compose_epsilon([(3.0, 0.05, 100)], 1e-5, "rdp")[0]
     >>> 0.5 * true < res.epsilon <= true, res.checks_passed, res.bound_source
     (True, True, 'pooled')

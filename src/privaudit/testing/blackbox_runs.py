@@ -42,14 +42,15 @@ THREAT_MODEL = "final model, black-box predict_proba (two queries per model)"
 NEIGHBOURHOOD = Neighbourhood.ADD_REMOVE
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class BlackboxAuditConfig:
-    """Knobs of one audit. ``runs_in``/``runs_out``: trained models with / without the canary."""
+    """Knobs of one audit (keyword arguments only). ``runs_in``/``runs_out``: trained models with /
+    without the canary. ``level``: failure probability of each bound the audit returns (required)."""
 
     runs_in: int = 4000
     runs_out: int = 4000
     tune_fraction: float = 0.2
-    level: float = 0.05
+    level: float
     delta: float = 1e-5
     seed: int = 0
     scale: float | None = None
@@ -131,7 +132,7 @@ def _check_data(X: NDArray[Any], y: NDArray[Any], n_classes: int) -> tuple[NDArr
 
 
 def audit_batched_recipe(X: NDArray[Any], y: NDArray[Any], n_classes: int, recipe: HeadRecipe,
-                         config: BlackboxAuditConfig = BlackboxAuditConfig(), *,
+                         config: BlackboxAuditConfig, *,
                          canary: CraftedCanary | None = None) -> BlackboxAuditResult:
     """Audit a batched-trainer recipe (DP-SGD or SGD heads) on (X, y) from its final models.
 
@@ -172,7 +173,7 @@ Trainer = Callable[[NDArray[np.float32], NDArray[np.int64], int], ProbaModel]
 
 
 def audit_trainer(train: Trainer, X: NDArray[Any], y: NDArray[Any], n_classes: int,
-                  config: BlackboxAuditConfig = BlackboxAuditConfig(), *, canary: CraftedCanary | None = None,
+                  config: BlackboxAuditConfig, *, canary: CraftedCanary | None = None,
                   clip_norm: float = 1.0, ceiling: LastIterateCeiling | None = None) -> BlackboxAuditResult:
     """Audit any trainer ``train(X, y, seed) -> model`` (``model.predict_proba``) from its final models.
 

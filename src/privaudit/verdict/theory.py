@@ -33,7 +33,7 @@ CITATION = ("Thudi et al. 2022, 'Bounding Membership Inference' (Theorem 1; Yeom
             "Table 1); Izzo et al. 2023, 'Provable Membership Inference Privacy' (Theorem 4, η = 1/(1 + e^−ε) − 1/2)")
 
 
-def theory_z(level: float, attackers: int) -> float:
+def theory_z(attackers: int, *, level: float) -> float:
     """Standard errors an attack accuracy must exceed a bound by before it is called a bug.
 
     The empirical accuracy is the maximum over ``attackers`` attackers, each roughly normal around
@@ -41,7 +41,11 @@ def theory_z(level: float, attackers: int) -> float:
     attackers`` (Bonferroni over the attackers looked at) keeps the false "bug" probability at
     most ``level``. Never fewer than 2 standard errors.
 
-    >>> round(theory_z(0.01, 5), 3), theory_z(0.5, 1)
+    Args:
+        attackers: A, the number of attackers whose maximum accuracy is compared (≥ 1).
+        level: failure probability of the check (a false "bug"), ``level / A`` per attacker.
+
+    >>> round(theory_z(5, level=0.01), 3), theory_z(1, level=0.5)
     (2.878, 2.0)
     """
     from scipy.stats import norm
@@ -74,7 +78,7 @@ def theory_check(entry: BoundsEntry, ltu: LtuEntry | None, *, level: float,
     ``use_error_bars`` the point estimate is compared. The pure-ε bounds get the claim's δ (for the LTU
     neighbourhood) on top. No accuracy or no finite bound: nothing exceeded.
     """
-    z = theory_z(level, max(1, len(ltu.attackers) if ltu is not None else 0))
+    z = theory_z(max(1, len(ltu.attackers) if ltu is not None else 0), level=level)
     accuracy, delta = entry.empirical_accuracy, float(entry.delta or 0.0)
     # Thudi, Yeom, Sablayrolles and Izzo hold for pure ε: under (ε, δ)-DP an attacker's accuracy can
     # exceed them by at most δ (P[A = 1 | member] ≤ e^ε P[A = 1 | non-member] + δ); Erlingsson has δ
