@@ -124,7 +124,8 @@ def section_designs(d, seeds: int, lines: list[str], quick: bool) -> None:  # no
         cells = []
         for _, bug, eps in cases:
             fit = (lambda b, e: lambda X, y, s: train_dp_sgd(X, y, 10, s, epsilon=e, bug=b))(bug, eps)
-            rs = [one_run_audit(fit, d.X, d.y, 10, seed=s, canaries=m, design=des, scale=sc) for s in range(seeds)]
+            rs = [one_run_audit(fit, d.X, d.y, 10, seed=s, canaries=m, level=LEVEL, design=des, scale=sc)
+                  for s in range(seeds)]
             acc = [max(g[2] / (g[0] + g[1]) for g in r.grid) for r in rs]
             cells.append(f"{np.median([r.eps_lower_bound for r in rs]):5.2f} (acc {np.median(acc):.2f})")
         lines.append(f"{des:13s} {sc:5g} {m:4d} | " + " | ".join(f"{c:>22s}" for c in cells))
@@ -153,7 +154,7 @@ def section_simulations(d, reps: int, lines: list[str]) -> None:  # noqa: ANN001
                  "(m = 1000 canaries, guesses = top/bottom k/2)")
     for mu in (0.5, 1.0, 2.0):
         for k in (100, 1000):
-            c = _critical(k, lambda v: fdp_one_run_rejects(v, k, 1000, LEVEL, gdp_blowup_inverse(mu)))
+            c = _critical(k, lambda v: fdp_one_run_rejects(v, k, 1000, gdp_blowup_inverse(mu), level=LEVEL))
             C = _counts(1000, k // 2, 20000, rng, lambda S, r: -mu * S + r.standard_normal(S.shape))
             lines.append(f"  mu-GDP Gaussian scores mu={mu}: k={k:4d} c*={c:4d} size={np.mean(C >= c):.4f} "
                          f"(mean C {C.mean():.1f})")
@@ -163,7 +164,8 @@ def section_simulations(d, reps: int, lines: list[str]) -> None:  # noqa: ANN001
             return np.where(np.where(r.random(S.shape) < q, S, ~S), 0.0, 1.0) + 1e-3 * r.random(S.shape)
 
         for k in (200, 1000):
-            c = _critical(k, lambda v: fdp_one_run_rejects(v, k, 1000, LEVEL, eps_delta_blowup_inverse(eps, DELTA)))
+            c = _critical(k, lambda v: fdp_one_run_rejects(v, k, 1000, eps_delta_blowup_inverse(eps, DELTA),
+                                                           level=LEVEL))
             C = _counts(1000, k // 2, 20000, rng, rr)
             lines.append(f"  eps-DP randomized response eps={eps}: (eps,delta)-curve k={k:4d} c*={c:4d} "
                          f"size={np.mean(C >= c):.4f}")
@@ -205,7 +207,7 @@ def section_simulations(d, reps: int, lines: list[str]) -> None:  # noqa: ANN001
     for mu in (0.5, 2.0):
         t = time.perf_counter()
         fit = (lambda u: lambda X, y, s: train_gaussian_class_sums(X, y, 10, s, mu=u))(mu)
-        rs = [one_run_audit(fit, d.X, d.y, 10, seed=s, method="fdp") for s in range(reps)]
+        rs = [one_run_audit(fit, d.X, d.y, 10, seed=s, level=LEVEL, method="fdp") for s in range(reps)]
         et = gdp_epsilon(mu, DELTA)
         e = np.array([r.eps_lower_bound for r in rs])
         m_ = np.array([r.mu_lower_bound for r in rs])

@@ -62,11 +62,11 @@ def test_last_iterate_errors_name_the_value() -> None:
 
 def test_bad_scores_rejected() -> None:
     with pytest.raises(ValueError, match="non-finite"):
-        certify_threshold_runs([1.0, np.inf], [0.0, 1.0], 0.5)
+        certify_threshold_runs([1.0, np.inf], [0.0, 1.0], 0.5, level=0.05)
     with pytest.raises(ValueError, match="empty"):
-        certify_threshold_runs([], [0.0], 0.5)
+        certify_threshold_runs([], [0.0], 0.5, level=0.05)
     with pytest.raises(ValueError, match="objective"):
-        select_threshold_runs([1.0], [0.0], objective="best")
+        select_threshold_runs([1.0], [0.0], objective="best", level=0.05)
 
 
 # --- properties ---------------------------------------------------------------------------------

@@ -37,7 +37,7 @@ def test_dp_sgd_at_eps_1_is_never_audited_above_1(fs, ctype) -> None:
     p = make_params([DP1], game3={"canaries": 300})
     g = run_trials(p, fs, "dp", "game3", 0, 1, "cpu")
     run = {k: g[k][0] for k in ("proba", "label_pair", "bit", "true_label")}
-    r = game3_interval(run, TAUS, 0.05, np.random.default_rng(0))
+    r = game3_interval(run, TAUS, np.random.default_rng(0), level=0.025)
     assert r["eps_low"] <= 1.0 and r["acgr"]["eps_low"] <= 1.0
 
 
@@ -47,5 +47,5 @@ def test_non_private_recipe_gets_a_large_epsilon(fs) -> None:
     p = make_params([mlp], game3={"canaries": 100})
     g = run_trials(p, fs, "mlp", "game3", 0, 1, "cpu")
     run = {k: g[k][0] for k in ("proba", "label_pair", "bit", "true_label")}
-    r = game3_interval(run, TAUS, 0.05, np.random.default_rng(0))
+    r = game3_interval(run, TAUS, np.random.default_rng(0), level=0.025)
     assert r["eps_low"] > 2.0, r

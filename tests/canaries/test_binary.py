@@ -72,7 +72,7 @@ def test_canary_runs_on_binary_data(binary_fs, spec) -> None:
     assert g["proba"].shape == (1, 40, 2) and (g["label_pair"] == [0, 1]).all()
     flat = {k: g[k][0] for k in ("canary_index", "true_label", "label_pair", "bit", "proba")}
     validate_canary_stats("game3", flat)
-    r = game3_interval(flat, TAUS, 0.05, np.random.default_rng(0))
+    r = game3_interval(flat, TAUS, np.random.default_rng(0), level=0.025)
     assert 0.0 <= r["eps_low"] and r["canaries"] == 40
     lidp = run_trials(p, binary_fs, spec["name"], "lidp", 0, 4, "cpu")
     assert lidp["loss_in"].shape == (4, 2) and lidp["loss_null"].shape == (4, 2)
@@ -93,10 +93,10 @@ def test_label_flip_game_guesses_and_epsilon() -> None:
     guessed, correct = game3_guesses(memorised, pair, bit, TAUS)
     assert guessed.all() and correct.all()
     run = {"proba": memorised, "label_pair": pair, "bit": bit, "true_label": true}
-    assert game3_interval(run, TAUS, 0.05, np.random.default_rng(0))["eps_low"] > 3.0
+    assert game3_interval(run, TAUS, np.random.default_rng(0), level=0.025)["eps_low"] > 3.0
     q = rng.uniform(0.05, 0.95, n)  # confidence independent of the bit
     blind = {**run, "proba": np.stack([1 - q, q], axis=1)}
-    assert game3_interval(blind, TAUS, 0.05, np.random.default_rng(0))["eps_low"] < 0.5
+    assert game3_interval(blind, TAUS, np.random.default_rng(0), level=0.025)["eps_low"] < 0.5
 
 
 def test_canary_suite_accepts_the_label_flip_pair_only() -> None:

@@ -20,15 +20,15 @@ from privaudit.stats.tradeoff import EpsDeltaFamily, GaussianFamily, LaplaceFami
 
 @pytest.mark.parametrize("c,k,m", [(100, 100, 100), (90, 100, 1000), (60, 80, 500), (30, 40, 200)])
 def test_polygon_family_is_the_eps_delta_curve_bound(c: int, k: int, m: int) -> None:
-    want = fdp_one_run_epsilon_lower_bound(c, k, m, 1e-5, 0.05, curve="eps_delta")
-    _, got, _ = fdp_one_run_family_bound(c, k, m, 1e-5, 0.05, EpsDeltaFamily(float("inf"), 1e-5))
+    want = fdp_one_run_epsilon_lower_bound(c, k, m, 1e-5, level=0.05, curve="eps_delta")
+    _, got, _ = fdp_one_run_family_bound(c, k, m, 1e-5, EpsDeltaFamily(float("inf"), 1e-5), level=0.05)
     assert got == pytest.approx(want, rel=2e-3, abs=2e-4)
 
 
 @pytest.mark.parametrize("c,k,m", [(100, 100, 100), (90, 100, 1000), (60, 80, 500)])
 def test_gaussian_family_is_the_gdp_bound(c: int, k: int, m: int) -> None:
-    mu = fdp_one_run_mu_lower_bound(c, k, m, 0.05)
-    theta, got, _ = fdp_one_run_family_bound(c, k, m, 1e-5, 0.05, GaussianFamily(10.0))
+    mu = fdp_one_run_mu_lower_bound(c, k, m, level=0.05)
+    theta, got, _ = fdp_one_run_family_bound(c, k, m, 1e-5, GaussianFamily(10.0), level=0.05)
     assert theta == pytest.approx(mu, rel=2e-3, abs=1e-4)
     assert got == pytest.approx(gdp_epsilon(mu, 1e-5), rel=5e-3, abs=1e-3)
 
@@ -38,7 +38,7 @@ def test_gaussian_family_is_the_gdp_bound(c: int, k: int, m: int) -> None:
 def test_not_rejecting_the_claim_never_reports_more_than_it(k: int, frac: float, claim: float) -> None:
     c = int(round(frac * k))
     fam = LaplaceFamily(claim)
-    _, eps, rejected = fdp_one_run_family_bound(c, k, 400, 0.0, 0.05, fam)
+    _, eps, rejected = fdp_one_run_family_bound(c, k, 400, 0.0, fam, level=0.05)
     if rejected:
         assert eps >= fam.epsilon(claim, 0.0) - 1e-9
     else:
@@ -58,6 +58,6 @@ def test_honest_laplace_canaries_are_rejected_at_most_at_the_level() -> None:
         guess_in, guess_out = order[-60:], order[:60]
         correct = int(bits[guess_in].sum() + (~bits[guess_out]).sum())
         for claim in rejected:
-            rejected[claim] += fdp_one_run_family_bound(correct, 120, m, 0.0, level, LaplaceFamily(claim))[2]
+            rejected[claim] += fdp_one_run_family_bound(correct, 120, m, 0.0, LaplaceFamily(claim), level=level)[2]
     assert rejected[1.0] <= level * audits + 3 * np.sqrt(level * (1 - level) * audits), rejected
     assert rejected[0.3] >= 0.8 * audits, rejected

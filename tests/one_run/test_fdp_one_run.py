@@ -89,7 +89,7 @@ def _exact_min_mass(k: int, c: int, m: int, tau: float, mu: float) -> float:
                                           (12, 6, 20, 0.2, 1.5)])
 def test_recursion_equals_the_minimum_of_the_convex_program(k: int, c: int, m: int, tau: float, mu: float) -> None:
     """The greedy recursion computes the least total mass, so 'value > 1' is a sound rejection."""
-    greedy = fdp_min_total_mass(c, k, m, tau, gdp_blowup_inverse(mu))
+    greedy = fdp_min_total_mass(c, k, m, gdp_blowup_inverse(mu), level=tau)
     exact = _exact_min_mass(k, c, m, tau, mu)
     assert greedy <= exact + 1e-6
     assert greedy == pytest.approx(exact, rel=1e-4)
@@ -97,29 +97,29 @@ def test_recursion_equals_the_minimum_of_the_convex_program(k: int, c: int, m: i
 
 def test_rejection_is_monotone_in_mu_and_correct_guesses() -> None:
     mus = np.linspace(0, 3, 31)
-    rej = [fdp_one_run_rejects(180, 200, 1000, 0.05, gdp_blowup_inverse(u)) for u in mus]
+    rej = [fdp_one_run_rejects(180, 200, 1000, gdp_blowup_inverse(u), level=0.05) for u in mus]
     assert rej == sorted(rej, reverse=True)  # a prefix of True then False
-    bounds = [fdp_one_run_mu_lower_bound(v, 200, 1000) for v in range(100, 201, 10)]
+    bounds = [fdp_one_run_mu_lower_bound(v, 200, 1000, level=0.05) for v in range(100, 201, 10)]
     assert bounds == sorted(bounds)
 
 
 def test_eps_delta_curve_reproduces_steinke() -> None:
     """On the (eps, delta) curve the f-DP analysis matches Steinke et al.'s theorem (within 0.05)."""
     for v, r, m in [(90, 100, 1000), (180, 200, 1000), (400, 500, 1000), (160, 160, 160)]:
-        s = one_run_epsilon_lower_bound(v, r, m, 1e-5, 0.05)
-        f = fdp_one_run_epsilon_lower_bound(v, r, m, 1e-5, 0.05, curve="eps_delta")
+        s = one_run_epsilon_lower_bound(v, r, m, 1e-5, level=0.05)
+        f = fdp_one_run_epsilon_lower_bound(v, r, m, 1e-5, level=0.05, curve="eps_delta")
         assert abs(s - f) < 0.05
 
 
 def test_validation_names_the_argument() -> None:
     with pytest.raises(ValueError, match="correct"):
-        fdp_one_run_mu_lower_bound(11, 10, 100)
+        fdp_one_run_mu_lower_bound(11, 10, 100, level=0.05)
     with pytest.raises(ValueError, match="guesses"):
-        fdp_one_run_mu_lower_bound(5, 200, 100)
+        fdp_one_run_mu_lower_bound(5, 200, 100, level=0.05)
     with pytest.raises(ValueError, match="level"):
         fdp_one_run_mu_lower_bound(5, 10, 100, level=1.0)
     with pytest.raises(ValueError, match="curve"):
-        fdp_one_run_epsilon_lower_bound(5, 10, 100, 1e-5, curve="laplace")
+        fdp_one_run_epsilon_lower_bound(5, 10, 100, 1e-5, level=0.05, curve="laplace")
 
 
 # --------------------------------------------------------------- never more than the truth (sims)
@@ -145,7 +145,7 @@ def test_size_of_the_gdp_test_at_the_true_mu(mu: float) -> None:
     Measured: the size is ~0.001 or less for m <= 1000 — the GDP analysis is conservative here."""
     rng = np.random.default_rng(11)
     m, kp, tau, reps = 1000, 50, 0.05, 4000
-    c_star = _critical(2 * kp, lambda c: fdp_one_run_rejects(c, 2 * kp, m, tau, gdp_blowup_inverse(mu)))
+    c_star = _critical(2 * kp, lambda c: fdp_one_run_rejects(c, 2 * kp, m, gdp_blowup_inverse(mu), level=tau))
     C = _correct_counts(m, kp, kp, reps, rng, lambda S, r: -mu * S + r.standard_normal(S.shape))
     print(f"mu={mu}: c*={c_star}/{2 * kp}, size {np.mean(C >= c_star):.4f}, mean C {C.mean():.1f}")
     assert np.mean(C >= c_star) <= tau + _se(tau, reps)
@@ -162,7 +162,8 @@ def test_size_of_the_eps_delta_curve_test_on_randomized_response(eps: float) -> 
     def rr(S: np.ndarray, r: np.random.Generator) -> np.ndarray:
         return np.where(np.where(r.random(S.shape) < q, S, ~S), 0.0, 1.0) + 1e-3 * r.random(S.shape)
 
-    c_star = _critical(2 * kp, lambda c: fdp_one_run_rejects(c, 2 * kp, m, tau, eps_delta_blowup_inverse(eps, 1e-5)))
+    c_star = _critical(2 * kp, lambda c: fdp_one_run_rejects(c, 2 * kp, m, eps_delta_blowup_inverse(eps, 1e-5),
+                                                             level=tau))
     size = float(np.mean(_correct_counts(m, kp, kp, reps, rng, rr) >= c_star))
     print(f"eps={eps}: c*={c_star}/{2 * kp}, size {size:.4f}")
     assert size <= tau + _se(tau, reps)

@@ -51,7 +51,7 @@ def _dpsgd(bug: str | None, eps: float = 1.0):  # noqa: ANN202
     ({"labels": "odd"}, "labels"),
 ])
 def test_arguments_are_validated_before_any_training(kwargs: dict, match: str, digits) -> None:
-    args = {"fit": _never_called, "X": digits.X, "y": digits.y, "n_classes": 10}
+    args = {"fit": _never_called, "X": digits.X, "y": digits.y, "n_classes": 10, "level": 0.05}
     args.update(kwargs)
     fit = args.pop("fit")
     X, y, K = args.pop("X"), args.pop("y"), args.pop("n_classes")
@@ -65,9 +65,9 @@ def test_model_output_is_checked(digits) -> None:
             return np.ones((len(X), 3))
 
     with pytest.raises(ValueError, match="predict_proba"):
-        one_run_audit(lambda X, y, s: Bad(), digits.X, digits.y, 10)
+        one_run_audit(lambda X, y, s: Bad(), digits.X, digits.y, 10, level=0.05)
     with pytest.raises(ValueError, match="predict_proba"):
-        one_run_audit(lambda X, y, s: object(), digits.X, digits.y, 10)
+        one_run_audit(lambda X, y, s: object(), digits.X, digits.y, 10, level=0.05)
 
 
 def test_guesses_pick_lowest_and_highest_losses() -> None:
@@ -78,9 +78,9 @@ def test_guesses_pick_lowest_and_highest_losses() -> None:
 # ------------------------------------------------------------------------- result and seeding
 def test_result_describes_the_audit_and_is_reproducible(digits) -> None:
     fit = _dpsgd(None, 4.0)
-    a = one_run_audit(fit, digits.X, digits.y, 10, seed=3, method="fdp")
-    b = one_run_audit(fit, digits.X, digits.y, 10, seed=3, method="fdp")
-    c = one_run_audit(fit, digits.X, digits.y, 10, seed=4, method="fdp")
+    a = one_run_audit(fit, digits.X, digits.y, 10, seed=3, level=0.05, method="fdp")
+    b = one_run_audit(fit, digits.X, digits.y, 10, seed=3, level=0.05, method="fdp")
+    c = one_run_audit(fit, digits.X, digits.y, 10, seed=4, level=0.05, method="fdp")
     assert isinstance(a, OneRunResult)
     assert a.canaries == auto_canaries(64, 10) == 160
     assert a.neighbourhood == "add_remove" and a.threat_model == "black-box: final model only" and a.runs == 1
@@ -94,7 +94,7 @@ def test_result_describes_the_audit_and_is_reproducible(digits) -> None:
     with pytest.raises(AttributeError):
         a.eps_lower_bound = 0.0  # type: ignore[misc]
     assert a.as_dict()["canaries"] == 160
-    s = one_run_audit(fit, digits.X, digits.y, 10, seed=3)
+    s = one_run_audit(fit, digits.X, digits.y, 10, seed=3, level=0.05)
     assert s.mu_lower_bound is None and s.eps_lower_bound_fdp is None and s.eps_lower_bound_fdp_curve is None
     assert s.eps_lower_bound == a.eps_lower_bound
 
@@ -105,7 +105,7 @@ def test_planted_dp_sgd_bugs_are_caught_black_box(bug: str, digits) -> None:
     """A plain user trainer claiming eps = 1 (delta = 1e-5) with clipping (c) or noise (d) removed:
     the default one-run audit (160 canaries, one training run) certifies eps > 1 at level 0.05."""
     for seed in (0, 1, 2):
-        r = one_run_audit(_dpsgd(bug), digits.X, digits.y, 10, seed=seed, method="fdp")
+        r = one_run_audit(_dpsgd(bug), digits.X, digits.y, 10, seed=seed, level=0.05, method="fdp")
         print(f"{bug} seed {seed}: eps_hat {r.eps_lower_bound:.2f} (fdp {r.eps_lower_bound_fdp:.2f}, "
               f"curve {r.eps_lower_bound_fdp_curve:.2f}), {r.correct}/{r.guesses} correct, {r.seconds:.1f}s")
         assert r.eps_lower_bound > 1.0
@@ -114,7 +114,7 @@ def test_planted_dp_sgd_bugs_are_caught_black_box(bug: str, digits) -> None:
 
 def test_correct_dp_sgd_is_not_flagged(digits) -> None:
     for seed in (0, 1, 2):
-        r = one_run_audit(_dpsgd(None, 1.0), digits.X, digits.y, 10, seed=seed, method="fdp")
+        r = one_run_audit(_dpsgd(None, 1.0), digits.X, digits.y, 10, seed=seed, level=0.05, method="fdp")
         assert r.eps_lower_bound <= 1.0 and r.eps_lower_bound_fdp_curve <= 1.0
 
 
@@ -126,13 +126,15 @@ def test_user_python_defender_is_audited_through_the_registry(digits, repo_root:
                                    "loader": f"{PLANTED}:load", "claimed_epsilon": 1.0, "claimed_delta": 1e-5},
                                   where="defenders[0]")
     assert isinstance(spec, PythonSpec) and spec.claimed_epsilon == 1.0
-    r = one_run_audit(lambda X, y, s: make_defender(spec, 10).fit(X, y, s), digits.X, digits.y, 10, seed=0)
+    r = one_run_audit(lambda X, y, s: make_defender(spec, 10).fit(X, y, s), digits.X, digits.y, 10, seed=0,
+                      level=0.05)
     assert r.eps_lower_bound > spec.claimed_epsilon
 
 
 def test_non_private_logistic_regression_is_fully_exposed(digits) -> None:
     spec = validate_defender_spec({"name": "lr", "kind": "logistic_regression"}, where="defenders[0]")
-    r = one_run_audit(lambda X, y, s: make_defender(spec, 10).fit(X, y, s), digits.X, digits.y, 10, seed=0)
+    r = one_run_audit(lambda X, y, s: make_defender(spec, 10).fit(X, y, s), digits.X, digits.y, 10, seed=0,
+                      level=0.05)
     assert r.correct == r.guesses  # every guess right
     assert r.eps_lower_bound > 2.5
 

@@ -213,7 +213,7 @@ def test_one_run_simulation_matches_exact_power() -> None:
         s, out = _rr_bits(rng, eps, m)
         v = int(np.sum(s == out))
         if v not in cache:
-            cache[v] = one_run_epsilon_lower_bound(v, m, m, DELTA, level)
+            cache[v] = one_run_epsilon_lower_bound(v, m, m, DELTA, level=level)
         hits += cache[v] > 1.0
     assert abs(hits / reps - POWER) <= _three_se(POWER, reps), (eps, hits / reps)
 
@@ -280,13 +280,15 @@ def test_one_run_power_and_validation() -> None:
 
 # -------------------------------------------------------------------------------------- Game 3
 def test_game3_simulation_matches_exact_power() -> None:
-    n, alpha, reps = 224, 0.1, 2000
-    eps = detectable_epsilon_game3(claimed_epsilon=1.0, guesses=n, alpha=alpha)
+    n, level, reps = 224, 0.05, 2000
+    eps = detectable_epsilon_game3(claimed_epsilon=1.0, guesses=n, level=level)
     rng = np.random.default_rng(2)
     correct = rng.binomial(n, 1.0 / (1.0 + math.exp(-eps)), reps)  # ε'-label-RR, every canary guessed
-    rate = np.mean([game3_epsilon(int(c), n, alpha)[0] > 1.0 for c in correct])
+    rate = np.mean([game3_epsilon(int(c), n, level=level)[0] > 1.0 for c in correct])
     assert abs(rate - POWER) <= _three_se(POWER, reps), (eps, rate)
-    half = detectable_epsilon_game3(claimed_epsilon=1.0, guesses=n, alpha=alpha, power=0.5)
+    half = detectable_epsilon_game3(claimed_epsilon=1.0, guesses=n, level=level, power=0.5)
     assert 1.0 < half < eps
     with pytest.raises(ValueError, match="guesses"):
-        detectable_epsilon_game3(claimed_epsilon=1.0, guesses=0, alpha=alpha)
+        detectable_epsilon_game3(claimed_epsilon=1.0, guesses=0, level=level)
+    with pytest.raises(ValueError, match="level"):
+        detectable_epsilon_game3(claimed_epsilon=1.0, guesses=n, level=0.5)

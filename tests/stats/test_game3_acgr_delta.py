@@ -17,26 +17,26 @@ from privaudit.stats import acgr_epsilon, acgr_interval, clopper_pearson, epsilo
 
 def test_acgr_equal_rates_no_longer_zero_width() -> None:
     """Two canaries with the same rate 7/8: the normal interval had zero width, (1.946, 1.946)."""
-    mean, lo, hi = acgr_interval([7, 7], [8, 8])
+    mean, lo, hi = acgr_interval([7, 7], [8, 8], level=0.025)
     assert mean == pytest.approx(7 / 8)
     assert lo < mean < hi and hi - lo > 0.5  # two (possibly fully correlated) canaries say little
-    e_lo, e_hi = acgr_epsilon([7, 7], [8, 8])
+    e_lo, e_hi = acgr_epsilon([7, 7], [8, 8], level=0.025)
     assert e_lo < math.log(7) < e_hi  # log(7) = 1.946 was the old zero-width answer
     # all canaries right, equal weights: exact Clopper-Pearson on the N canaries, not on the N*M guesses
-    _, lo, hi = acgr_interval([8] * 50, [8] * 50)
-    assert lo == pytest.approx(clopper_pearson(50, 50, 0.05)[0]) and hi == 1.0
-    assert lo < clopper_pearson(400, 400, 0.05)[0]
+    _, lo, hi = acgr_interval([8] * 50, [8] * 50, level=0.025)
+    assert lo == pytest.approx(clopper_pearson(50, 50, level=0.025)[0]) and hi == 1.0
+    assert lo < clopper_pearson(400, 400, level=0.025)[0]
 
 
 def test_acgr_single_canary_and_one_guess_per_canary() -> None:
     # one canary carries all the weight: no spread estimate; Clopper-Pearson on one "trial"
-    mean, lo, hi = acgr_interval([3, 0], [4, 0])
+    mean, lo, hi = acgr_interval([3, 0], [4, 0], level=0.025)
     assert mean == 0.75 and lo == pytest.approx(sps.beta.ppf(0.025, 0.75, 1.25)) and hi > 0.99
     # C = 3: one guess per canary, the interval contains the exact binomial one
     c = np.r_[np.ones(70), np.zeros(20), np.zeros(10)]
     g = np.r_[np.ones(90), np.zeros(10)]
-    _, lo, hi = acgr_interval(c, g)
-    cp = clopper_pearson(70, 90, 0.05)
+    _, lo, hi = acgr_interval(c, g, level=0.025)
+    cp = clopper_pearson(70, 90, level=0.025)
     assert lo <= cp[0] + 1e-12 and hi >= cp[1] - 1e-12
 
 
@@ -64,19 +64,19 @@ def _all_or_nothing_counts(rng: np.random.Generator, n_classes: int, eps: float,
      ("all_or_nothing", 10, 3.0, 100)],
 )
 def test_acgr_eps_low_miss_rate_with_known_epsilon(design: str, n_classes: int, eps: float, n: int) -> None:
-    """P(eps_low > eps) <= alpha/2 + 3 binomial sd over 600 runs of a mechanism with known eps.
+    """P(eps_low > eps) <= level + 3 binomial sd over 600 runs of a mechanism with known eps.
 
     Measured on these seeds, new interval (old normal interval; "t, or Clopper-Pearson on the
     pooled guesses when narrower"): rr C=3 eps=3 N=100: 0.017 (0.063; 0.017); rr C=3 eps=1
     N=300: 0.027 (0.033; 0.027); rr C=10 eps=5 N=20: 0 (0.373; 0); rr C=10 eps=1 N=100: 0 (0; 0);
     all-or-nothing C=10 eps=3 N=100: 0.002 (0.052; 0.052) -- pooled guesses are not independent.
     """
-    reps, alpha = 600, 0.05
+    reps, level = 600, 0.025
     rng = np.random.default_rng(100 + n_classes * 10 + n)
     gen = _rr_counts if design == "rr" else _all_or_nothing_counts
     correct, guesses = gen(rng, n_classes, eps, n, reps)
-    over = sum(acgr_epsilon(c, g, alpha)[0] > eps for c, g in zip(correct, guesses) if g.sum() > 0)
-    bound = alpha / 2 + 3 * math.sqrt(alpha / 2 * (1 - alpha / 2) / reps)
+    over = sum(acgr_epsilon(c, g, level=level)[0] > eps for c, g in zip(correct, guesses) if g.sum() > 0)
+    bound = level + 3 * math.sqrt(level * (1 - level) / reps)
     print(f"{design} C={n_classes} eps={eps} N={n}: P(eps_low > eps) = {over / reps:.3f} (bound {bound:.3f})")
     assert over / reps <= bound
 
@@ -85,7 +85,7 @@ def test_acgr_interval_is_the_more_conservative_of_t_and_effective_cp() -> None:
     rng = np.random.default_rng(3)
     g = rng.integers(0, 9, 60)
     c = rng.binomial(g, 0.8)
-    mean, lo, hi = acgr_interval(c, g, alpha=0.1)
+    mean, lo, hi = acgr_interval(c, g, level=0.05)
     w = g.astype(float)
     v1, v2 = w.sum(), (w * w).sum()
     rate = np.divide(c, g, out=np.zeros(60), where=g > 0)
@@ -113,15 +113,15 @@ def test_epsilon_from_accuracy_with_delta_golden() -> None:
 
 
 def test_game3_and_acgr_epsilon_accept_delta() -> None:
-    lo, hi = clopper_pearson(900, 1000, 0.05)
-    assert game3_epsilon(900, 1000, delta=0.01) == (
+    lo, hi = clopper_pearson(900, 1000, level=0.025)
+    assert game3_epsilon(900, 1000, delta=0.01, level=0.025) == (
         pytest.approx(math.log((lo - 0.01) / (1 - lo))), pytest.approx(math.log((hi - 0.01) / (1 - hi))))
-    assert game3_epsilon(900, 1000, 0.05, 0.0) == game3_epsilon(900, 1000)
+    assert game3_epsilon(900, 1000, 0.0, level=0.025) == game3_epsilon(900, 1000, level=0.025)
     c, g = [80, 90, 70, 80] * 25, [100] * 100
-    _, a_lo, a_hi = acgr_interval(c, g)
-    assert acgr_epsilon(c, g, delta=0.02) == (
+    _, a_lo, a_hi = acgr_interval(c, g, level=0.025)
+    assert acgr_epsilon(c, g, delta=0.02, level=0.025) == (
         pytest.approx(epsilon_from_accuracy(a_lo, 0.02)), pytest.approx(epsilon_from_accuracy(a_hi, 0.02)))
-    assert acgr_epsilon(c, g, delta=0.02)[0] < acgr_epsilon(c, g)[0]
+    assert acgr_epsilon(c, g, delta=0.02, level=0.025)[0] < acgr_epsilon(c, g, level=0.025)[0]
 
 
 @given(p1=st.floats(0.0, 1.0), p2=st.floats(0.0, 1.0), d1=st.floats(0.0, 1.0), d2=st.floats(0.0, 1.0))

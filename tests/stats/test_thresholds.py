@@ -87,10 +87,12 @@ def test_multiplicity_inflates_naive_max_but_not_honest_strategies() -> None:
 
 
 def test_bonferroni_max_generic() -> None:
-    val, arg = bonferroni_max(lambda c, b: c - b, [0.1, 0.5, 0.2], 0.3)
+    val, arg = bonferroni_max(lambda c, b: c - b, [0.1, 0.5, 0.2], level=0.3)
     assert (val, arg) == (pytest.approx(0.4), 0.5)
     with pytest.raises(ValueError, match="candidates"):
-        bonferroni_max(lambda c, b: c, [], 0.1)
+        bonferroni_max(lambda c, b: c, [], level=0.1)
+    with pytest.raises(ValueError, match="level"):
+        bonferroni_max(lambda c, b: c, [0.1], level=1.5)
 
 
 def test_validation() -> None:

@@ -52,7 +52,7 @@ def test_k1_equals_binomial_clopper_pearson(k: int, n: int, beta: float) -> None
     k = min(k, n)
     x = np.zeros((n, 1))
     x[:k] = 1
-    ref = clopper_pearson(k, n, 2 * beta)  # two-sided at 2 beta = one-sided at beta per end
+    ref = clopper_pearson(k, n, level=beta)  # one-sided at beta per end
     for order in (1, 2, 4):  # K = 1: every order is the Bernoulli interval
         lo, up = xbern_interval(x, level=beta, order=order, method="clopper_pearson")
         assert (lo, up) == (pytest.approx(ref[0], abs=1e-10), pytest.approx(ref[1], abs=1e-10))
@@ -91,7 +91,7 @@ def test_lidp_bound_accepts_clopper_pearson() -> None:
     x[:40] = 0
     y = np.zeros((200, 1))
     y[:20] = 1
-    lo, _ = clopper_pearson(160, 200, 0.05)
-    _, up = clopper_pearson(20, 200, 0.05)
+    lo, _ = clopper_pearson(160, 200, level=0.025)
+    _, up = clopper_pearson(20, 200, level=0.025)
     assert lidp_epsilon_lower_bound(x, y, 1e-5, level=0.05, order=1, method="clopper_pearson") == pytest.approx(
         np.log((lo - 1e-5) / up))

@@ -10,7 +10,7 @@ label change (group privacy for add/remove claims).
 
 τ is chosen honestly over the grid ``[game3.tau_min, game3.tau_max]`` (``game3.tau_selection``):
 
-* ``bonferroni`` (default): every τ of the T-point grid gets its interval at level α/T on all
+* ``bonferroni`` (default): every τ of the T-point grid gets its interval at level/T per end on all
   canaries and the largest lower end wins (:func:`privaudit.stats.bonferroni_max`, a union bound),
   so no canary is spent on tuning — better than a split when T is small (10 by default);
 * ``split``: τ is picked on a random half of the canaries, the interval certified on the other half.
@@ -20,10 +20,11 @@ testing"; we do not.) ACGR (all C−2 alternatives, reliability-weighted) gets t
 its interval (:func:`privaudit.stats.acgr_interval`) is valid for a bounded mean (the more
 conservative of a Student-t interval and Clopper-Pearson on the effective number of canaries).
 
-Error budget: every reported interval is two-sided at ``alpha`` (after the Bonferroni
-correction), so each ``eps_low`` (Clopper-Pearson and ACGR) is a one-sided lower bound failing
-with probability at most ``level = alpha / 2``; :func:`game3_interval` takes either ``alpha`` or the
-one-sided ``level`` and reports both. :func:`run` hands it ``alpha = 2 × level``.
+Error budget: :func:`game3_interval` takes ``level``, the failure probability of each one-sided
+bound it reports: each ``eps_low`` (Clopper-Pearson and ACGR) fails with probability at most
+``level`` (after the Bonferroni correction), so every reported interval is two-sided at
+``alpha = 2 × level``; it reports both (``alpha``, ``level``). :func:`run` hands it the defender's
+share of ``gate.beta``.
 
 With ``game3.runs`` > 1 (Table 5: 10 runs × 100 canaries vs 1 × 1000) the canaries of all runs are
 pooled; :func:`game3_interval` also reports the per-run intervals.
@@ -68,8 +69,8 @@ def run(request: AuditRequest, inputs: AuditInputs, settings: Any) -> AuditBound
     stats = load_game3_stats(inputs.need_canaries_dir("game3") / request.name / CANARY_FILES["game3"])
     taus = np.linspace(settings.tau_min, settings.tau_max, settings.tau_steps)
     delta = request.delta(Neighbourhood.REPLACE_LABEL, default=0.0)
-    # eps_low is one-sided at alpha/2 of the two-sided interval: alpha = 2 x the budget share
-    r = game3_interval(stats, taus, 2.0 * request.level, request.rng("game3"), settings.tau_selection, delta=delta)
+    # eps_low is a one-sided lower bound failing with probability <= the budget share
+    r = game3_interval(stats, taus, request.rng("game3"), settings.tau_selection, level=request.level, delta=delta)
     if stats["proba"].shape[1] == 2:
         # C = 2: the label-flip game (privaudit.canaries.batched_runs.game3_draw) has no C - 2
         # alternative labels, so ACGR does not exist: reported as null
@@ -88,7 +89,7 @@ def run(request: AuditRequest, inputs: AuditInputs, settings: Any) -> AuditBound
 def detectable_game3(claim: Any, stats: dict[str, np.ndarray], settings: Any, *, level: float,
                      delta: float) -> dict[str, Any]:
     """``detectable_epsilon`` of the Game-3 bound at its size: every canary of every run guessed by an ideal
-    adversary of ε-label randomized response, at the α the interval uses (Bonferroni over the τ grid, or the
+    adversary of ε-label randomized response, at the level the interval uses (Bonferroni over the τ grid, or the
     certification half with ``tau_selection: split``; :func:`privaudit.stats.detectable.detectable_epsilon_game3`).
     ``None`` without a finite claim."""
     import math
@@ -99,26 +100,27 @@ def detectable_game3(claim: Any, stats: dict[str, np.ndarray], settings: Any, *,
         return {"detectable_epsilon": None}
     n = int(np.asarray(stats["bit"]).size)
     split = settings.tau_selection == "split"
-    alpha = 2.0 * level / (1 if split else max(1, int(settings.tau_steps)))
+    level_t = level / (1 if split else max(1, int(settings.tau_steps)))
     eps = detectable_epsilon_game3(claimed_epsilon=float(claim.epsilon), guesses=max(1, n // 2 if split else n),
-                                   alpha=alpha, delta=delta)
+                                   level=level_t, delta=delta)
     return {"detectable_epsilon": eps if math.isfinite(eps) else None,
             "detectable_meaning": "smallest true label epsilon this audit's canaries detect with probability >= 0.8 "
                                   "for an ideal adversary that guesses every canary: a lower bound on what a real "
                                   "trainer needs (privaudit.stats.detectable)"}
 
 
-def _cp(correct: np.ndarray, guessed: np.ndarray, t: int, alpha: float, delta: float = 0.0) -> tuple[float, float]:
-    """CP ε interval at threshold index ``t``. Under (ε, δ)-DP a canary's guess is right with
-    probability ≤ e^ε/(1+e^ε) + δ (per game); among the g of N canaries guessed, the rate excess is
-    at most δ N / g, which is the δ handed to Theorem B.1 (:func:`epsilon_from_accuracy`)."""
+def _cp(correct: np.ndarray, guessed: np.ndarray, t: int, level: float, delta: float = 0.0) -> tuple[float, float]:
+    """CP ε interval at threshold index ``t``, each end failing with probability ``level``. Under (ε, δ)-DP
+    a canary's guess is right with probability ≤ e^ε/(1+e^ε) + δ (per game); among the g of N canaries
+    guessed, the rate excess is at most δ N / g, which is the δ handed to Theorem B.1
+    (:func:`epsilon_from_accuracy`)."""
     g = int(guessed[t].sum())
     if g == 0:
         return 0.0, float("inf")
-    return game3_epsilon(int(correct[t].sum()), g, alpha, delta=min(1.0, delta * guessed.shape[1] / g))
+    return game3_epsilon(int(correct[t].sum()), g, delta=min(1.0, delta * guessed.shape[1] / g), level=level)
 
 
-def _acgr(proba: np.ndarray, true: np.ndarray, trained: np.ndarray, tau: float, alpha: float,
+def _acgr(proba: np.ndarray, true: np.ndarray, trained: np.ndarray, tau: float, level: float,
           delta: float = 0.0) -> tuple[float, float]:
     """ACGR ε interval (finite lower end: the interval never has zero width, see acgr_interval);
     δ scaled by the share of alternatives guessed, as in :func:`_cp`."""
@@ -126,38 +128,33 @@ def _acgr(proba: np.ndarray, true: np.ndarray, trained: np.ndarray, tau: float, 
     if g_i.sum() == 0:
         return 0.0, float("inf")
     total = len(true) * max(1, proba.shape[1] - 2)
-    return acgr_epsilon(c_i, g_i, alpha, delta=min(1.0, delta * total / float(g_i.sum())))
+    return acgr_epsilon(c_i, g_i, delta=min(1.0, delta * total / float(g_i.sum())), level=level)
 
 
-def game3_interval(run: dict[str, np.ndarray], taus: np.ndarray, alpha: float | None, rng: np.random.Generator,
-                tau_selection: str = "bonferroni", *, level: float | None = None,
-                delta: float = 0.0) -> dict[str, Any]:
+def game3_interval(run: dict[str, np.ndarray], taus: np.ndarray, rng: np.random.Generator,
+                   tau_selection: str = "bonferroni", *, level: float, delta: float = 0.0) -> dict[str, Any]:
     """ε interval of the Game-3 canaries with an honestly chosen τ (see the module docstring).
 
     Args:
         run: ``proba (N, C)``, ``label_pair (N, 2)``, ``bit (N,)``, ``true_label (N,)`` and, with
             several runs, ``run (N,)``.
         taus: (T,) threshold grid in [0.5, 1].
-        alpha: two-sided miss probability of each reported interval (after correction); each
-            ``eps_low`` is then a one-sided lower bound failing with probability ``alpha / 2``.
-            May be None when ``level`` is given.
-        level: one-sided failure probability of each ``eps_low`` (``P(ε < eps_low) <= level``);
-            sets ``alpha = 2 * level``.  Giving both requires ``alpha == 2 * level``.
+        rng: draws the random half/half split of ``tau_selection="split"``.
+        tau_selection: ``"bonferroni"`` or ``"split"`` (see the module docstring).
+        level: failure probability of each one-sided bound reported, in (0, 0.5): each ``eps_low``
+            (``P(ε < eps_low) <= level``, after the Bonferroni correction) and each ``eps_high``;
+            each reported interval is two-sided at ``alpha = 2 * level``.
         delta: the δ of the (ε, δ) claim the bounds are for (label-change neighbourhood); 0 = pure ε.
     Returns:
         ``{eps_low, eps_high, canaries, certified_canaries, tau, guesses, correct, alpha, level,
         level_per_threshold, acgr: {eps_low, eps_high, tau}, tau_selection, runs, per_run?}``;
-        ``level = alpha / 2`` and ``level_per_threshold`` is the one-sided level each τ candidate
+        ``alpha = 2 * level`` and ``level_per_threshold`` is the one-sided level each τ candidate
         was certified at (``level / T`` with Bonferroni).
     """
-    if level is not None:
-        if not 0.0 < level < 0.5:
-            raise ValueError(f"level (one-sided) must lie in (0, 0.5), got {level!r}")
-        if alpha is not None and not np.isclose(alpha, 2.0 * level, rtol=1e-12, atol=0.0):
-            raise ValueError(f"game3.alpha={alpha} is two-sided and must equal 2 * level={2 * level} (or be None)")
-        alpha = 2.0 * level
-    if alpha is None:
-        raise ValueError("give game3.alpha (two-sided) or level (one-sided)")
+    if isinstance(level, bool) or not isinstance(level, (int, float, np.integer, np.floating)) \
+            or not 0.0 < float(level) < 0.5:
+        raise ValueError(f"level (one-sided) must lie in (0, 0.5), got {level!r}")
+    level = float(level)
     proba, pair, bit, true = run["proba"], run["label_pair"], run["bit"], run["true_label"]
     n = len(bit)
     if tau_selection not in ("bonferroni", "split"):
@@ -169,26 +166,26 @@ def game3_interval(run: dict[str, np.ndarray], taus: np.ndarray, alpha: float | 
     if tau_selection == "bonferroni":
         cert = np.arange(n)
         T = len(taus)
-        low, t_best = bonferroni_max(lambda t, a: _cp(correct, guessed, t, a, delta)[0], list(range(T)), alpha)
-        eps_low, eps_high = _cp(correct, guessed, t_best, alpha / T, delta)
+        low, t_best = bonferroni_max(lambda t, a: _cp(correct, guessed, t, a, delta)[0], list(range(T)), level=level)
+        eps_low, eps_high = _cp(correct, guessed, t_best, level / T, delta)
         a_low, tau_a = bonferroni_max(lambda t, a: _acgr(proba, true, trained, t, a, delta)[0],
-                                      [float(t) for t in taus], alpha)
-        acgr_low, acgr_high = _acgr(proba, true, trained, tau_a, alpha / T, delta)
+                                      [float(t) for t in taus], level=level)
+        acgr_low, acgr_high = _acgr(proba, true, trained, tau_a, level / T, delta)
         how = f"max over {T} thresholds, each interval at alpha/{T} (Bonferroni) on all {n} canaries"
     else:
         perm = rng.permutation(n)
         tune, cert = perm[: n // 2], perm[n // 2:]
-        t_best = int(np.argmax([_cp(correct[:, tune], guessed[:, tune], t, alpha, delta)[0]
+        t_best = int(np.argmax([_cp(correct[:, tune], guessed[:, tune], t, level, delta)[0]
                                 if guessed[t, tune].any() else -1.0 for t in range(len(taus))]))
-        eps_low, eps_high = _cp(correct[:, cert], guessed[:, cert], t_best, alpha, delta)
+        eps_low, eps_high = _cp(correct[:, cert], guessed[:, cert], t_best, level, delta)
         tau_a = float(taus[t_best])
-        acgr_low, acgr_high = _acgr(proba[cert], true[cert], trained[cert], tau_a, alpha, delta)
+        acgr_low, acgr_high = _acgr(proba[cert], true[cert], trained[cert], tau_a, level, delta)
         how = "tau tuned on a random half of the canaries, interval certified on the other half"
     out: dict[str, Any] = {
         "eps_low": eps_low, "eps_high": eps_high, "canaries": n, "certified_canaries": int(len(cert)),
         "tau": float(taus[t_best]), "guesses": int(guessed[t_best, cert].sum()),
-        "correct": int(correct[t_best, cert].sum()), "alpha": alpha, "level": alpha / 2.0,
-        "level_per_threshold": alpha / 2.0 / (len(taus) if tau_selection == "bonferroni" else 1),
+        "correct": int(correct[t_best, cert].sum()), "alpha": 2.0 * level, "level": level,
+        "level_per_threshold": level / (len(taus) if tau_selection == "bonferroni" else 1),
         "acgr": {"eps_low": acgr_low, "eps_high": acgr_high, "tau": tau_a},
         "tau_selection": how, "runs": 1, "delta": delta,
     }
@@ -198,7 +195,7 @@ def game3_interval(run: dict[str, np.ndarray], taus: np.ndarray, alpha: float | 
         out["per_run"] = [
             {k: v for k, v in game3_interval({key: run[key][run["run"] == r] for key in
                                            ("proba", "label_pair", "bit", "true_label")},
-                                          taus, alpha, rng, tau_selection, delta=delta).items()
+                                          taus, rng, tau_selection, level=level, delta=delta).items()
              if k in ("eps_low", "eps_high")}
             for r in runs]
     return out

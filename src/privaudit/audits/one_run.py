@@ -170,26 +170,26 @@ class ScoreBounds:
 
 
 @lru_cache(maxsize=4096)
-def _steinke(v: int, r: int, m: int, delta: float, beta: float) -> float:
-    return one_run_epsilon_lower_bound(v, r, m, delta, beta)
+def _steinke(v: int, r: int, m: int, delta: float, level: float) -> float:
+    return one_run_epsilon_lower_bound(v, r, m, delta, level=level)
 
 
 @lru_cache(maxsize=4096)
-def _gdp_mu(v: int, r: int, m: int, beta: float) -> float:
-    return fdp_one_run_mu_lower_bound(v, r, m, beta)
+def _gdp_mu(v: int, r: int, m: int, level: float) -> float:
+    return fdp_one_run_mu_lower_bound(v, r, m, level=level)
 
 
 @lru_cache(maxsize=4096)
-def _curve(v: int, r: int, m: int, delta: float, beta: float) -> float:
-    return fdp_one_run_epsilon_lower_bound(v, r, m, delta, beta, curve="eps_delta")
+def _curve(v: int, r: int, m: int, delta: float, level: float) -> float:
+    return fdp_one_run_epsilon_lower_bound(v, r, m, delta, level=level, curve="eps_delta")
 
 
-def _family_curve(v: int, r: int, m: int, delta: float, beta: float, family: TradeoffFamily | None) -> float:
+def _family_curve(v: int, r: int, m: int, delta: float, level: float, family: TradeoffFamily | None) -> float:
     """The f-DP bound against the claim's own family (:func:`fdp_one_run_family_bound`); the (ε, δ) curve
     when no family is given."""
     if family is None:
-        return _curve(v, r, m, delta, beta)
-    return fdp_one_run_family_bound(v, r, m, delta, beta, family)[1]
+        return _curve(v, r, m, delta, level)
+    return fdp_one_run_family_bound(v, r, m, delta, family, level=level)[1]
 
 
 def _check_grid(k_grid: Any) -> tuple[tuple[float, float], ...]:
@@ -228,7 +228,7 @@ def bounds_from_losses(losses: np.ndarray, included: np.ndarray, *, delta: float
         raise ValueError(f"method must be 'steinke' or 'fdp', got {method!r}")
     grid = _check_grid(k_grid)
     m = losses.size
-    beta = float(level) / len(grid)
+    level_g = float(level) / len(grid)
     rows: list[tuple[int, int, int, float, float | None]] = []
     best = (-1.0, 0, 0, 0, 0)
     mu_best: float | None = None
@@ -238,11 +238,11 @@ def bounds_from_losses(losses: np.ndarray, included: np.ndarray, *, delta: float
         if kp + km == 0:
             continue
         v, r, _ = one_run_counts(inc, canary_guesses(losses, kp, km))
-        eps = _steinke(v, r, m, float(delta), beta)
+        eps = _steinke(v, r, m, float(delta), level_g)
         mu = None
         if method == "fdp":
-            mu = _gdp_mu(v, r, m, beta)
-            curve = _family_curve(v, r, m, float(delta), beta, family)
+            mu = _gdp_mu(v, r, m, level_g)
+            curve = _family_curve(v, r, m, float(delta), level_g, family)
             mu_best = mu if mu_best is None else max(mu_best, mu)
             curve_best = curve if curve_best is None else max(curve_best, curve)
         rows.append((kp, km, v, eps, mu))
@@ -305,7 +305,7 @@ def one_run_audit(
     n_classes: int,
     *,
     canaries: int | Literal["auto"] = "auto",
-    level: float = 0.05,
+    level: float,
     delta: float = 1e-5,
     seed: int = 0,
     method: Literal["steinke", "fdp"] = "steinke",
@@ -326,7 +326,8 @@ def one_run_audit(
         y: (n,) integer labels in [0, n_classes).
         n_classes: number of classes K >= 2.
         canaries: number m >= 10 of canaries, or "auto" (:func:`auto_canaries`; 160 on digits).
-        level: probability that the reported bound exceeds the truth (0 < level < 1).
+        level: failure probability of the one-sided bound returned: the probability that the reported
+            bound exceeds the truth (0 < level < 1); each point of ``k_grid`` gets ``level / len(k_grid)``.
         delta: the delta of the audited (eps, delta) claim (0 < delta < 1).
         seed: all randomness (canaries, inclusion bits, row order, the fit seed) comes from it
             through numpy Generators.

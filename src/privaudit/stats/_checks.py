@@ -24,6 +24,18 @@ def check_prob(name: str, value: float, *, open_low: bool = False, open_high: bo
     return v
 
 
+def check_end_level(value: float, name: str = "level") -> float:
+    """Return ``value`` as float after checking it is the failure probability of EACH end of a
+    two-sided interval, in (0, 0.5) (the pair misses with probability ``2 * value`` < 1)."""
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a number in (0, 0.5), got {value!r}") from None
+    if not (math.isfinite(v) and 0.0 < v < 0.5):
+        raise ValueError(f"{name} must lie in (0, 0.5) (the failure probability of each end), got {value!r}")
+    return v
+
+
 def check_nonneg(name: str, value: float, *, allow_inf: bool = False) -> float:
     """Return ``value`` as float after checking it is >= 0 (and finite unless ``allow_inf``)."""
     try:

@@ -11,38 +11,40 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy import stats
 
-from ._checks import check_prob
+from ._checks import check_end_level
 
 __all__ = ["clopper_pearson"]
 
 
 def clopper_pearson(
-    k: ArrayLike, n: ArrayLike, alpha: float = 0.05
+    k: ArrayLike, n: ArrayLike, *, level: float
 ) -> tuple[float | NDArray[np.float64], float | NDArray[np.float64]]:
-    """Two-sided exact Clopper-Pearson interval for a binomial proportion at level ``1 - alpha``.
+    """Two-sided exact Clopper-Pearson interval for a binomial proportion, coverage ``1 - 2 * level``.
 
-    ``lower = Beta.ppf(alpha/2; k, n-k+1)`` (0 when k = 0) and
-    ``upper = Beta.ppf(1-alpha/2; k+1, n-k)`` (1 when k = n); identical to
-    ``scipy.stats.binomtest(k, n).proportion_ci(1 - alpha, method="exact")``.
+    ``lower = Beta.ppf(level; k, n-k+1)`` (0 when k = 0) and
+    ``upper = Beta.ppf(1-level; k+1, n-k)`` (1 when k = n); identical to
+    ``scipy.stats.binomtest(k, n).proportion_ci(1 - 2 * level, method="exact")``.  Each end is a
+    one-sided bound: ``P(p < lower) <= level`` and ``P(p > upper) <= level``.
 
     Args:
         k: number of successes, scalar or array (broadcast against ``n``); integers ``0 <= k <= n``.
         n: number of trials, scalar or array; integers ``>= 1``.
-        alpha: two-sided miss probability in (0, 1); each side misses with probability <= alpha/2.
+        level: failure probability of each one-sided bound (each end of the interval), in
+            (0, 0.5); the pair misses with probability <= ``2 * level``.
 
     Returns:
         ``(lower, upper)``: floats for scalar input, else arrays of the broadcast shape.
 
     Raises:
-        ValueError: if ``k``/``n`` are not integers with ``0 <= k <= n``, ``n >= 1``, or alpha is not in (0, 1).
+        ValueError: if ``k``/``n`` are not integers with ``0 <= k <= n``, ``n >= 1``, or level is not in (0, 0.5).
 
-    >>> lo, hi = clopper_pearson(7, 10, alpha=0.05)
+    >>> lo, hi = clopper_pearson(7, 10, level=0.025)
     >>> round(lo, 4), round(hi, 4)
     (0.3475, 0.9333)
-    >>> clopper_pearson(0, 5)[0], clopper_pearson(5, 5)[1]
+    >>> clopper_pearson(0, 5, level=0.025)[0], clopper_pearson(5, 5, level=0.025)[1]
     (0.0, 1.0)
     """
-    alpha = check_prob("alpha", alpha, open_low=True, open_high=True)
+    level = check_end_level(level)
     k_arr = np.asarray(k)
     n_arr = np.asarray(n)
     scalar = k_arr.ndim == 0 and n_arr.ndim == 0
@@ -55,8 +57,8 @@ def clopper_pearson(
     if np.any(k_f < 0) or np.any(k_f > n_f):
         raise ValueError(f"k must satisfy 0 <= k <= n, got k={k!r}, n={n!r}")
     with np.errstate(invalid="ignore", divide="ignore"):
-        lower = np.where(k_f > 0, stats.beta.ppf(alpha / 2.0, k_f, n_f - k_f + 1.0), 0.0)
-        upper = np.where(k_f < n_f, stats.beta.ppf(1.0 - alpha / 2.0, k_f + 1.0, n_f - k_f), 1.0)
+        lower = np.where(k_f > 0, stats.beta.ppf(level, k_f, n_f - k_f + 1.0), 0.0)
+        upper = np.where(k_f < n_f, stats.beta.ppf(1.0 - level, k_f + 1.0, n_f - k_f), 1.0)
     if scalar:
         return float(lower), float(upper)
     return lower.astype(np.float64), upper.astype(np.float64)

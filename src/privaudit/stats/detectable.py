@@ -39,7 +39,7 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy import special, stats
 
-from ._checks import check_int, check_prob
+from ._checks import check_end_level, check_int, check_prob
 from .binomial import clopper_pearson
 from .game3 import game3_epsilon
 from .one_run import one_run_epsilon_lower_bound, one_run_p_value
@@ -118,9 +118,10 @@ def _refuting_fn_counts(family: TradeoffFamily, theta_gate: float, ci: int, co: 
                         ) -> NDArray[np.int64]:
     """J[k] for k = 0..co false positives: the certification refutes member θ_gate (ε̂ above the claim)
     iff the false-negative count is < J[k]. The region is a down-set in both counts (the Clopper-Pearson
-    upper bounds increase with the counts and the curve is non-increasing), so it is this prefix."""
-    u_fp = np.asarray(clopper_pearson(np.arange(co + 1), co, alpha=level)[1], dtype=np.float64)
-    u_fn = np.asarray(clopper_pearson(np.arange(ci + 1), ci, alpha=level)[1], dtype=np.float64)
+    upper bounds increase with the counts and the curve is non-increasing), so it is this prefix.
+    ``level`` is the bound's: each of the two one-sided upper bounds is at ``level / 2``."""
+    u_fp = np.asarray(clopper_pearson(np.arange(co + 1), co, level=level / 2)[1], dtype=np.float64)
+    u_fn = np.asarray(clopper_pearson(np.arange(ci + 1), ci, level=level / 2)[1], dtype=np.float64)
     f_at_fp = np.asarray(family.curve(theta_gate, u_fp), dtype=np.float64)
     f_at_fn = np.asarray(family.curve(theta_gate, u_fn), dtype=np.float64)
     # family.refutes: fnr < f(fpr) − tol  or  fpr < f(fnr) − tol
@@ -324,10 +325,10 @@ def detectable_epsilon_blackbox(family: TradeoffFamily, *, claimed_epsilon: floa
 
 # -------------------------------------------------------------------------------------------- one run
 @lru_cache(maxsize=4096)
-def _one_run_threshold(r: int, m: int, claimed: float, delta: float, beta: float) -> int:
-    """Smallest v with one_run_epsilon_lower_bound(v, r, m, δ, β) > claimed (r + 1 if none)."""
+def _one_run_threshold(r: int, m: int, claimed: float, delta: float, level: float) -> int:
+    """Smallest v with one_run_epsilon_lower_bound(v, r, m, δ, level=level) > claimed (r + 1 if none)."""
     def refutes(v: int) -> bool:
-        return one_run_epsilon_lower_bound(v, r, m, delta, beta) > claimed
+        return one_run_epsilon_lower_bound(v, r, m, delta, level=level) > claimed
 
     if not refutes(r):
         return r + 1
@@ -336,7 +337,7 @@ def _one_run_threshold(r: int, m: int, claimed: float, delta: float, beta: float
     lo, hi = -1, r  # refutes(hi) holds; lo does not
     while hi - lo > 1:
         mid = (lo + hi) // 2
-        if mid >= 0 and one_run_p_value(mid, r, m, claimed, delta) < beta:
+        if mid >= 0 and one_run_p_value(mid, r, m, claimed, delta) < level:
             hi = mid
         else:
             lo = mid
@@ -378,7 +379,7 @@ def power_one_run(true_epsilon: float, *, claimed_epsilon: float, canaries: int,
     >>> power_one_run(4.0, claimed_epsilon=1.0, canaries=1000, level=0.05, delta=1e-5) > 0.99
     True
     """
-    claimed, m, beta, delta, thr, union = _one_run_setup(claimed_epsilon, canaries, level, delta, k_grid)
+    claimed, m, level_r, delta, thr, union = _one_run_setup(claimed_epsilon, canaries, level, delta, k_grid)
     e = float(true_epsilon)
     if not (e >= 0.0):
         raise ValueError(f"true_epsilon must be a number >= 0, got {true_epsilon!r}")
@@ -395,9 +396,9 @@ def _one_run_setup(claimed_epsilon: float, canaries: int, level: float, delta: f
     rs, union = _guess_grid(m, k_grid)
     if not rs:
         raise ValueError(f"k_grid={k_grid!r} makes no guess with canaries={m}")
-    beta = level / len(rs) if union else level
-    thr = [(r, _one_run_threshold(r, m, claimed, delta, beta)) for r in rs]
-    return claimed, m, beta, delta, thr, union
+    level_r = level / len(rs) if union else level
+    thr = [(r, _one_run_threshold(r, m, claimed, delta, level_r)) for r in rs]
+    return claimed, m, level_r, delta, thr, union
 
 
 def detectable_epsilon_one_run(*, claimed_epsilon: float, canaries: int, level: float, delta: float,
@@ -408,7 +409,7 @@ def detectable_epsilon_one_run(*, claimed_epsilon: float, canaries: int, level: 
     :mod:`privaudit.stats.one_run`) exceeds ``claimed_epsilon`` with probability ≥ ``power``.
 
     **Model.** m canaries, each included w.p. 1/2; r guesses; the bound
-    :func:`~privaudit.stats.one_run.one_run_epsilon_lower_bound` (v, r, m, δ, β) exceeds the claim iff
+    :func:`~privaudit.stats.one_run.one_run_epsilon_lower_bound` (v, r, m, δ, level) exceeds the claim iff
     v ≥ v*(r) (computed exactly with that function; it is non-decreasing in v). For an ε'-DP algorithm
     the number of correct guesses W is stochastically dominated by Bin(r, e^ε'/(1 + e^ε')) (the
     paper's pure-DP proposition), attained by ε'-randomized response of the inclusion bits with the
@@ -443,7 +444,7 @@ def detectable_epsilon_one_run(*, claimed_epsilon: float, canaries: int, level: 
     True
     """
     pw = _check_power(power)
-    claimed, m, beta, delta, thr, union = _one_run_setup(claimed_epsilon, canaries, level, delta, k_grid)
+    claimed, m, level_r, delta, thr, union = _one_run_setup(claimed_epsilon, canaries, level, delta, k_grid)
     cap = _check_cap(eps_max, claimed)
     if _one_run_power(cap, thr, union) < pw:
         return math.inf
@@ -455,9 +456,9 @@ def detectable_epsilon_one_run(*, claimed_epsilon: float, canaries: int, level: 
 
 # ------------------------------------------------------------------------------------------- Game 3
 @lru_cache(maxsize=1024)
-def _game3_threshold(n: int, alpha: float, delta: float, claimed: float) -> int:
+def _game3_threshold(n: int, level: float, delta: float, claimed: float) -> int:
     def refutes(c: int) -> bool:
-        return game3_epsilon(c, n, alpha, delta)[0] > claimed
+        return game3_epsilon(c, n, delta, level=level)[0] > claimed
 
     if not refutes(n):
         return n + 1
@@ -471,23 +472,24 @@ def _game3_threshold(n: int, alpha: float, delta: float, claimed: float) -> int:
     return hi
 
 
-def detectable_epsilon_game3(*, claimed_epsilon: float, guesses: int, alpha: float, delta: float = 0.0,
+def detectable_epsilon_game3(*, claimed_epsilon: float, guesses: int, level: float, delta: float = 0.0,
                              power: float = 0.8, eps_max: float = _EPS_MAX) -> float:
     """The smallest pure ε' at which Game 3's Clopper-Pearson lower end (Malek et al. 2021, "Antipodes
     of Label Differential Privacy: PATE and ALIBI", App. B, Theorem B.1;
-    :func:`~privaudit.stats.game3.game3_epsilon` with ``alpha``, ``delta``) exceeds ``claimed_epsilon``
+    :func:`~privaudit.stats.game3.game3_epsilon` with ``level``, ``delta``) exceeds ``claimed_epsilon``
     with probability ≥ ``power`` over ``guesses`` non-abstained guesses.
 
     **Idealisation.** Every canary is guessed (no abstention) by an ideal adversary against ε'-label
     randomized response: each guess is right independently with probability e^ε'/(1 + e^ε'), the most
     Theorem B.1 allows an ε'-DP mechanism (Malek et al. treat the N guesses as independent games), and
-    the threshold τ is an oracle's (a real audit pays Bonferroni over its τ grid: pass that ``alpha``).
+    the threshold τ is an oracle's (a real audit pays Bonferroni over its τ grid: pass that ``level``).
     Exact binomial power; the detection threshold of a real Game 3 audit of this size is at least this.
 
     Args:
         claimed_epsilon: the claimed ε for the label (replace_label) neighbourhood.
         guesses: the number of non-abstained guesses (canaries × runs).
-        alpha: the two-sided Clopper-Pearson α passed to ``game3_epsilon`` (the lower end is at α/2).
+        level: failure probability of the one-sided lower bound (the Clopper-Pearson lower end) that
+            ``game3_epsilon`` is called at, in (0, 0.5).
         delta: δ passed to ``game3_epsilon``.
         power: the detection probability required, in (0, 1).
         eps_max: search cap; ``math.inf`` when not reached.
@@ -495,19 +497,19 @@ def detectable_epsilon_game3(*, claimed_epsilon: float, guesses: int, alpha: flo
     Raises:
         ValueError: naming the bad argument.
 
-    >>> e = detectable_epsilon_game3(claimed_epsilon=1.0, guesses=1000, alpha=0.1)
+    >>> e = detectable_epsilon_game3(claimed_epsilon=1.0, guesses=1000, level=0.05)
     >>> 1.0 < e < 1.6
     True
-    >>> detectable_epsilon_game3(claimed_epsilon=1.0, guesses=3, alpha=0.1)  # 3 guesses cannot show ε > 1
+    >>> detectable_epsilon_game3(claimed_epsilon=1.0, guesses=3, level=0.05)  # 3 guesses cannot show ε > 1
     inf
     """
     pw = _check_power(power)
     claimed = _check_claimed(claimed_epsilon)
     n = check_int("guesses", guesses, minimum=1)
-    alpha = check_prob("alpha", alpha, open_low=True, open_high=True)
+    level = check_end_level(level)
     delta = check_prob("delta", delta)
     cap = _check_cap(eps_max, claimed)
-    c_star = _game3_threshold(n, alpha, delta, claimed)
+    c_star = _game3_threshold(n, level, delta, claimed)
     if c_star > n:
         return math.inf
 

@@ -20,8 +20,8 @@ from .tradeoff import TradeoffFamily
 __all__ = ["fdp_one_run_family_bound"]
 
 
-def fdp_one_run_family_bound(correct: int, guesses: int, canaries: int, delta: float, level: float,
-                             family: TradeoffFamily) -> tuple[float, float, bool]:
+def fdp_one_run_family_bound(correct: int, guesses: int, canaries: int, delta: float, family: TradeoffFamily,
+                             *, level: float) -> tuple[float, float, bool]:
     """The one-run f-DP test of a claim's own family of curves: ``(theta*, eps_hat, refutes_claim)``.
 
     ``family`` is a :class:`privaudit.stats.tradeoff.TradeoffFamily` (symmetric curves, θ ordered from
@@ -30,8 +30,11 @@ def fdp_one_run_family_bound(correct: int, guesses: int, canaries: int, delta: f
     :func:`privaudit.stats.tradeoff.refute_point` a count that does not reject the claim's own member never
     reports more than that member's ε.
 
+    ``level``: failure probability of the one-sided bound (θ*, ε̂) returned, the size of each member's
+    test, in (0, 1).
+
     >>> from privaudit.stats.tradeoff import EpsDeltaFamily
-    >>> th, eps, rej = fdp_one_run_family_bound(100, 100, 100, 1e-5, 0.05, EpsDeltaFamily(1.0, 1e-5))
+    >>> th, eps, rej = fdp_one_run_family_bound(100, 100, 100, 1e-5, EpsDeltaFamily(1.0, 1e-5), level=0.05)
     >>> round(eps, 2), rej  # the (eps, delta) curve bound, 3.49, refutes a claim of 1
     (3.49, True)
     """
@@ -40,7 +43,7 @@ def fdp_one_run_family_bound(correct: int, guesses: int, canaries: int, delta: f
 
     def rejects(theta: float) -> bool:
         inv = lambda y: float(family.curve(theta, np.array([1.0 - min(max(y, 0.0), 1.0)]))[0])  # noqa: E731
-        return fdp_min_total_mass(c, k, m, tau, inv) > 1.0
+        return fdp_min_total_mass(c, k, m, inv, level=tau) > 1.0
 
     th_c = float(family.theta_claim)
     refutes = math.isfinite(th_c) and rejects(th_c)

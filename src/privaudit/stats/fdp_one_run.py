@@ -190,16 +190,21 @@ def _check(correct: int, guesses: int, canaries: int, level: float) -> tuple[int
     return c, k, m, tau
 
 
-def fdp_min_total_mass(correct: int, guesses: int, canaries: int, level: float,
-                       blowup_inverse: Callable[[float], float]) -> float:
+def fdp_min_total_mass(correct: int, guesses: int, canaries: int, blowup_inverse: Callable[[float], float], *,
+                       level: float) -> float:
     """``(m / k') (r_0 + h_0)``: least total probability compatible with P[C >= c] >= level.
 
     The greedy recursion of the module docstring (``audit_rh_with_cap`` of the reference
     implementations); a value > 1 means the f-DP hypothesis is rejected at ``level``.
 
-    >>> round(fdp_min_total_mass(95, 100, 1000, 0.05, gdp_blowup_inverse(0.5)), 2)  # > 1: reject
+    Args:
+        correct, guesses, canaries: the one-run counts c <= k' <= m.
+        blowup_inverse: ``fbar^{-1}`` of the tested curve (:func:`gdp_blowup_inverse`, ...).
+        level: size of the test (the probability tau of the module docstring), in (0, 1).
+
+    >>> round(fdp_min_total_mass(95, 100, 1000, gdp_blowup_inverse(0.5), level=0.05), 2)  # > 1: reject
     101.61
-    >>> fdp_min_total_mass(95, 100, 1000, 0.05, gdp_blowup_inverse(2.0))  # mu = 2 is not rejected
+    >>> fdp_min_total_mass(95, 100, 1000, gdp_blowup_inverse(2.0), level=0.05)  # mu = 2 is not rejected
     0.05
     """
     c, k, m, tau = _check(correct, guesses, canaries, level)
@@ -216,14 +221,16 @@ def fdp_min_total_mass(correct: int, guesses: int, canaries: int, level: float,
     return (r + h) * m / k
 
 
-def fdp_one_run_rejects(correct: int, guesses: int, canaries: int, level: float,
-                        blowup_inverse: Callable[[float], float]) -> bool:
+def fdp_one_run_rejects(correct: int, guesses: int, canaries: int, blowup_inverse: Callable[[float], float], *,
+                        level: float) -> bool:
     """True iff c correct of k' guesses rejects the f-DP hypothesis at ``level`` (see module doc).
 
-    >>> fdp_one_run_rejects(95, 100, 1000, 0.05, gdp_blowup_inverse(0.5))
+    ``level``: the test's size, the probability of rejecting a hypothesis that holds, in (0, 1).
+
+    >>> fdp_one_run_rejects(95, 100, 1000, gdp_blowup_inverse(0.5), level=0.05)
     True
     """
-    return fdp_min_total_mass(correct, guesses, canaries, level, blowup_inverse) > 1.0
+    return fdp_min_total_mass(correct, guesses, canaries, blowup_inverse, level=level) > 1.0
 
 
 def _min_total_mass_many(c: int, k: int, m: int, tau: float,
@@ -279,12 +286,14 @@ def _eps_delta_inverse_many(eps: np.ndarray, delta: float) -> Callable[[np.ndarr
     return inv
 
 
-def fdp_one_run_mu_lower_bound(correct: int, guesses: int, canaries: int, level: float = 0.05) -> float:
+def fdp_one_run_mu_lower_bound(correct: int, guesses: int, canaries: int, *, level: float) -> float:
     """(1 - level) lower bound on mu (mu-GDP) from one run: the largest mu rejected.
 
-    >>> fdp_one_run_mu_lower_bound(55, 100, 1000, 0.05)
+    ``level``: failure probability of the one-sided bound returned, in (0, 1).
+
+    >>> fdp_one_run_mu_lower_bound(55, 100, 1000, level=0.05)
     0.0
-    >>> round(fdp_one_run_mu_lower_bound(100, 100, 100, 0.05), 3)
+    >>> round(fdp_one_run_mu_lower_bound(100, 100, 100, level=0.05), 3)
     1.703
     """
     c, k, m, tau = _check(correct, guesses, canaries, level)
@@ -295,22 +304,23 @@ def fdp_one_run_mu_lower_bound(correct: int, guesses: int, canaries: int, level:
     return _sup_rejected(rejects, _MU_MAX, 1e-6)
 
 
-def fdp_one_run_epsilon_lower_bound(correct: int, guesses: int, canaries: int, delta: float,
-                                    level: float = 0.05, curve: str = "gdp") -> float:
+def fdp_one_run_epsilon_lower_bound(correct: int, guesses: int, canaries: int, delta: float, *,
+                                    level: float, curve: str = "gdp") -> float:
     """eps lower bound at ``delta`` from the f-DP analysis of one run.
 
     ``curve="gdp"``: ``gdp_epsilon(mu_hat, delta)`` with ``mu_hat`` from
     :func:`fdp_one_run_mu_lower_bound` (valid for eps at delta when the mechanism's trade-off curve
     is Gaussian-shaped, see the module docstring).  ``curve="eps_delta"``: the largest eps such
-    that the (eps, delta)-DP curve is rejected — no shape assumption.
+    that the (eps, delta)-DP curve is rejected — no shape assumption.  ``level``: failure
+    probability of the one-sided bound returned, in (0, 1).
 
-    >>> round(fdp_one_run_epsilon_lower_bound(100, 100, 100, 1e-5, curve="eps_delta"), 2)
+    >>> round(fdp_one_run_epsilon_lower_bound(100, 100, 100, 1e-5, level=0.05, curve="eps_delta"), 2)
     3.49
     """
     c, k, m, tau = _check(correct, guesses, canaries, level)
     if curve == "gdp":
         delta = check_prob("delta", delta, open_low=True, open_high=True)
-        return gdp_epsilon(fdp_one_run_mu_lower_bound(c, k, m, tau), delta)
+        return gdp_epsilon(fdp_one_run_mu_lower_bound(c, k, m, level=tau), delta)
     if curve == "eps_delta":
         delta = check_prob("delta", delta, open_high=True)
 

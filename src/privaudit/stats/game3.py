@@ -16,8 +16,9 @@ Appendix B:
   lower-end miss rate of 0.06-0.10 instead of 0.025 with C = 3).
 
 Both ends of the CGR interval are mapped through Theorem B.1 and floored at 0, giving the
-"95%-CI eps" ranges of Table 5 (e.g. ``2.9-4.0``, ``0.0-2.2``).  ``eps_low`` is a one-sided lower
-confidence bound at failure probability ``alpha / 2``.
+"95%-CI eps" ranges of Table 5 (e.g. ``2.9-4.0``, ``0.0-2.2``; ``level = 0.025``).  ``eps_low`` is
+a one-sided lower confidence bound at failure probability ``level`` (and ``eps_high`` a one-sided
+upper one at ``level``).
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy import stats
 
-from ._checks import check_int, check_prob
+from ._checks import check_end_level, check_int, check_prob
 from .binomial import clopper_pearson
 
 __all__ = ["epsilon_from_accuracy", "game3_epsilon", "acgr_epsilon", "acgr_interval"]
@@ -71,36 +72,38 @@ def epsilon_from_accuracy(p: float, delta: float = 0.0) -> float:
 
 
 def game3_epsilon(
-    correct: int, guesses: int, alpha: float = 0.05, delta: float = 0.0
+    correct: int, guesses: int, delta: float = 0.0, *, level: float
 ) -> tuple[float, float]:
     """Epsilon interval from one run of Game 3 (Malek et al. App. B, Theorem B.1 + Clopper-Pearson).
 
-    ``[lo, hi] = clopper_pearson(correct, guesses, alpha)`` on the correct-guess rate among the
-    non-abstained guesses, and ``(eps_low, eps_high) = (epsilon_from_accuracy(lo, delta),
+    ``[lo, hi] = clopper_pearson(correct, guesses, level=level)`` on the correct-guess rate among
+    the non-abstained guesses, and ``(eps_low, eps_high) = (epsilon_from_accuracy(lo, delta),
     epsilon_from_accuracy(hi, delta))``.  ``eps_low`` is a one-sided lower bound on epsilon at
-    confidence ``1 - alpha/2`` (under the paper's heuristic that the N guesses behave as
+    confidence ``1 - level`` (under the paper's heuristic that the N guesses behave as
     independent games).
 
     Args:
         correct: number of correct guesses, ``0 <= correct <= guesses``.
         guesses: number of non-abstained guesses M (``>= 1``).
-        alpha: two-sided miss probability of the Clopper-Pearson interval (each end alpha/2).
         delta: delta of the (epsilon, delta)-DP claim (see :func:`epsilon_from_accuracy`).
+        level: failure probability of each one-sided bound (``eps_low`` and ``eps_high``), in
+            (0, 0.5): the Clopper-Pearson interval has coverage ``1 - 2 * level`` (0.025: the
+            paper's 95% interval).
 
     Returns:
         ``(eps_low, eps_high)``, both >= 0.
 
-    >>> lo, hi = game3_epsilon(900, 1000)
+    >>> lo, hi = game3_epsilon(900, 1000, level=0.025)
     >>> round(lo, 3), round(hi, 3)
     (1.99, 2.414)
-    >>> game3_epsilon(480, 1000)[0]
+    >>> game3_epsilon(480, 1000, level=0.025)[0]
     0.0
     """
     guesses = check_int("guesses", guesses, minimum=1)
     correct = check_int("correct", correct, minimum=0)
     if correct > guesses:
         raise ValueError(f"correct must be <= guesses={guesses}, got {correct}")
-    lo, hi = clopper_pearson(correct, guesses, alpha)
+    lo, hi = clopper_pearson(correct, guesses, level=level)
     return epsilon_from_accuracy(float(lo), delta), epsilon_from_accuracy(float(hi), delta)
 
 
@@ -108,23 +111,24 @@ def _beta_ppf(q: float, a: float, b: float) -> float:
     return float(stats.beta.ppf(q, a, b))
 
 
-def _cp_effective(mean: float, n_eff: float, alpha: float) -> tuple[float, float]:
-    """Clopper-Pearson at level 1 - alpha with ``n_eff`` (real) trials and ``n_eff * mean`` successes."""
+def _cp_effective(mean: float, n_eff: float, level: float) -> tuple[float, float]:
+    """Clopper-Pearson with each end at failure probability ``level`` (coverage 1 - 2 level), ``n_eff``
+    (real) trials and ``n_eff * mean`` successes."""
     s = min(max(mean * n_eff, 0.0), n_eff)
-    lo = 0.0 if s <= 0.0 else _beta_ppf(alpha / 2.0, s, n_eff - s + 1.0)
-    hi = 1.0 if s >= n_eff else _beta_ppf(1.0 - alpha / 2.0, s + 1.0, n_eff - s)
+    lo = 0.0 if s <= 0.0 else _beta_ppf(level, s, n_eff - s + 1.0)
+    hi = 1.0 if s >= n_eff else _beta_ppf(1.0 - level, s + 1.0, n_eff - s)
     return lo, hi
 
 
 def acgr_interval(
-    correct_per_canary: ArrayLike, guesses_per_canary: ArrayLike, alpha: float = 0.05
+    correct_per_canary: ArrayLike, guesses_per_canary: ArrayLike, *, level: float
 ) -> tuple[float, float, float]:
     """Reliability-weighted mean of per-canary ACGR and an interval valid for a bounded mean.
 
     ``ACGR_i = correct_i / M_i`` (0/0 = 0 by the paper's convention), weights ``w_i = M_i``
     (Malek et al. 2021, App. B).  Weighted mean ``mu = sum w ACGR / sum w`` (= pooled
     ``sum correct / sum M``).  The interval is the more conservative (lower end = min, upper end =
-    max) of two intervals at level ``1 - alpha`` (each end misses with probability ``alpha/2``):
+    max) of two intervals of coverage ``1 - 2 level`` (each end misses with probability ``level``):
 
     1. **Student-t** on the reliability-weighted mean: unbiased reliability-weighted variance
        ``s^2 = sum w (ACGR - mu)^2 / (V1 - V2/V1)`` (``V1 = sum w``, ``V2 = sum w^2``), standard
@@ -151,16 +155,17 @@ def acgr_interval(
     Args:
         correct_per_canary: ``(N,)`` correct guesses per canary (over its C-2 alternative labels).
         guesses_per_canary: ``(N,)`` non-abstained guesses ``M_i`` per canary.
-        alpha: two-sided miss probability (0.05 gives the 95% interval; each end alpha/2).
+        level: failure probability of each one-sided bound (each end of the interval), in
+            (0, 0.5) (0.025 gives the 95% interval).
 
     Returns:
         ``(mean, lower, upper)`` with ``0 <= lower < upper <= 1``.
 
-    >>> m, lo, hi = acgr_interval([8, 9, 7, 8], [10, 10, 10, 10])
+    >>> m, lo, hi = acgr_interval([8, 9, 7, 8], [10, 10, 10, 10], level=0.025)
     >>> round(m, 3), round(lo, 3), round(hi, 3)
     (0.8, 0.228, 0.998)
     """
-    alpha = check_prob("alpha", alpha, open_low=True, open_high=True)
+    level = check_end_level(level)
     c = np.asarray(correct_per_canary, dtype=np.float64)
     g = np.asarray(guesses_per_canary, dtype=np.float64)
     if c.ndim != 1 or g.ndim != 1 or c.shape != g.shape or c.size == 0:
@@ -177,39 +182,40 @@ def acgr_interval(
     mean = min(max(float(np.sum(g * acgr) / v1), 0.0), 1.0)
     v2 = float(np.sum(g * g))
     n_eff = v1 * v1 / v2
-    lo, hi = _cp_effective(mean, n_eff, alpha)
+    lo, hi = _cp_effective(mean, n_eff, level)
     denom = v1 - v2 / v1
     if denom > 0 and n_eff > 1.0:  # else a single canary carries all the weight: no spread estimate
         var = float(np.sum(g * (acgr - mean) ** 2) / denom)
         se = math.sqrt(var * v2) / v1
-        t = float(stats.t.isf(alpha / 2.0, n_eff - 1.0))
+        t = float(stats.t.isf(level, n_eff - 1.0))
         lo, hi = min(lo, mean - t * se), max(hi, mean + t * se)
     return mean, max(0.0, lo), min(1.0, hi)
 
 
 def acgr_epsilon(
-    correct_per_canary: ArrayLike, guesses_per_canary: ArrayLike, alpha: float = 0.05,
-    delta: float = 0.0,
+    correct_per_canary: ArrayLike, guesses_per_canary: ArrayLike, delta: float = 0.0, *,
+    level: float,
 ) -> tuple[float, float]:
     """Epsilon interval from the reliability-weighted ACGR (Malek et al. App. B, Table 5).
 
     The interval of :func:`acgr_interval` (the more conservative of a Student-t interval and a
     Clopper-Pearson interval on the effective number of canaries) mapped through Theorem B.1
     (:func:`epsilon_from_accuracy`) at both ends.  ``eps_low`` is a one-sided lower bound at
-    failure probability ``alpha / 2``.
+    failure probability ``level``.
 
     Args:
         correct_per_canary: ``(N,)`` correct guesses per canary over its C-2 alternative labels.
         guesses_per_canary: ``(N,)`` non-abstained guesses per canary.
-        alpha: two-sided miss probability (0.05 = the paper's 95% interval).
         delta: delta of the (epsilon, delta)-DP claim (see :func:`epsilon_from_accuracy`).
+        level: failure probability of each one-sided bound (``eps_low`` and ``eps_high``), in
+            (0, 0.5) (0.025 = the paper's 95% interval).
 
     Returns:
         ``(eps_low, eps_high)``, both >= 0.
 
-    >>> lo, hi = acgr_epsilon([80, 90, 70, 80] * 25, [100] * 100)
+    >>> lo, hi = acgr_epsilon([80, 90, 70, 80] * 25, [100] * 100, level=0.025)
     >>> round(lo, 3), round(hi, 3)
     (0.886, 1.931)
     """
-    _, lo, hi = acgr_interval(correct_per_canary, guesses_per_canary, alpha)
+    _, lo, hi = acgr_interval(correct_per_canary, guesses_per_canary, level=level)
     return epsilon_from_accuracy(lo, delta), epsilon_from_accuracy(hi, delta)

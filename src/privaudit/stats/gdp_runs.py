@@ -116,9 +116,9 @@ def _rates(s_in: NDArray[np.float64], s_out: NDArray[np.float64], taus: NDArray[
     return fp.astype(np.int64), fn.astype(np.int64)
 
 
-def _upper(k: NDArray[np.int64] | int, n: int, alpha: float) -> NDArray[np.float64]:
-    """One-sided Clopper-Pearson upper bound at miss probability ``alpha`` (two-sided call at 2α)."""
-    return np.asarray(clopper_pearson(np.asarray(k), n, alpha=2.0 * alpha)[1], dtype=np.float64)
+def _upper(k: NDArray[np.int64] | int, n: int, level: float) -> NDArray[np.float64]:
+    """One-sided Clopper-Pearson upper bound failing with probability ``level``."""
+    return np.asarray(clopper_pearson(np.asarray(k), n, level=level)[1], dtype=np.float64)
 
 
 @dataclass(frozen=True)
@@ -134,7 +134,7 @@ class ThresholdChoice:
 
 
 def select_threshold_runs(
-    tune_in: ArrayLike, tune_out: ArrayLike, *, objective: str = "gdp", level: float = 0.05,
+    tune_in: ArrayLike, tune_out: ArrayLike, *, objective: str = "gdp", level: float,
     delta: float = 1e-5, certify_in: int | None = None, certify_out: int | None = None, max_candidates: int = 512,
     smooth: bool = False,
 ) -> ThresholdChoice:
@@ -146,7 +146,7 @@ def select_threshold_runs(
     τ) instead of the empirical rates: a less noisy choice when the tuning runs are few (it only
     chooses τ; the certified bound makes no normality assumption through it).
 
-    >>> c = select_threshold_runs(np.arange(100) + 200.0, np.arange(100.0))
+    >>> c = select_threshold_runs(np.arange(100) + 200.0, np.arange(100.0), level=0.05)
     >>> 99.0 < c.tau < 200.0
     True
     """
@@ -206,7 +206,7 @@ class GdpRunsBound:
     assumption_rate: str = "none (exact binomial bounds on independent runs)"
 
 
-def certify_threshold_runs(s_in: ArrayLike, s_out: ArrayLike, tau: float, *, level: float = 0.05,
+def certify_threshold_runs(s_in: ArrayLike, s_out: ArrayLike, tau: float, *, level: float,
                            delta: float = 1e-5) -> GdpRunsBound:
     """Bounds at a fixed τ from certification runs disjoint from those that chose τ.
 
@@ -215,7 +215,7 @@ def certify_threshold_runs(s_in: ArrayLike, s_out: ArrayLike, tau: float, *, lev
     for ε < ``eps_lower_bound_rate``.
 
     >>> rng = np.random.default_rng(0)
-    >>> b = certify_threshold_runs(rng.normal(1.0, 1, 20000), rng.normal(0, 1, 20000), 0.5)
+    >>> b = certify_threshold_runs(rng.normal(1.0, 1, 20000), rng.normal(0, 1, 20000), 0.5, level=0.05)
     >>> 0.9 < b.mu_lower_bound < 1.0 < b.mu_point + 0.05
     True
     """

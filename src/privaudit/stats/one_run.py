@@ -14,9 +14,9 @@ Main Theorem (Theorem 3 of arXiv:2305.08846v1; (eps, delta)-DP): for all v,
 
 The right-hand side is the p-value computed by the paper's appendix code (``p_value_DP_audit``)
 for "the algorithm is (eps, delta)-DP"; the reported lower bound is the largest eps below which
-every eps is rejected at level beta (the paper's ``get_eps_audit`` bisects; here delta = 0 uses
-:func:`scipy.optimize.brentq` on the monotone p-value and delta > 0 refines the first crossing of
-an eps grid).  With probability >= 1 - beta the returned value does not exceed the true epsilon.
+every eps is rejected at ``level`` (the paper's beta; its ``get_eps_audit`` bisects; here delta = 0
+uses :func:`scipy.optimize.brentq` on the monotone p-value and delta > 0 refines the first crossing
+of an eps grid).  With probability >= 1 - level the returned value does not exceed the true epsilon.
 Theorem numbering is cited from memory of the arXiv v1 text (the paper is not in shared/papers).
 """
 
@@ -69,32 +69,33 @@ def one_run_p_value(correct: int, guesses: int, canaries: int, epsilon: float, d
 
 
 def one_run_epsilon_lower_bound(
-    correct: int, guesses: int, canaries: int, delta: float = 0.0, beta: float = 0.05
+    correct: int, guesses: int, canaries: int, delta: float = 0.0, *, level: float
 ) -> float:
     """Epsilon lower bound from one run with m canaries, r guesses, v correct (Steinke et al. 2023).
 
-    Returns ``sup{eps >= 0 : one_run_p_value(v, r, m, eps', delta) < beta for all eps' <= eps}``,
-    i.e. every epsilon below the returned value is rejected at level beta (0.0 if even eps = 0
-    is not rejected).  ``P(returned > true epsilon) <= beta``.
+    Returns ``sup{eps >= 0 : one_run_p_value(v, r, m, eps', delta) < level for all eps' <= eps}``,
+    i.e. every epsilon below the returned value is rejected at ``level`` (0.0 if even eps = 0
+    is not rejected).  ``P(returned > true epsilon) <= level``.
 
     Args:
         correct: number v of correct guesses (0 <= v <= r).
         guesses: number r of non-abstained guesses (r <= m).
         canaries: number m of canaries, each included independently with probability 1/2.
         delta: delta of the DP guarantee being audited.
-        beta: failure probability (1 - confidence).
+        level: failure probability of the one-sided bound returned (1 - confidence; the paper's
+            beta), in (0, 1).
 
-    >>> round(one_run_epsilon_lower_bound(900, 1000, 1000), 3)
+    >>> round(one_run_epsilon_lower_bound(900, 1000, 1000, level=0.05), 3)
     2.021
-    >>> one_run_epsilon_lower_bound(520, 1000, 1000)
+    >>> one_run_epsilon_lower_bound(520, 1000, 1000, level=0.05)
     0.0
     """
     v, r, m = check_counts(correct, guesses, canaries)
     delta = check_prob("delta", delta)
-    beta = check_prob("beta", beta, open_low=True, open_high=True)
+    level = check_prob("level", level, open_low=True, open_high=True)
 
     def g(eps: float) -> float:
-        return one_run_p_value(v, r, m, eps, delta) - beta
+        return one_run_p_value(v, r, m, eps, delta) - level
 
     if g(0.0) >= 0.0:
         return 0.0
@@ -107,7 +108,7 @@ def one_run_epsilon_lower_bound(
         return float(optimize.brentq(g, 0.0, hi, xtol=1e-10))
     # with delta > 0 the p-value need not be monotone in eps: take the FIRST crossing of a grid
     grid = np.concatenate([np.linspace(0.0, 10.0, 201), np.linspace(10.0, _EPS_MAX, 101)[1:]])
-    crossed = np.flatnonzero(_p_values(v, r, m, grid, delta) >= beta)
+    crossed = np.flatnonzero(_p_values(v, r, m, grid, delta) >= level)
     if crossed.size == 0:
         return _EPS_MAX
     j = int(crossed[0])  # j >= 1 since g(0) < 0

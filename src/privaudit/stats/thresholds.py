@@ -291,20 +291,26 @@ def certify_split(
 
 
 def bonferroni_max(
-    bound_fn: Callable[[T, float], float], candidates: Sequence[T], beta: float
+    bound_fn: Callable[[T, float], float], candidates: Sequence[T], *, level: float
 ) -> tuple[float, T]:
-    """``max_c bound_fn(c, beta / len(candidates))`` and its argmax (union bound over candidates).
+    """``max_c bound_fn(c, level / len(candidates))`` and its argmax (union bound over candidates).
 
     If each ``bound_fn(c, b)`` is a lower bound failing with probability <= b, the maximum
-    fails with probability <= beta.
+    fails with probability <= level.
 
-    >>> bonferroni_max(lambda c, b: c * (1 - b), [1.0, 2.0], 0.1)
+    Args:
+        bound_fn: ``bound_fn(candidate, level_c)``, a one-sided bound failing with probability <= ``level_c``.
+        candidates: the candidates, fixed before the data are seen (at least one).
+        level: failure probability of the one-sided bound returned (the maximum), in (0, 1); each
+            candidate gets ``level / len(candidates)``.
+
+    >>> bonferroni_max(lambda c, b: c * (1 - b), [1.0, 2.0], level=0.1)
     (1.9, 2.0)
     """
-    beta = check_prob("beta", beta, open_low=True, open_high=True)
+    level = check_prob("level", level, open_low=True, open_high=True)
     n = len(candidates)
     check_int("len(candidates)", n, minimum=1)
-    vals = [float(bound_fn(c, beta / n)) for c in candidates]
+    vals = [float(bound_fn(c, level / n)) for c in candidates]
     best = int(np.argmax(vals))
     return vals[best], candidates[best]
 

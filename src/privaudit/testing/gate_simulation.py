@@ -102,7 +102,7 @@ def _rr_blocks(s: GateScenario, claim: PrivacyClaim, level: float, rng: np.rando
     proba[np.arange(n), released] = 0.9
     run = {"proba": proba, "label_pair": pair, "bit": bit, "true_label": true}
     delta = audit_delta(claim, Neighbourhood.REPLACE_LABEL, 0.0)
-    res = game3_interval(run, np.linspace(0.5, 0.99, 10), None, rng, "bonferroni", level=level, delta=delta)
+    res = game3_interval(run, np.linspace(0.5, 0.99, 10), rng, "bonferroni", level=level, delta=delta)
     res.update(neighbourhood=Neighbourhood.REPLACE_LABEL)
     return {"game3": res}
 
