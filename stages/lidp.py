@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from privaudit.audits.lidp import LidpSettings
+from privaudit.audits.protocol import settings_from
 from privaudit.audits.lidp_self_check import SELF_CHECK_TRIALS, SelfCheckResult, gaussian_self_check
 from privaudit.config import Params
 from privaudit.seeding import rng_for
@@ -24,7 +25,7 @@ def self_check_result(params: Params, epsilon: float, dim: int, level: float | N
     # the lidp block with the self-check's trials, validated (K = auto follows them)
     lp = type(params.lidp).model_validate({**params.lidp.model_dump(), "trials": trials})
     rng = rng_for(params.base.seed, "lidp", "self_check")
-    return gaussian_self_check(epsilon, settings=LidpSettings.of(lp), delta=lp.delta,
+    return gaussian_self_check(epsilon, settings=settings_from(LidpSettings, lp), delta=lp.delta,
                                level=params.gate.beta if level is None else level, trials=lp.trials,
                                canaries=lp.k_canaries(), null_canaries=lp.m_null(), dim=dim, rng=rng)
 

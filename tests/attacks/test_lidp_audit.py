@@ -134,11 +134,12 @@ def test_pilot_fraction_is_a_params_key_that_reaches_the_audit() -> None:
 
     from privaudit.config import LidpParams, ParamsError, parse_params
     from privaudit.audits.lidp import LidpSettings
+    from privaudit.audits.protocol import settings_from
 
     x, y = _gauss(4.0, 200, 14, 0)
     for lidp, split in [(LidpParams(tau_selection="bonferroni", pilot_fraction=0.25), (50, 150)),
                         (LidpParams(tau_selection="bonferroni"), (25, 175))]:
-        res, _ = LidpSettings.of(lidp).audit(x, y, delta=1e-5, level=0.05, rng=np.random.default_rng(0))
+        res, _ = settings_from(LidpSettings, lidp).audit(x, y, delta=1e-5, level=0.05, rng=np.random.default_rng(0))
         assert (res["tuning_trials"], res["certified_trials"]) == split
     raw = yaml.safe_load((Path(__file__).resolve().parents[2] / "params.yaml").read_text())
     assert parse_params(raw).lidp.pilot_fraction == 0.125

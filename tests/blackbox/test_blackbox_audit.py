@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from privaudit.audits import blackbox as bb_audit
-from privaudit.audits.protocol import AuditInputs, AuditRequest
+from privaudit.audits.protocol import AuditInputs, AuditRequest, settings_from
 from privaudit.canaries.assembly import write_defender_outputs
 from privaudit.canaries.blackbox_trials import blackbox_trials
 from privaudit.canaries.shards import inputs_fingerprint, plan_shards, run_missing_shards
@@ -190,7 +190,7 @@ def _audit_python(tmp_path: Path, options: dict):
     meta = json.loads((out / "plain" / "meta.json").read_text())["blackbox"]
     request = AuditRequest(spec=spec, claim=PrivacyClaim(1.0, 1e-5, "add_remove"), level=0.05 / 6,
                            default_delta=1e-5, seed=0)
-    settings = parse_params({"defenders": [{"name": "x", "kind": "logistic_regression"}]}).blackbox
+    settings = settings_from(bb_audit.SETTINGS, parse_params({"defenders": [{"name": "x", "kind": "logistic_regression"}]}).blackbox)
     return bb_audit.run(request, AuditInputs(canaries_dir=out), settings), meta
 
 
@@ -211,7 +211,7 @@ def test_the_audit_names_a_missing_result_and_reports_the_ceiling(tmp_path: Path
     spec = validate_defender_spec({"name": "dp", "kind": "dp_sgd", "epsilon": 1.0, "epochs": 20})
     request = AuditRequest(spec=spec, claim=PrivacyClaim(1.0, 1e-5, "add_remove"), level=0.01, default_delta=1e-5,
                            seed=0)
-    settings = parse_params({"defenders": [{"name": "x", "kind": "logistic_regression"}]}).blackbox
+    settings = settings_from(bb_audit.SETTINGS, parse_params({"defenders": [{"name": "x", "kind": "logistic_regression"}]}).blackbox)
     with pytest.raises(FileNotFoundError, match="blackbox.npz is missing.*dvc repro canaries"):
         bb_audit.run(request, AuditInputs(canaries_dir=tmp_path), settings)
     (tmp_path / "dp").mkdir()

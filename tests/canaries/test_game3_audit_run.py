@@ -11,7 +11,7 @@ import pytest
 from privaudit.audits import game3
 from privaudit.verdict.entry import read_claim
 from privaudit.audits.game3 import load_game3_stats
-from privaudit.audits.protocol import AuditInputs, AuditRequest
+from privaudit.audits.protocol import AuditInputs, AuditRequest, settings_from
 from privaudit.config import Game3Params
 from privaudit.defenders.specs import validate_defender_spec
 from privaudit.validation import ValidationFailed
@@ -43,7 +43,7 @@ def _write(tmp: Path, n_classes: int, leak: bool, n: int = 200, claim: float | N
 def _run(tmp: Path) -> dict:
     request = AuditRequest(spec=validate_defender_spec({"name": "d", "kind": "logistic_regression"}),
                            claim=read_claim(tmp / "def", "d"), level=0.01, default_delta=1e-5, seed=0)
-    settings = Game3Params(tau_min=0.5, tau_max=0.99, tau_steps=len(TAUS), tau_selection="bonferroni")
+    settings = settings_from(game3.SETTINGS, Game3Params(tau_min=0.5, tau_max=0.99, tau_steps=len(TAUS), tau_selection="bonferroni"))
     bound = game3.run(request, AuditInputs(canaries_dir=tmp / "can"), settings)
     assert bound.epsilon == bound.block()["eps_low"] and bound.neighbourhood == "replace_label"
     return bound.block()

@@ -113,10 +113,7 @@ def _audit(tmp_path: Path, spec, s_in: np.ndarray, s_out: np.ndarray, n_train: i
     request = AuditRequest(spec=spec, claim=read_claim(tmp_path / "defenders", spec.name), level=0.05,
                            default_delta=1e-5, seed=0)
 
-    class _Settings:
-        tune_fraction = 0.25
-
-    bound = bb_audit.run(request, AuditInputs(canaries_dir=tmp_path / "canaries"), _Settings())
+    bound = bb_audit.run(request, AuditInputs(canaries_dir=tmp_path / "canaries"), bb_audit.BlackboxSettings(tune_fraction=0.25))
     return bound.diagnostics
 
 

@@ -10,7 +10,7 @@ from sklearn.datasets import load_digits
 
 from privaudit.audits import one_run
 from privaudit.verdict.entry import assemble_entry
-from privaudit.audits.protocol import AuditInputs, AuditRequest, DefenderData
+from privaudit.audits.protocol import AuditInputs, AuditRequest, DefenderData, settings_from
 from privaudit.verdict.claims import PrivacyClaim
 from privaudit.config import GateParams, OneRunParams
 from privaudit.defenders.registry import validate_defender_spec
@@ -33,7 +33,7 @@ def test_one_run_gate_on_plain_user_trainers(target: str, fails: bool) -> None:
     budget = plan_budget(0.05, ["one_run"], applicable_bounds(observable=False, canary_audited=False, theory=False))
     claim = PrivacyClaim(1.0, 1e-5, "add_remove")
     request = AuditRequest(spec=spec, claim=claim, level=budget.level("one_run"), default_delta=1e-5, seed=3)
-    block = one_run.run(request, AuditInputs(defender_data=DefenderData(X, y, 10)), OneRunParams()).block()
+    block = one_run.run(request, AuditInputs(defender_data=DefenderData(X, y, 10)), settings_from(one_run.SETTINGS, OneRunParams())).block()
     entry = assemble_entry({"claimed_epsilon": 1.0, "claimed_delta": 1e-5}, budget, name="user", audited=False,
                            blocks={"one_run": block})
     gate = evaluate_gate(AuditMetrics.parse({"user": LTU}, {"user": entry}, {}),

@@ -12,6 +12,7 @@ case here.
 
 from __future__ import annotations
 
+import importlib
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -20,7 +21,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from privaudit.audits.protocol import AuditBound, AuditInputs, AuditRequest, DefenderData
+from privaudit.audits.protocol import AuditBound, AuditInputs, AuditRequest, DefenderData, settings_from
 from privaudit.config import parse_params
 from privaudit.defenders.specs import validate_defender_spec
 from privaudit.verdict.claims import PrivacyClaim
@@ -32,8 +33,9 @@ DP_SGD = {"name": "d", "kind": "dp_sgd", "epsilon": 2.0, "delta": 1e-5, "epochs"
 
 
 def _settings(name: str) -> Any:
-    return getattr(parse_params({"defenders": [{"name": "x", "kind": "logistic_regression"}]}),
-                   audit_line(name).settings)
+    """The audit's own settings type, read off the default params block its registry line names."""
+    block = getattr(parse_params({"defenders": [{"name": "x", "kind": "logistic_regression"}]}), audit_line(name).settings)
+    return settings_from(importlib.import_module(audit_line(name).module).SETTINGS, block)
 
 
 def _data() -> DefenderData:
@@ -91,7 +93,6 @@ HONEST: dict[str, Callable[[Path], tuple[dict, AuditInputs]]] = {
 
 
 def _run(name: str, tmp: Path, level: float) -> AuditBound:
-    import importlib
 
     spec, inputs = HONEST[name](tmp)
     request = AuditRequest(spec=validate_defender_spec(spec), claim=CLAIM, level=level, default_delta=1e-5, seed=0)

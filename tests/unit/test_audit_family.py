@@ -15,6 +15,7 @@ lazy imports too:
 from __future__ import annotations
 
 import ast
+import dataclasses
 import importlib
 import inspect
 import re
@@ -22,6 +23,8 @@ from pathlib import Path
 
 import pytest
 
+from privaudit.audits.runner import AuditPlan, run_audit
+from privaudit.config import parse_params
 from privaudit.verdict.registry import AUDITS, BOUND_KINDS, block_audits
 from tests.import_graph import ROOT, imports
 
@@ -49,6 +52,24 @@ def test_every_registered_audit_is_one_module_with_the_protocol(line) -> None:
         run = getattr(module, "run", None)
         assert callable(run), f"{line.module} has no run(request, inputs, settings)"
         assert list(inspect.signature(run).parameters) == ["request", "inputs", "settings"]
+        # each audit registers its own settings type: a frozen dataclass of the params it reads, built once by
+        # AuditPlan.of from the block its line names (every field must be a key of that block)
+        settings_type = getattr(module, "SETTINGS", None)
+        assert dataclasses.is_dataclass(settings_type) and settings_type.__dataclass_params__.frozen, (
+            f"{line.module} must name its settings type SETTINGS (a frozen dataclass)")
+        plan = AuditPlan.of(line.name, parse_params({"defenders": [{"name": "x", "kind": "logistic_regression"}]}))
+        assert type(plan.settings) is settings_type
+        assert inspect.signature(run).parameters["settings"].annotation in (settings_type, settings_type.__name__)
+
+
+def test_an_audit_run_refuses_settings_that_are_not_its_own_type(tmp_path) -> None:
+    """A raw params block (or another audit's settings) handed to run_audit is refused before any work."""
+    from privaudit.audits.protocol import AuditInputs
+
+    params = parse_params({"defenders": [{"name": "x", "kind": "logistic_regression"}]})
+    plan = dataclasses.replace(AuditPlan.of("game3", params), settings=params.game3)
+    with pytest.raises(TypeError, match="Game3Settings.*AuditPlan.of"):
+        run_audit(plan, AuditInputs(canaries_dir=tmp_path), defenders_dir=tmp_path)
 
 
 def test_the_registry_is_the_list_of_bounds_and_blocks() -> None:

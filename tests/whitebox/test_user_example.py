@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from privaudit.audits import whitebox
-from privaudit.audits.protocol import AuditInputs, AuditRequest, DefenderData
+from privaudit.audits.protocol import AuditInputs, AuditRequest, DefenderData, settings_from
 from privaudit.verdict.claims import PrivacyClaim
 from privaudit.defenders.registry import make_defender, spec_is_observable, validate_defender_spec
 from privaudit.audits.whitebox import defender_trainer, whitebox_audit
@@ -51,7 +51,7 @@ def test_whitebox_block_audits_with_the_declared_accountant(accountant: str) -> 
     spec = _example_spec(2.0, {"epochs": 3, "batch_size": 20, "accountant": accountant}, accountant=accountant)
     claim = PrivacyClaim(2.0, 1e-5, "add_remove")
     request = AuditRequest(spec=spec, claim=claim, level=0.05, default_delta=1e-5, seed=1)
-    block = whitebox.run(request, AuditInputs(defender_data=DefenderData(X, y, 3)), WhiteboxParams(runs=1)).block()
+    block = whitebox.run(request, AuditInputs(defender_data=DefenderData(X, y, 3)), settings_from(whitebox.SETTINGS, WhiteboxParams(runs=1))).block()
     assert block["accountant"] == accountant and f"opacus's {accountant}" in block["assumption"]
     assert not block["failed_checks"]
     if accountant == "rdp":  # RDP over-states ε: its claim is sound, and the lower bound of the true ε stays below

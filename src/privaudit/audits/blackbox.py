@@ -43,6 +43,7 @@ below the claim is not a pass of its own.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -56,7 +57,7 @@ from privaudit.stats.claim_runs import ClaimRunsBound, certify_claim_scores
 from privaudit.stats.gdp_runs import GdpRunsBound, LastIterateCeiling, certify_scores, last_iterate_epsilon
 from privaudit.stats.tradeoff import TradeoffFamily
 
-__all__ = ["ASSUMPTION", "CITATION", "THREAT_MODEL", "blackbox_block", "ceiling_for", "gdp_warning",
+__all__ = ["ASSUMPTION", "CITATION", "SETTINGS", "BlackboxSettings", "THREAT_MODEL", "blackbox_block", "ceiling_for", "gdp_warning",
            "run"]
 
 THREAT_MODEL = ("black-box: final models only, predict_proba (two queries per model); the auditor chooses one "
@@ -150,7 +151,18 @@ def blackbox_block(c: ClaimRunsBound, g: GdpRunsBound, r: GdpRunsBound, *, runs_
     }
 
 
-def run(request: AuditRequest, inputs: AuditInputs, settings: Any) -> AuditBound:
+@dataclass(frozen=True)
+class BlackboxSettings:
+    """The ``blackbox.*`` param the audit reads (the run counts and the canary shape the canaries stage)."""
+
+    tune_fraction: float
+
+
+#: this audit's settings type (:func:`privaudit.audits.protocol.settings_from`)
+SETTINGS = BlackboxSettings
+
+
+def run(request: AuditRequest, inputs: AuditInputs, settings: BlackboxSettings) -> AuditBound:
     """The many-run black-box audit of one defender (the audit protocol, :mod:`privaudit.audits.protocol`).
 
     Reads ``<canaries>/<defender>/blackbox.npz`` (``score``, ``included``) and ``meta.json``

@@ -32,6 +32,7 @@ pooled; :func:`game3_interval` also reports the per-run intervals.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +44,7 @@ from privaudit.audits.protocol import AuditBound, AuditInputs, AuditRequest
 from privaudit.stats import acgr_epsilon, bonferroni_max, game3_epsilon
 from privaudit.canaries.stats_files import CANARY_FILES, read_canary_stats
 
-__all__ = ["CITATION", "game3_interval", "load_game3_stats", "run"]
+__all__ = ["CITATION", "SETTINGS", "Game3Settings", "game3_interval", "load_game3_stats", "run"]
 
 #: the paper and equation of the bound
 CITATION = ("Malek et al. 2021, 'Antipodes of Label Differential Privacy: PATE and ALIBI', App. B, Game 3 and "
@@ -53,13 +54,27 @@ CITATION = ("Malek et al. 2021, 'Antipodes of Label Differential Privacy: PATE a
 THREAT_MODEL = "black-box: final model's class probabilities on the canaries"
 
 
+@dataclass(frozen=True)
+class Game3Settings:
+    """The ``game3.*`` params the audit reads: the τ grid and how one τ is chosen."""
+
+    tau_min: float
+    tau_max: float
+    tau_steps: int
+    tau_selection: str
+
+
+#: this audit's settings type (:func:`privaudit.audits.protocol.settings_from`)
+SETTINGS = Game3Settings
+
+
 def load_game3_stats(path: Path) -> dict[str, np.ndarray]:
     """The Game-3 statistics of one defender (``canary_index``, ``true_label``, ``label_pair``, ``bit``, ``proba``),
     validated (:func:`privaudit.canaries.stats_files.read_canary_stats`)."""
     return read_canary_stats(path, "game3")
 
 
-def run(request: AuditRequest, inputs: AuditInputs, settings: Any) -> AuditBound:
+def run(request: AuditRequest, inputs: AuditInputs, settings: Game3Settings) -> AuditBound:
     """The Game-3 interval of one audited defender (the audit protocol, :mod:`privaudit.audits.protocol`).
 
     Reads ``<canaries>/<name>/game3.npz`` (validated by the GX ``canaries`` suite); ``settings`` is
@@ -86,7 +101,7 @@ def run(request: AuditRequest, inputs: AuditInputs, settings: Any) -> AuditBound
                       threat_model=THREAT_MODEL, diagnostics=r, lines=tuple(lines))
 
 
-def detectable_game3(claim: Any, stats: dict[str, np.ndarray], settings: Any, *, level: float,
+def detectable_game3(claim: Any, stats: dict[str, np.ndarray], settings: Game3Settings, *, level: float,
                      delta: float) -> dict[str, Any]:
     """``detectable_epsilon`` of the Game-3 bound at its size: every canary of every run guessed by an ideal
     adversary of ε-label randomized response, at the level the interval uses (Bonferroni over the τ grid, or the

@@ -38,7 +38,7 @@ on one model per trial (:func:`lidp_epsilon_lower_bound_replace_one`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -200,11 +200,6 @@ class LidpSettings:
     neighbourhood: str
     canary_type: str
 
-    @classmethod
-    def of(cls, block: object) -> "LidpSettings":
-        """The settings named like this class's fields, read off ``block`` (the stage passes ``params.lidp``)."""
-        return cls(**{f.name: getattr(block, f.name) for f in fields(cls)})
-
     def audit(self, loss_in: np.ndarray, loss_null: np.ndarray, *, delta: float, level: float,
               rng: np.random.Generator) -> tuple[dict[str, Any], pd.DataFrame]:
         """:func:`lidp_audit` with these settings at ``level`` (the failure probability of each one-sided
@@ -238,15 +233,19 @@ def load_lidp_stats(path: Path) -> tuple[np.ndarray, np.ndarray]:
     return arrays["stat_in"], arrays["stat_null"]
 
 
-def run(request: AuditRequest, inputs: AuditInputs, settings: Any) -> AuditBound:
+#: this audit's settings type (:func:`privaudit.audits.protocol.settings_from`)
+SETTINGS = LidpSettings
+
+
+def run(request: AuditRequest, inputs: AuditInputs, settings: LidpSettings) -> AuditBound:
     """The LiDP audit of one audited defender (the audit protocol, :mod:`privaudit.audits.protocol`).
 
-    Reads ``<canaries>/<name>/lidp.npz``; ``settings`` is the ``lidp`` params block
+    Reads ``<canaries>/<name>/lidp.npz``; ``settings``: the ``lidp.*`` params it reads
     (:class:`LidpSettings`); the bound certifies ``lidp.neighbourhood`` at the claim's δ for it (or
     ``lidp.delta``) and ``request.level``; the defender draws from ``rng_for(base.seed, "lidp", name)``.
     ``table`` is the ε̂-vs-trials curve (columns ``trials, eps_k1, eps_ksqrt``).
     """
-    lidp = LidpSettings.of(settings)
+    lidp = settings
     loss_in, loss_null = load_lidp_stats(inputs.need_canaries_dir("lidp") / request.name / CANARY_FILES["lidp"])
     delta = request.delta(lidp.neighbourhood)
     res, curve = lidp.audit(loss_in, loss_null, delta=delta, level=request.level, rng=request.rng("lidp"))

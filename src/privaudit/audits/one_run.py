@@ -72,7 +72,7 @@ from privaudit.stats.tradeoff import TradeoffFamily
 from privaudit.seeding import draw_seed
 from privaudit.losses import cross_entropy
 
-__all__ = ["CITATION", "DEFAULT_K_GRID", "OneRunResult", "ScoreBounds", "auto_canaries", "bounds_from_losses", "canary_guesses",
+__all__ = ["CITATION", "SETTINGS", "OneRunSettings", "DEFAULT_K_GRID", "OneRunResult", "ScoreBounds", "auto_canaries", "bounds_from_losses", "canary_guesses",
            "one_run_audit", "one_run_metrics", "run"]
 
 #: (k+, k-) as fractions of m, fixed in advance; Bonferroni over the grid
@@ -394,7 +394,18 @@ CITATION = ("Steinke, Nasr & Jagielski 2023, 'Privacy Auditing with One (1) Trai
             "2024 (arXiv:2410.22235)")
 
 
-def run(request: AuditRequest, inputs: AuditInputs, settings: Any) -> AuditBound:
+@dataclass(frozen=True)
+class OneRunSettings:
+    """The ``one_run.*`` param the audit reads: the number of input-space canaries (or ``"auto"``)."""
+
+    canaries: int | Literal["auto"]
+
+
+#: this audit's settings type (:func:`privaudit.audits.protocol.settings_from`)
+SETTINGS = OneRunSettings
+
+
+def run(request: AuditRequest, inputs: AuditInputs, settings: OneRunSettings) -> AuditBound:
     """The one-run black-box audit of one defender (the audit protocol, :mod:`privaudit.audits.protocol`).
 
     Input-space canaries are appended to the Defender set as ordinary rows, so any trainer kind

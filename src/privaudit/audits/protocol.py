@@ -2,8 +2,10 @@
 
 An audit (one module of :mod:`privaudit.audits`, one line of :mod:`privaudit.verdict.registry`)
 exposes ``CITATION`` (the paper and equation its bound comes from, in one place) and
-``run(request: AuditRequest, inputs: AuditInputs, settings) -> AuditBound``, where ``settings`` is
-the params block its registry line names (``params.whitebox``, ``params.lidp``, …):
+``SETTINGS`` (its own frozen settings type: the fields it reads of the params block its registry line
+names, ``params.whitebox``, ``params.lidp``, …; :func:`settings_from` builds it once, in
+:meth:`privaudit.audits.runner.AuditPlan.of`) and
+``run(request: AuditRequest, inputs: AuditInputs, settings: SETTINGS) -> AuditBound``:
 
 - :class:`AuditRequest` — what every audit needs about the defender: its validated spec, its claim,
   its **level** (its share of ``gate.beta``, planned once by :class:`privaudit.verdict.error_budget.BudgetPlan`
@@ -25,9 +27,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import numpy as np
 
@@ -36,7 +38,7 @@ from privaudit.verdict.claims import PrivacyClaim
 from privaudit.defenders.specs import DefenderSpecBase
 from privaudit.seeding import int_seed, rng_for
 
-__all__ = ["EPS_UNBOUNDED", "PURE_DELTA", "Audit", "AuditBound", "AuditInputs", "AuditRequest", "DefenderData",
+__all__ = ["EPS_UNBOUNDED", "PURE_DELTA", "Audit", "AuditBound", "AuditInputs", "AuditRequest", "DefenderData", "settings_from",
            "audit_delta", "finite_epsilon"]
 
 #: stands for ε̂ = +∞ in the metrics files (any claim is refuted): JSON has no infinity and the
@@ -181,10 +183,34 @@ class AuditBound:
         return dict(self.diagnostics)
 
 
+_S = TypeVar("_S")
+
+
+def settings_from(settings_type: type[_S], block: object) -> _S:
+    """The audit settings ``settings_type`` (a frozen dataclass) read off a params ``block`` by field name.
+
+    >>> from dataclasses import dataclass
+    >>> @dataclass(frozen=True)
+    ... class S:
+    ...     runs: int
+    >>> class Block:
+    ...     runs, other = 2, "ignored"
+    >>> settings_from(S, Block())
+    S(runs=2)
+    """
+    missing = [f.name for f in fields(settings_type) if not hasattr(block, f.name)]  # type: ignore[arg-type]
+    if missing:
+        raise ValueError(f"{settings_type.__name__} reads {missing} from the params block "
+                         f"{type(block).__name__}, which has no such key; add it to that block")
+    return settings_type(**{f.name: getattr(block, f.name) for f in fields(settings_type)})  # type: ignore[arg-type]
+
+
 class Audit(Protocol):
     """What an audit module exposes (checked for every registered module by the structure tests)."""
 
     #: the paper and equation the bound comes from, in one place
     CITATION: str
+    #: the audit's own settings type: a frozen dataclass of the params it reads (:func:`settings_from`)
+    SETTINGS: type
 
-    def run(self, request: AuditRequest, inputs: AuditInputs, settings: Any) -> AuditBound: ...
+    def run(self, request: AuditRequest, inputs: AuditInputs, settings: Any) -> AuditBound: ...  # settings: SETTINGS

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from privaudit.audits.protocol import AuditBound, AuditInputs, AuditRequest
+from privaudit.audits.protocol import AuditBound, AuditInputs, AuditRequest, settings_from
 from privaudit.defenders.specs import DefenderSpecBase
 from privaudit.seeding import SeededBlock
 from privaudit.verdict.entry import read_claim
@@ -56,7 +56,8 @@ class AuditPlan:
         defenders: every defender's spec, in params order.
         default_delta: ``lidp.delta``, the δ where a claim gives none.
         seed: ``base.seed``.
-        settings: the params block the audit's registry line names (``params.<settings>``).
+        settings: the audit's own settings (its module's ``SETTINGS`` type), read once off the params block its
+            registry line names (``params.<settings>``).
     """
 
     audit: str
@@ -70,8 +71,9 @@ class AuditPlan:
     def of(cls, name: str, params: ParamsWithAudits) -> "AuditPlan":
         """The plan of the registered audit ``name`` (``ValueError`` naming the registered ones otherwise)."""
         line = audit_line(name)
+        settings = settings_from(_module(name).SETTINGS, getattr(params, line.settings))
         return cls(audit=name, budget=params.budget_plan(), defenders=tuple(params.defenders),
-                   default_delta=params.lidp.delta, seed=params.base.seed, settings=getattr(params, line.settings))
+                   default_delta=params.lidp.delta, seed=params.base.seed, settings=settings)
 
 
 @dataclass(frozen=True)
@@ -97,8 +99,9 @@ class AuditRun:
 def _module(name: str) -> Any:
     line = audit_line(name)
     module = importlib.import_module(line.module)
-    if not callable(getattr(module, "run", None)):
-        raise ValueError(f"{line.module} is registered as audit {name!r} but has no run(request, inputs, settings)")
+    if not callable(getattr(module, "run", None)) or not isinstance(getattr(module, "SETTINGS", None), type):
+        raise ValueError(f"{line.module} is registered as audit {name!r} but lacks run(request, inputs, settings) "
+                         "or its SETTINGS type")
     return module
 
 
@@ -114,6 +117,9 @@ def run_audit(plan: AuditPlan, inputs: AuditInputs, *, defenders_dir: Path, devi
     """
     line = audit_line(plan.audit)
     module = _module(plan.audit)
+    if not isinstance(plan.settings, module.SETTINGS):
+        raise TypeError(f"AuditPlan.settings of {plan.audit!r} is a {type(plan.settings).__name__}, not "
+                        f"{module.SETTINGS.__name__}; build the plan with AuditPlan.of")
     kind = line.bounds[0].kind  # the bounds of one audit share its level
     bounds: dict[str, AuditBound] = {}
     for spec in plan.defenders:

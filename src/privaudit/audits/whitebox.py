@@ -30,6 +30,7 @@ the run that produced the released model.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any, Callable, Protocol
 
 import numpy as np
@@ -44,7 +45,7 @@ from privaudit.seeding import int_seed
 from privaudit.stats.observations import RunObservations
 from privaudit.stats.whitebox import WhiteboxResult, estimate_whitebox, with_notes, with_release_changes
 
-__all__ = ["CITATION", "WhiteboxResult", "defender_trainer", "python_trainer", "run", "whitebox_audit", "whitebox_audit_heads",
+__all__ = ["CITATION", "SETTINGS", "WhiteboxSettings", "WhiteboxResult", "defender_trainer", "python_trainer", "run", "whitebox_audit", "whitebox_audit_heads",
            "whitebox_metrics"]
 
 FitFn = Callable[[np.ndarray, np.ndarray, int], Any]
@@ -264,7 +265,19 @@ CITATION = ("Nasr et al. 2023, 'Tight Auditing of Differentially Private Machine
             "with the bounds of privaudit.stats.whitebox")
 
 
-def run(request: AuditRequest, inputs: AuditInputs, settings: Any) -> AuditBound:
+@dataclass(frozen=True)
+class WhiteboxSettings:
+    """The ``whitebox.*`` params the audit reads: recorded audit runs and the gradient canary's scale."""
+
+    runs: int
+    canary_scale: float
+
+
+#: this audit's settings type (:func:`privaudit.audits.protocol.settings_from`)
+SETTINGS = WhiteboxSettings
+
+
+def run(request: AuditRequest, inputs: AuditInputs, settings: WhiteboxSettings) -> AuditBound:
     """The white-box audit of one observable defender (the audit protocol, :mod:`privaudit.audits.protocol`).
 
     The trainer is run ``settings.runs`` times on the Defender set — the data the released model
