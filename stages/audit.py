@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from privaudit.artifacts import ensure_writable, read_json, write_json
+from privaudit.defenders.info_file import read_defender_info
 from privaudit.verdict.registry import block_audits
 from privaudit.verdict.entry import merge_audit_blocks
 from privaudit.config import Params
@@ -25,7 +26,8 @@ def _body(args: argparse.Namespace, params: Params) -> None:
     ensure_writable(args.out)
     built = merge_audit_blocks(
         [s.name for s in params.defenders], audited={s.name for s in params.audited_defenders()},
-        plan=params.budget_plan(), defenders_dir=args.defenders,
+        plan=params.budget_plan(),
+        infos={s.name: dict(read_defender_info(args.defenders, s.name).raw) for s in params.defenders},
         blocks={a.name: read_json(args.results / f"{a.name}.json") for a in block_audits()})
     print("\n".join(built.lines))
     validate_metrics("audit", built.entries)

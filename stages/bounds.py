@@ -6,12 +6,12 @@ import argparse
 import sys
 from pathlib import Path
 
-from privaudit.artifacts import ensure_writable, read_json, write_json
-from privaudit.verdict.entry import read_claim
+from privaudit.artifacts import ensure_writable, write_json
+from privaudit.defenders.info_file import check_defender_files, read_defender_info
 from privaudit.verdict.theory import compute_bounds
 from privaudit.config import Params
 from privaudit.verdict.metrics_files import read_entries
-from privaudit.validation import check_defender_dirs, validate_metrics
+from privaudit.validation import validate_metrics
 from stages._runner import run_stage
 
 
@@ -25,10 +25,10 @@ def _body(args: argparse.Namespace, params: Params) -> None:
     """Thudi/Yeom/Erlingsson/Sablayrolles bounds and Izzo's eta next to the LTU accuracy; exceeds_theory by the
     gate's theory check at the defender's share of gate.beta."""
     ensure_writable(args.out)
-    check_defender_dirs(args.defenders, [d.name for d in params.defenders])  # model files are data, not code
-    claims = {d.name: read_claim(args.defenders, d.name) for d in params.defenders}
-    # an η-MIP recipe (kind: mip) claims η, not ε: its info.json records it
-    etas = {d.name: read_json(args.defenders / d.name / "info.json").get("mip_eta") for d in params.defenders}
+    check_defender_files(args.defenders, [d.name for d in params.defenders])  # model files are data, not code
+    infos = {d.name: read_defender_info(args.defenders, d.name) for d in params.defenders}
+    claims = {name: info.claim for name, info in infos.items()}
+    etas = {name: info.mip_eta for name, info in infos.items()}  # an η-MIP recipe (kind: mip) claims η, not ε
     ltu = read_entries("ltu", args.ltu, contract=True)  # input: GX contract, then typed
     plan = params.budget_plan()
     levels = {d.name: plan.budget(d.name).levels.get("theory", params.gate.beta) for d in params.defenders}

@@ -17,7 +17,8 @@ from privaudit.repro.determinism import configure_determinism
 from privaudit.features import resolve_device
 from privaudit.planning.timings import DEFAULT_TIMINGS, FitTime, fit_key, record_fit_time
 from privaudit.repro.user_code import user_code_digests
-from privaudit.validation import check_defender_dirs, validate_defender_outputs, validate_features, validate_membership
+from privaudit.defenders.info_file import check_defender_files
+from privaudit.validation import validate_defender_outputs, validate_features, validate_membership
 from stages._runner import run_stage
 
 
@@ -55,7 +56,7 @@ def _body(args: argparse.Namespace, params: Params) -> None:
             print(f"defenders: {spec.name} ({spec.kind}): train acc {info['train_accuracy']:.3f}, "
                   f"test acc {info['test_accuracy']:.3f}, utility {info['utility']:.3f}, "
                   f"claimed eps {info['claimed_epsilon']}" + (f"; {t.watch.summary()}" if t.watch else ""))
-        check_defender_dirs(tmp, [spec.name for spec in params.defenders])  # before the move into place
+        check_defender_files(tmp, [spec.name for spec in params.defenders])  # before the move into place
     for fit in times:  # measured, not a result: beside the DVC outputs (privaudit.planning.timings)
         record_fit_time(fit, args.timings)
 

@@ -15,8 +15,9 @@ import argparse
 import sys
 from pathlib import Path
 
-from privaudit.artifacts import atomic_dir, ensure_writable, read_json, write_json
+from privaudit.artifacts import atomic_dir, ensure_writable, write_json
 from privaudit.config import Params
+from privaudit.defenders.info_file import read_defender_info
 from privaudit.defenders.specs import BATCHED_KINDS
 from privaudit.planning.cost import AuditSizes, DefenderInput, plan_audit
 from privaudit.planning.plan_files import write_plan_files
@@ -54,7 +55,7 @@ def _body(args: argparse.Namespace, params: Params) -> None:
     digests = user_code_digests([s.model_dump(mode="json") for s in specs], Path.cwd())
     inputs = []
     for spec in specs:
-        n_defender = int(read_json(args.defenders / spec.name / "info.json")["n_defender"])
+        n_defender = read_defender_info(args.defenders, spec.name).n_defender
         t = times.get(spec.name)
         key = fit_key(spec.model_dump(mode="json"), digests.get(spec.name), n_defender)
         batched = spec.kind in BATCHED_KINDS

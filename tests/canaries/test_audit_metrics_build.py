@@ -3,14 +3,15 @@ metrics/audit.json entries (privaudit.verdict.entry.merge_audit_blocks)."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from privaudit.audits import lidp
-from privaudit.verdict.entry import merge_audit_blocks, read_claim
+from privaudit.defenders.info_file import read_defender_info
+from privaudit.verdict.entry import merge_audit_blocks
+from tests.info_files import write_info
 from privaudit.audits.lidp import LidpSettings, load_lidp_stats
 from privaudit.audits.protocol import AuditInputs, AuditRequest
 from privaudit.defenders.specs import validate_defender_spec
@@ -24,10 +25,8 @@ GAME3 = {"eps_low": 0.0, "eps_high": 3.0, "canaries": 100, "delta": 1e-5, "neigh
 
 
 def _setup(tmp: Path, leak: float, claim: float | None) -> dict:
-    info = {"claimed_epsilon": claim, "claimed_delta": None if claim is None else 1e-5,
-            "claimed_neighbourhood": None if claim is None else "add_remove"}
-    (tmp / "def" / "d").mkdir(parents=True)
-    (tmp / "def" / "d" / "info.json").write_text(json.dumps(info))
+    write_info(tmp / "def", "d", claimed_epsilon=claim, claimed_delta=None if claim is None else 1e-5,
+               claimed_neighbourhood=None if claim is None else "add_remove")
     (tmp / "can" / "d").mkdir(parents=True)
     rng = np.random.default_rng(0)
     # members' losses are lower by `leak` standard deviations than the null canaries'
@@ -43,12 +42,12 @@ def _build(audited: set[str], budget, defenders_dir: Path, canaries_dir: Path):
     bound = None
     if "d" in audited:
         request = AuditRequest(spec=validate_defender_spec({"name": "d", "kind": "logistic_regression"}),
-                               claim=read_claim(defenders_dir, "d"), level=budget.level("lidp"), default_delta=1e-5,
+                               claim=read_defender_info(defenders_dir, "d").claim, level=budget.level("lidp"), default_delta=1e-5,
                                seed=0)
         bound = lidp.run(request, AuditInputs(canaries_dir=canaries_dir), SETTINGS)
         blocks.update(lidp={"d": bound.block()}, game3={"d": GAME3})
     built = merge_audit_blocks(["d"], audited=audited, plan=BudgetPlan(0.05, {"d": budget}),
-                               defenders_dir=defenders_dir, blocks=blocks)
+                               infos={"d": read_defender_info(defenders_dir, "d").raw}, blocks=blocks)
     return built, bound
 
 
@@ -90,7 +89,7 @@ def test_the_merge_refuses_unregistered_or_missing_audits(tmp_path: Path) -> Non
     kw = _setup(tmp_path, leak=0.0, claim=None)
     plan = BudgetPlan(0.05, {"d": kw["budget"]})
     with pytest.raises(ValueError, match="registered audit"):
-        merge_audit_blocks(["d"], audited=set(), plan=plan, defenders_dir=kw["defenders_dir"], blocks={"whitebox": {}})
+        merge_audit_blocks(["d"], audited=set(), plan=plan, infos={"d": read_defender_info(kw["defenders_dir"], "d").raw}, blocks={"whitebox": {}})
     blocks = {"whitebox": {}, "one_run": {}, "blackbox": {}, "lidp": {}, "game3": {}, "mystery": {"d": {"eps_lower_bound": 1.0}}}
     with pytest.raises(ValueError, match="not registered"):
-        merge_audit_blocks(["d"], audited=set(), plan=plan, defenders_dir=kw["defenders_dir"], blocks=blocks)
+        merge_audit_blocks(["d"], audited=set(), plan=plan, infos={"d": read_defender_info(kw["defenders_dir"], "d").raw}, blocks=blocks)

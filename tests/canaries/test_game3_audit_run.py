@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from privaudit.audits import game3
-from privaudit.verdict.entry import read_claim
+from privaudit.defenders.info_file import read_defender_info
+from tests.info_files import write_info
 from privaudit.audits.game3 import load_game3_stats
 from privaudit.audits.protocol import AuditInputs, AuditRequest, settings_from
 from privaudit.config import Game3Params
@@ -34,15 +34,13 @@ def _write(tmp: Path, n_classes: int, leak: bool, n: int = 200, claim: float | N
     (tmp / "can" / "d").mkdir(parents=True)
     np.savez(tmp / "can" / "d" / "game3.npz", canary_index=np.arange(n), true_label=true, label_pair=pair,
              bit=bit, proba=proba)
-    (tmp / "def" / "d").mkdir(parents=True)
-    (tmp / "def" / "d" / "info.json").write_text(json.dumps(
-        {"claimed_epsilon": claim, "claimed_delta": None if claim is None else 1e-5,
-         "claimed_neighbourhood": None if claim is None else "add_remove"}))
+    write_info(tmp / "def", "d", claimed_epsilon=claim, claimed_delta=None if claim is None else 1e-5,
+               claimed_neighbourhood=None if claim is None else "add_remove")
 
 
 def _run(tmp: Path) -> dict:
     request = AuditRequest(spec=validate_defender_spec({"name": "d", "kind": "logistic_regression"}),
-                           claim=read_claim(tmp / "def", "d"), level=0.01, default_delta=1e-5, seed=0)
+                           claim=read_defender_info(tmp / "def", "d").claim, level=0.01, default_delta=1e-5, seed=0)
     settings = settings_from(game3.SETTINGS, Game3Params(tau_min=0.5, tau_max=0.99, tau_steps=len(TAUS), tau_selection="bonferroni"))
     bound = game3.run(request, AuditInputs(canaries_dir=tmp / "can"), settings)
     assert bound.epsilon == bound.block()["eps_low"] and bound.neighbourhood == "replace_label"

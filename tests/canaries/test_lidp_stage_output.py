@@ -15,6 +15,8 @@ from pathlib import Path
 import numpy as np
 import yaml
 
+from tests.info_files import write_info
+
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -24,9 +26,8 @@ def _lidp_stage(tmp: Path, defenders: list[dict], audited: list[str]) -> subproc
     (tmp / "params.yaml").write_text(yaml.safe_dump(params))
     rng = np.random.default_rng(0)
     for spec in defenders:
-        (tmp / "data" / "defenders" / spec["name"]).mkdir(parents=True)
-        (tmp / "data" / "defenders" / spec["name"] / "info.json").write_text(json.dumps(
-            {"claimed_epsilon": None, "claimed_delta": None, "claimed_neighbourhood": None}))
+        write_info(tmp / "data" / "defenders", spec["name"], claimed_epsilon=None, claimed_delta=None,
+                   claimed_neighbourhood=None)
         (tmp / "data" / "canaries" / spec["name"]).mkdir(parents=True)
         np.savez(tmp / "data" / "canaries" / spec["name"] / "lidp.npz",
                  loss_in=rng.normal(-1.0, 1, (64, 8)) + 10, loss_null=rng.normal(0, 1, (64, 8)) + 10)

@@ -16,7 +16,8 @@ import pytest
 from sklearn.datasets import load_digits
 
 from privaudit.audits import blackbox as bb_audit
-from privaudit.verdict.entry import read_claim
+from privaudit.defenders.info_file import read_defender_info
+from tests.info_files import write_info
 from privaudit.audits.protocol import AuditInputs, AuditRequest
 from privaudit.testing.blackbox_runs import BlackboxAuditConfig, audit_trainer
 from privaudit.declared_mechanism import LaplaceMechanism, parse_mechanism
@@ -79,9 +80,8 @@ def test_the_claim_round_trips_through_info_json(tmp_path: Path) -> None:
     spec = _spec(mechanism={"kind": "laplace", "scale": 1.0})
     info = make_defender(spec, n_classes=10).describe()
     assert info["claimed_mechanism"] == {"kind": "laplace", "scale": 1.0}
-    (tmp_path / "lap").mkdir()
-    (tmp_path / "lap" / "info.json").write_text(json.dumps(info))
-    claim = read_claim(tmp_path, "lap")
+    write_info(tmp_path, "lap", **info)
+    claim = read_defender_info(tmp_path, "lap").claim
     assert claim is not None and claim.delta == 0.0 and claim.mechanism == parse_mechanism(info["claimed_mechanism"])
     assert isinstance(claim.family(), LaplaceFamily)
     assert claim.implied_for("replace_one").mechanism is None  # group privacy keeps the point, drops the curve
@@ -108,9 +108,8 @@ def _audit(tmp_path: Path, spec, s_in: np.ndarray, s_out: np.ndarray, n_train: i
     np.savez(root / "blackbox.npz", score=score, included=included)
     (root / "meta.json").write_text(json.dumps({"blackbox": {"n_train": n_train, "canary": "crafted"}}))
     info = make_defender(spec, n_classes=10).describe()
-    (tmp_path / "defenders" / spec.name).mkdir(parents=True, exist_ok=True)
-    (tmp_path / "defenders" / spec.name / "info.json").write_text(json.dumps(info))
-    request = AuditRequest(spec=spec, claim=read_claim(tmp_path / "defenders", spec.name), level=0.05,
+    write_info(tmp_path / "defenders", spec.name, **info)
+    request = AuditRequest(spec=spec, claim=read_defender_info(tmp_path / "defenders", spec.name).claim, level=0.05,
                            default_delta=1e-5, seed=0)
 
     bound = bb_audit.run(request, AuditInputs(canaries_dir=tmp_path / "canaries"), bb_audit.BlackboxSettings(tune_fraction=0.25))

@@ -100,6 +100,7 @@ def test_no_forbidden_arrow() -> None:
 VALIDATING_FILES = {
     "canaries/assembly.py",       # writes data/canaries/<defender>/ (checked before it is written)
     "canaries/stats_files.py",    # reads data/canaries/<defender>/
+    "defenders/info_file.py",     # reads data/defenders/<name>/info.json; checks the model files (no pickle)
     "defenders/trained_files.py", # reads/writes data/defenders/<name>/ (model files: no pickle)
     "defenders/sklearn_zoo.py",   # the model-file contract's trusted types, for skops
     "defenders/user.py",          # the same, plus a user's trusted_types

@@ -13,7 +13,9 @@ import pytest
 import skops.io as sio
 
 from privaudit.defenders.registry import make_defender, validate_defender_spec
-from privaudit.validation import ModelFileError, check_defender_dirs, check_model_file
+from privaudit.defenders.info_file import check_defender_files
+from privaudit.validation import ModelFileError, check_model_file
+from tests.info_files import write_info
 
 
 class _Payload:
@@ -83,11 +85,9 @@ def test_truncated_wrong_suffix_and_info(saved: dict[str, Path], tmp_path: Path)
             check_model_file(tmp_path / name)
     with pytest.raises(ModelFileError, match="suffix must be one of"):
         check_model_file(tmp_path / "model.pkl")
-    d = tmp_path / "defs" / "a"
-    d.mkdir(parents=True)
-    (d / "info.json").write_text('{"model_file": "../../model.skops"}')
+    write_info(tmp_path / "defs", "a", model_file="../../model.skops")
     with pytest.raises(ModelFileError, match="must be a file name"):
-        check_defender_dirs(tmp_path / "defs", ["a"])
+        check_defender_files(tmp_path / "defs", ["a"])
 
 
 def test_user_defender_bin_files(saved: dict[str, Path], tmp_path: Path) -> None:

@@ -21,7 +21,7 @@ from typing import Any, Protocol
 from privaudit.audits.protocol import AuditBound, AuditInputs, AuditRequest, settings_from
 from privaudit.defenders.specs import DefenderSpecBase
 from privaudit.seeding import SeededBlock
-from privaudit.verdict.entry import read_claim
+from privaudit.defenders.info_file import read_defender_info
 from privaudit.verdict.error_budget import BudgetPlan
 from privaudit.verdict.registry import audit_line
 
@@ -125,7 +125,7 @@ def run_audit(plan: AuditPlan, inputs: AuditInputs, *, defenders_dir: Path, devi
     for spec in plan.defenders:
         if not plan.budget.applies(spec.name, kind):
             continue
-        request = AuditRequest(spec=spec, claim=read_claim(defenders_dir, spec.name),
+        request = AuditRequest(spec=spec, claim=read_defender_info(defenders_dir, spec.name).claim,
                                level=plan.budget.level(spec.name, kind), default_delta=plan.default_delta,
                                seed=plan.seed, device=device)
         bounds[spec.name] = module.run(request, inputs, plan.settings)

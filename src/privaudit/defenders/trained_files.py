@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from privaudit.artifacts import dumps_json, read_json
+from privaudit.artifacts import dumps_json
 from privaudit.defenders.base import Defender
 from privaudit.losses import cross_entropy
 from privaudit.defenders.registry import make_defender
@@ -33,10 +33,10 @@ from privaudit.defenders.specs import DefenderSpecBase, PythonSpec
 from privaudit.features.feature_set import FeatureSet
 from privaudit.seeding import int_seed
 from privaudit.stats import ltu_utility
+from privaudit.defenders.info_file import INFO_FILE, read_defender_info
 from privaudit.validation.model_files import check_model_file
 
 OUTPUTS_FILE = "outputs.parquet"
-INFO_FILE = "info.json"
 
 
 def per_sample_outputs(model: Defender[Any], fs: FeatureSet) -> pd.DataFrame:
@@ -157,11 +157,11 @@ def write_defender(out_dir: Path, model: Defender[Any], outputs: pd.DataFrame, i
 
 def read_defender_outputs(defender_dir: Path) -> tuple[pd.DataFrame, dict[str, Any]]:
     """Read ``outputs.parquet`` and ``info.json`` of one trained defender."""
-    info_path = defender_dir / INFO_FILE
+    info = read_defender_info(defender_dir.parent, defender_dir.name)
     out_path = defender_dir / OUTPUTS_FILE
-    if not info_path.is_file() or not out_path.is_file():
-        raise FileNotFoundError(f"{defender_dir} lacks {INFO_FILE} or {OUTPUTS_FILE}; run the defenders stage")
-    return pd.read_parquet(out_path), read_json(info_path)
+    if not out_path.is_file():
+        raise FileNotFoundError(f"{defender_dir} lacks {OUTPUTS_FILE}; run the defenders stage")
+    return pd.read_parquet(out_path), dict(info.raw)
 
 
 def load_trained_defender(defender_dir: Path, spec: DefenderSpecBase, n_classes: int,
@@ -174,7 +174,7 @@ def load_trained_defender(defender_dir: Path, spec: DefenderSpecBase, n_classes:
     Raises:
         privaudit.validation.ModelFileError: the file is not a safe model file (names it).
     """
-    info = read_json(defender_dir / INFO_FILE)
-    path = defender_dir / info["model_file"]
+    info = read_defender_info(defender_dir.parent, defender_dir.name)
+    path = defender_dir / info.model_file
     check_model_file(path, spec.trusted_types if isinstance(spec, PythonSpec) else ())
     return make_defender(spec, n_classes=n_classes, device=device).load(path)

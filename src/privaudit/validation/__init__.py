@@ -22,7 +22,7 @@ from privaudit.validation.outcomes import ExpectationFailure, ValidationFailed
 from privaudit.validation.defender_suite import validate_defender_outputs
 from privaudit.validation.features_suite import validate_features
 from privaudit.validation.metrics_suite import validate_metrics
-from privaudit.validation.model_files import ModelFileError, check_defender_dirs, check_model_file
+from privaudit.validation.model_files import ModelFileError, check_model_file
 from privaudit.validation.source_suite import validate_source
 from privaudit.validation.split_suite import validate_membership
 
@@ -30,7 +30,6 @@ __all__ = [
     "ExpectationFailure",
     "ModelFileError",
     "ValidationFailed",
-    "check_defender_dirs",
     "check_model_file",
     "check_suite",
     "validate_canary_stats",

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import zipfile
-from privaudit.artifacts import read_json
 from pathlib import Path
 from typing import Iterable
 
@@ -113,27 +112,3 @@ def _check_safetensors(path: Path) -> str:
     except Exception as err:  # SafetensorError and OSError; both mean "not a valid file"
         raise ModelFileError(f"model file {path} is not a valid safetensors file: {err}") from None
     return "safetensors"
-
-
-def check_defender_dirs(defenders_dir: Path, names: Iterable[str]) -> dict[str, str]:
-    """Check ``<defenders_dir>/<name>/<info.json model_file>`` for every defender name.
-
-    Returns:
-        name → format. Raises :class:`ModelFileError` (or ``FileNotFoundError`` for a missing
-        ``info.json``) naming the file.
-    """
-    formats = {}
-    for name in names:
-        info_path = Path(defenders_dir) / name / "info.json"
-        if not info_path.is_file():
-            raise FileNotFoundError(f"{info_path} not found (run the defenders stage)")
-        try:
-            info = read_json(info_path)
-            model_file = info["model_file"]
-            trusted = (info.get("spec") or {}).get("trusted_types") or ()
-        except (ValueError, KeyError, TypeError, AttributeError) as err:
-            raise ModelFileError(f"{info_path} is corrupt or lacks 'model_file': {err}") from None
-        if Path(model_file).name != model_file:
-            raise ModelFileError(f"{info_path}: model_file {model_file!r} must be a file name inside {info_path.parent}")
-        formats[name] = check_model_file(Path(defenders_dir) / name / model_file, trusted)
-    return formats

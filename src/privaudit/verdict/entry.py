@@ -13,27 +13,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-from privaudit.artifacts import read_json
 from privaudit.verdict.registry import block_audits
 from privaudit.verdict.claim_check import audited_bounds, check_bounds, claim_of
-from privaudit.verdict.claims import PrivacyClaim
 from privaudit.verdict.error_budget import BudgetPlan, ErrorBudget
 from privaudit.verdict.metrics_files import AuditEntry, parse_entry
 
-__all__ = ["AuditMetricsBuild", "assemble_entry", "merge_audit_blocks", "read_claim"]
-
-
-def read_claim(defenders_dir: Path, name: str) -> PrivacyClaim | None:
-    """The claim of defender ``name`` from ``<defenders_dir>/<name>/info.json`` (``None``: no ε claimed).
-
-    ``info.json`` carries the same ``claimed_*`` keys as a ``metrics/audit.json`` entry, so it is read
-    by :func:`privaudit.verdict.claim_check.claim_of`.
-    """
-    path = defenders_dir / name / "info.json"
-    return claim_of(read_json(path), str(path))
+__all__ = ["AuditMetricsBuild", "assemble_entry", "merge_audit_blocks"]
 
 
 def assemble_entry(
@@ -99,7 +86,7 @@ def _shown(block: Mapping[str, Any], audit: str) -> str:
 
 
 def merge_audit_blocks(
-    names: Sequence[str], *, audited: set[str], plan: BudgetPlan, defenders_dir: Path,
+    names: Sequence[str], *, audited: set[str], plan: BudgetPlan, infos: Mapping[str, Mapping[str, Any]],
     blocks: Mapping[str, Mapping[str, Mapping[str, Any]]],
 ) -> AuditMetricsBuild:
     """Every defender's ``metrics/audit.json`` entry from the audits' result files.
@@ -107,7 +94,8 @@ def merge_audit_blocks(
     Args:
         names: all defenders, in params order; ``audited``: those with canary audits (``canaries.defenders``).
         plan: the error budget of every defender (:meth:`privaudit.config.Params.budget_plan`).
-        defenders_dir: ``data/defenders`` (claims).
+        infos: every defender's ``info.json`` record (read and validated by
+            :func:`privaudit.defenders.info_file.read_defender_info`: the claim and what the entry copies).
         blocks: ``{audit: {defender: block}}``, one mapping per registered audit of
             ``metrics/audit.json`` (a defender missing from one: that audit did not run for it).
     """
@@ -117,7 +105,7 @@ def merge_audit_blocks(
     entries: dict[str, dict[str, Any]] = {}
     lines: list[str] = []
     for name in names:
-        info = read_json(defenders_dir / name / "info.json")
+        info = infos[name]
         found = {audit: per[name] for audit, per in blocks.items() if name in per}
         entries[name] = assemble_entry(info, plan.budget(name), name=name, audited=name in audited, blocks=found)
         shown = ", ".join(_shown(b, a) for a, b in found.items() if b)
