@@ -7,6 +7,7 @@ the new ones are complete (docs/architecture.md, "Atomic outputs").
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
@@ -108,6 +109,12 @@ def write_json(path: str | Path, obj: Any) -> None:
     """Atomically write ``obj`` as canonical JSON to ``path``."""
     with atomic_file(path) as fh:
         fh.write(dumps_json(obj))
+
+
+def file_digest(path: str | Path, algorithm: str = "sha256") -> str:
+    """Hex digest of a file's bytes (``hashlib.file_digest``, streamed), e.g. ``"sha256"`` or DVC's ``"md5"``."""
+    with Path(path).open("rb") as fh:
+        return hashlib.file_digest(fh, algorithm).hexdigest()
 
 
 def read_json(path: str | Path) -> Any:

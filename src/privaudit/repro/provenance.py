@@ -14,19 +14,11 @@ from pathlib import Path
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from privaudit.artifacts import file_digest
 from privaudit.repro.environment import ENVIRONMENT_FILE, environment_changes, environment_manifest, package_versions
 
 PACKAGES = ("privaudit", "numpy", "scipy", "pandas", "scikit-learn", "torch", "opacus", "dvc",
             "great-expectations", "prefect", "skops", "safetensors")
-
-
-def sha256_file(path: Path, chunk: int = 1 << 20) -> str:
-    """Hex SHA-256 of a file's bytes."""
-    h = hashlib.sha256()
-    with path.open("rb") as fh:
-        while block := fh.read(chunk):
-            h.update(block)
-    return h.hexdigest()
 
 
 def hash_tree(root: Path) -> str:
@@ -35,7 +27,7 @@ def hash_tree(root: Path) -> str:
     files = [root] if root.is_file() else sorted(p for p in root.rglob("*") if p.is_file())
     for p in files:
         h.update(str(p.relative_to(root) if p != root else p.name).encode())
-        h.update(sha256_file(p).encode())
+        h.update(file_digest(p).encode())
     return h.hexdigest()
 
 
@@ -272,7 +264,7 @@ def input_hash(repo: Path, rel: str, ignore: Any = None) -> str | None:
     """
     path = repo / rel
     if path.is_file():
-        return sha256_file(path)
+        return file_digest(path)
     if not path.is_dir():
         return None
     h = hashlib.sha256()
@@ -282,7 +274,7 @@ def input_hash(repo: Path, rel: str, ignore: Any = None) -> str | None:
             continue
         h.update(name.encode())
         h.update(b"\0")
-        h.update(sha256_file(p).encode())
+        h.update(file_digest(p).encode())
     return h.hexdigest()
 
 
@@ -487,24 +479,16 @@ def dvc_md5(path: Path, ignore: Any = None, repo: Path | None = None) -> str | N
     sort_keys=True)`` over its files sorted by relative path, ``.dvcignore``d files left out.
     """
     if path.is_file():
-        return _md5_file(path)
+        return file_digest(path, "md5")
     if not path.is_dir():
         return None
     entries = []
     for p in sorted(q for q in path.rglob("*") if q.is_file()):
         if ignore is not None and repo is not None and ignore.match_file(p.relative_to(repo).as_posix()):
             continue
-        entries.append({"md5": _md5_file(p), "relpath": p.relative_to(path).as_posix()})
+        entries.append({"md5": file_digest(p, "md5"), "relpath": p.relative_to(path).as_posix()})
     entries.sort(key=lambda e: e["relpath"])
     return hashlib.md5(json.dumps(entries, sort_keys=True).encode("utf-8")).hexdigest() + ".dir"
-
-
-def _md5_file(path: Path, chunk: int = 1 << 20) -> str:
-    h = hashlib.md5()
-    with path.open("rb") as fh:
-        while block := fh.read(chunk):
-            h.update(block)
-    return h.hexdigest()
 
 
 def output_drift(repo: Path, stages: Sequence[str], lock_file: str = "dvc.lock", ignore: Any = None) -> list[str]:

@@ -45,6 +45,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from privaudit.artifacts import file_digest
+
 __all__ = ["UserCodeError", "code_files", "local_imports", "python_defenders", "resolve_module_file",
            "restage_experiment_files", "untracked_files", "user_code_digests", "user_code_manifest"]
 
@@ -54,14 +56,6 @@ CODE_KEYS = ("target", "loader")
 
 class UserCodeError(ValueError):
     """A ``kind: python`` defender's ``target``/``loader`` does not resolve to a file; names the key."""
-
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as fh:
-        while block := fh.read(1 << 20):
-            h.update(block)
-    return h.hexdigest()
 
 
 @contextmanager
@@ -181,9 +175,9 @@ def user_code_manifest(params: Mapping[str, Any], root: Path) -> dict[str, dict[
             prefix = "" if code_key == "target" else "loader_"
             entry[code_key] = str(value)
             entry[f"{code_key}_file"] = _display(path, root)
-            entry[f"{prefix}sha256"] = _sha256(path)
+            entry[f"{prefix}sha256"] = file_digest(path)
             files.append(path)
-        imports = {_display(f, root): _sha256(f) for f in local_imports(files, root)}
+        imports = {_display(f, root): file_digest(f) for f in local_imports(files, root)}
         if imports:  # absent for a self-contained trainer (its JSON stays as before)
             entry["imports"] = imports  # type: ignore[assignment]
         manifest[name] = entry
