@@ -29,14 +29,14 @@ __all__ = ["DEFAULT_TIMINGS", "MIN_AUDIT_FITS", "FitTime", "fit_key", "read_fit_
 #: where the measured fit times are kept (ignored by git and DVC)
 DEFAULT_TIMINGS = Path("data/.timings/fits.json")
 
-#: fewest audit fits of a defender whose mean the canaries stage records (fewer say little about a long loop)
+#: fewest audit fits of a defender whose time per fit the canaries stage records (fewer say little about a long loop)
 MIN_AUDIT_FITS = 8
 
 
 @dataclass(frozen=True)
 class FitTime:
     """One measured release fit: ``seconds`` of wall time for defender ``name`` on ``n_defender`` samples;
-    ``audit_seconds``: the mean seconds per fit of the last canaries stage's shards of the same key (``None``:
+    ``audit_seconds``: the seconds per fit of the last canaries stage's shards (median over shards) of the same key (``None``:
     none recorded yet)."""
 
     name: str
@@ -46,7 +46,7 @@ class FitTime:
     audit_seconds: float | None = None
 
     def planning_seconds(self) -> tuple[float, str]:
-        """The seconds per fit the plan uses and where they come from: the audit fits' mean when recorded
+        """The seconds per fit the plan uses and where they come from: the audit fits' time when recorded
         (sustained fits, the better estimate of a loop of fits), else the release fit."""
         if self.audit_seconds is not None:
             return self.audit_seconds, "audit fits"
@@ -91,7 +91,7 @@ def record_fit_time(time: FitTime, path: Path = DEFAULT_TIMINGS) -> None:
 
 
 def record_audit_fit_time(name: str, key: str, seconds_per_fit: float, path: Path = DEFAULT_TIMINGS) -> bool:
-    """Record the mean ``seconds_per_fit`` the canaries stage's shards took for defender ``name``, beside its
+    """Record the ``seconds_per_fit`` (median over shards) the canaries stage's shards took for defender ``name``, beside its
     release fit of the same ``key``; ``False`` (nothing written) when no release fit of that key is recorded.
 
     >>> import tempfile
@@ -137,7 +137,6 @@ def record_shard_times(specs: Sequence[Mapping[str, Any]], shards: Mapping[str, 
     {'forest': 0.75}
     """
     from privaudit.defenders.specs import BATCHED_KINDS
-
     from privaudit.repro.user_code import user_code_digests
 
     digests = user_code_digests(list(specs), root)
