@@ -5,7 +5,8 @@ defenders it applies to: the budget is planned once from params
 (:meth:`privaudit.config.Params.budget_plan`, in :meth:`AuditPlan.of`, which the stage calls), a defender
 is audited iff its budget gives the audit's bound a level (the registry line's ``applies`` fact), and the
 audit module's ``run`` gets an :class:`~privaudit.audits.protocol.AuditRequest` with that level, the
-defender's claim, its spec and ``base.seed``, plus the params block its line names. The stages call this
+defender's claim, its spec and ``base.seed``, plus its own settings (read once off the params block its
+line names). The stages call this
 function with the audit's name from their command line; nothing here names an audit, and nothing in
 :mod:`privaudit.audits` reads a params object: the plan is typed.
 """
@@ -19,9 +20,9 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from privaudit.audits.protocol import AuditBound, AuditInputs, AuditRequest, settings_from
+from privaudit.defenders.info_file import read_defender_info
 from privaudit.defenders.specs import DefenderSpecBase
 from privaudit.seeding import SeededBlock
-from privaudit.defenders.info_file import read_defender_info
 from privaudit.verdict.error_budget import BudgetPlan
 from privaudit.verdict.registry import audit_line
 
@@ -110,7 +111,7 @@ def run_audit(plan: AuditPlan, inputs: AuditInputs, *, defenders_dir: Path, devi
 
     Args:
         plan: the audit's typed plan (:meth:`AuditPlan.of`: budget, defenders, ``base.seed``, ``lidp.delta``
-            as the δ where a claim gives none, the audit's own params block).
+            as the δ where a claim gives none, the audit's own settings).
         inputs: what the stage loaded (the Defender set, the canary statistics).
         defenders_dir: ``data/defenders`` (each defender's claim, ``info.json``).
         device: the training device of trainer audits.

@@ -16,8 +16,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SerializeAsAny, ValidationError, ValidationInfo, field_validator
 
-from privaudit.declared_mechanism import Neighbourhood
-from privaudit.declared_mechanism import DeclaredMechanism, check_against_claim
+from privaudit.declared_mechanism import DeclaredMechanism, Neighbourhood, check_against_claim
 from privaudit.defenders.user_target import resolve_target
 from privaudit.messages import MAX_VALUE_CHARS, cap
 

@@ -95,7 +95,7 @@ def merge_audit_blocks(
         names: all defenders, in params order; ``audited``: those with canary audits (``canaries.defenders``).
         plan: the error budget of every defender (:meth:`privaudit.config.Params.budget_plan`).
         infos: every defender's ``info.json`` record (read and validated by
-            :func:`privaudit.defenders.info_file.read_defender_info`: the claim and what the entry copies).
+            :func:`privaudit.defenders.info_file.read_defender_info`), whose ``claimed_*`` keys the entry records.
         blocks: ``{audit: {defender: block}}``, one mapping per registered audit of
             ``metrics/audit.json`` (a defender missing from one: that audit did not run for it).
     """
