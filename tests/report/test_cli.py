@@ -14,16 +14,23 @@ from typing import Any
 import pytest
 
 from privaudit.cli import main, print_verdict
+from privaudit.artifacts import write_json
+from privaudit.repro.environment import environment_manifest
 from privaudit.repro.provenance import provenance_stamp
+from tests.lockfiles import write_consistent_lock
 from tests.report import synthetic
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 
 #: a two-stage pipeline: ``ltu`` writes the report's input, ``report`` writes the gate
 DVC_YAML = """stages:
+  environment:
+    cmd: python -m stages.environment
+    always_changed: true
+    outs: [data/environment.json]
   ltu:
     cmd: python -m stages.ltu
-    deps: [stages/ltu.py]
+    deps: [stages/ltu.py, data/environment.json]
     params: [ltu.rounds]
     metrics: [metrics/ltu.json]
   report:
@@ -40,12 +47,8 @@ def make_repo(root: Path, rounds: int = 100, ltu: str = '{"logreg": {}}') -> Pat
     (root / "dvc.yaml").write_text(DVC_YAML)
     (root / "params.yaml").write_text(f"ltu:\n  rounds: {rounds}\ngate:\n  min_privacy: 0.2\n")
     (root / "metrics" / "ltu.json").write_text(ltu)
-    (root / "dvc.lock").write_text(
-        "schema: '2.0'\nstages:\n"
-        f"  ltu:\n    params:\n      params.yaml:\n        ltu.rounds: {rounds}\n"
-        "    outs:\n    - path: metrics/ltu.json\n      md5: aaa\n"
-        "  report:\n    deps:\n    - path: metrics/ltu.json\n      md5: aaa\n"
-        "    params:\n      params.yaml:\n        gate.min_privacy: 0.2\n")
+    write_json(root / "data" / "environment.json", environment_manifest())
+    write_consistent_lock(root)  # as `dvc repro` leaves it (the gate itself is written after it)
     return root
 
 

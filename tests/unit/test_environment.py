@@ -89,5 +89,27 @@ def test_a_gate_computed_under_other_versions_is_stale(repo: Path) -> None:
     assert environment_drift(repo, ["environment", "report"]) == [
         f"opacus 0.0.1 → {now} since the pipeline ran ({ENVIRONMENT_FILE})"]
     assert any(line.startswith("opacus 0.0.1 →") for line in provenance_drift(stamp, repo))
-    # a pipeline without the environment stage (an older dvc.yaml) is not judged by it
-    assert environment_drift(repo, ["report"]) == []
+    # a pipeline without the environment stage (an older dvc.yaml) cannot prove its versions: fail closed
+    assert environment_drift(repo, ["report"]) == [
+        f"no stage of the gate's pipeline records {ENVIRONMENT_FILE} in dvc.lock, so the package versions it was "
+        f"computed with cannot be proved; add the environment stage of privaudit's dvc.yaml and run `dvc repro`"]
+
+
+@pytest.mark.parametrize("damage, finding", [
+    ("delete", "data/environment.json is missing (the 'environment' stage did not finish"),
+    ("truncate", "data/environment.json cannot be read"),
+    ("schema", "data/environment.json is not an environment record"),
+])
+def test_a_missing_or_unreadable_environment_record_is_never_fresh(repo: Path, damage: str, finding: str) -> None:
+    """Fail closed: no record, no proof (a failed environment stage deletes its output before it runs)."""
+    stamp = json.loads(json.dumps(provenance_stamp(repo, "report")))
+    assert provenance_drift(stamp, repo) == []
+    path = repo / ENVIRONMENT_FILE
+    if damage == "delete":
+        path.unlink()
+    elif damage == "truncate":
+        path.write_bytes(path.read_bytes()[:10])
+    else:
+        write_json(path, {"packages": ["numpy"]})
+    assert any(line.startswith(finding) for line in environment_drift(repo, ["environment", "report"]))
+    assert any(line.startswith(finding) for line in provenance_drift(stamp, repo))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import shutil
 import json
 from pathlib import Path
 
@@ -10,6 +11,7 @@ import pytest
 import yaml
 
 from privaudit.repro.provenance import lock_drift, provenance_drift, provenance_stamp, upstream_stages
+from tests.lockfiles import consistent_lock, write_consistent_lock
 
 DVC_YAML = """
 stages:
@@ -17,9 +19,13 @@ stages:
     cmd: python -m stages.user_code
     always_changed: true
     outs: [data/user_code.json]
+  environment:
+    cmd: python -m stages.environment
+    always_changed: true
+    outs: [data/environment.json]
   prep:
     cmd: python prep.py
-    deps: [stages/prep.py, data/external]
+    deps: [stages/prep.py, data/external, data/environment.json]
     params: [prep.n]
     outs: [data/prep]
   score:
@@ -48,35 +54,26 @@ PARAMS = {"prep": {"n": 3}, "score": {"k": 1.0e-5, "opts": [1, {"a": None}]}, "o
           "defenders": [{"name": "u", "kind": "python", "target": "trainer.py:train"}]}
 
 
-#: the gate the report stage wrote, as recorded in dvc.lock (md5 of its bytes, as DVC 3 records it)
+#: the gate the report stage wrote
 GATE = b'{"passed": true}\n'
 
 
-def _lock(prep_md5: str = "p1", score_dep_prep: str = "p1", params: dict | None = None) -> dict:
-    p = params or PARAMS
-    return {"schema": "2.0", "stages": {
-        "user_code": {"cmd": "x", "outs": [{"path": "data/user_code.json", "hash": "md5", "md5": "u1"}]},
-        "prep": {"cmd": "x", "deps": [{"path": "data/external", "md5": "e1.dir"}],
-                 "params": {"params.yaml": {"prep.n": p["prep"]["n"]}},
-                 "outs": [{"path": "data/prep", "hash": "md5", "md5": prep_md5}]},
-        "score": {"cmd": "x", "deps": [{"path": "data/prep", "md5": score_dep_prep},
-                                       {"path": "data/user_code.json", "md5": "u1"}],
-                  "params": {"params.yaml": {"score.k": p["score"]["k"], "score.opts": p["score"]["opts"]}},
-                  "outs": [{"path": "data/scores", "md5": "s1.dir"}, {"path": "metrics/score.json", "md5": "m1"}]},
-        "report": {"cmd": "x", "deps": [{"path": "data/scores", "md5": "s1.dir"}, {"path": "metrics/score.json", "md5": "m1"}],
-                   "params": {"params.yaml": {"gate.min": p["gate"]["min"]}, "extra.yaml": {"title": "t"}},
-                   "outs": [{"path": "metrics/gate.json", "hash": "md5", "md5": hashlib.md5(GATE).hexdigest()}]},
-    }}
+def _lock(repo: Path) -> dict:
+    """dvc.lock after a successful run on the files in ``repo`` (real DVC md5s)."""
+    return consistent_lock(repo)
 
 
 @pytest.fixture()
 def repo(tmp_path: Path) -> Path:
-    """A finished pipeline: dvc.yaml, a consistent dvc.lock, params, the report's inputs on disk."""
+    """A finished pipeline: dvc.yaml, params, every stage's outputs on disk, a consistent dvc.lock."""
     (tmp_path / "dvc.yaml").write_text(DVC_YAML)
     (tmp_path / ".dvcignore").write_text("__pycache__\n*.pyc\n")
     (tmp_path / "params.yaml").write_text("# comments do not count\n" + yaml.safe_dump(PARAMS))
     (tmp_path / "extra.yaml").write_text("title: t\n")
-    (tmp_path / "dvc.lock").write_text(yaml.safe_dump(_lock(), sort_keys=False))
+    (tmp_path / "data" / "prep").mkdir(parents=True)
+    (tmp_path / "data" / "prep" / "p.npz").write_bytes(b"prepared")
+    (tmp_path / "data" / "other").mkdir(parents=True)
+    (tmp_path / "data" / "other" / "o.txt").write_bytes(b"other")
     (tmp_path / "data" / "scores").mkdir(parents=True)
     (tmp_path / "data" / "scores" / "a.parquet").write_bytes(b"scores")
     (tmp_path / "metrics").mkdir()
@@ -84,9 +81,12 @@ def repo(tmp_path: Path) -> Path:
     (tmp_path / "metrics" / "gate.json").write_bytes(GATE)
     (tmp_path / "trainer.py").write_text("def train(*a):\n    pass\n")
     from privaudit.artifacts import write_json
+    from privaudit.repro.environment import environment_manifest
     from privaudit.repro.user_code import user_code_manifest
 
     write_json(tmp_path / "data" / "user_code.json", user_code_manifest(PARAMS, tmp_path))
+    write_json(tmp_path / "data" / "environment.json", environment_manifest())
+    write_consistent_lock(tmp_path)
     return tmp_path
 
 
@@ -98,8 +98,8 @@ def test_stamp_lists_the_data_inputs_params_and_upstream(repo: Path) -> None:
     stamp = _stamp(repo)
     assert [p for p, _ in stamp["inputs"]] == ["data/scores", "metrics/score.json"]  # no code deps
     assert stamp["params"] == [["extra.yaml", "title"], ["params.yaml", "gate.min"]]
-    assert stamp["pipeline"] == ["prep", "report", "score", "user_code"]  # not 'unrelated'
-    assert upstream_stages(yaml.safe_load(DVC_YAML)["stages"], "score") == ["prep", "score", "user_code"]
+    assert stamp["pipeline"] == ["environment", "prep", "report", "score", "user_code"]  # not 'unrelated'
+    assert upstream_stages(yaml.safe_load(DVC_YAML)["stages"], "score") == ["environment", "prep", "score", "user_code"]
     assert _stamp(repo) == stamp  # deterministic
     assert provenance_drift(stamp, repo) == []
 
@@ -112,14 +112,15 @@ def test_unchanged_workspace_stays_fresh(repo: Path) -> None:
     (repo / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=True))  # reordered, comments gone
     (repo / "data" / "scores" / "__pycache__").mkdir()  # .dvcignore'd, as DVC ignores it
     (repo / "data" / "scores" / "__pycache__" / "x.pyc").write_bytes(b"1")
-    (repo / "dvc.lock").write_text(yaml.safe_dump(_lock(), sort_keys=True))  # re-serialised lock
+    (repo / "dvc.lock").write_text(yaml.safe_dump(_lock(repo), sort_keys=True))  # re-serialised lock
     assert provenance_drift(stamp, repo) == []
 
 
 def test_changed_input_is_named(repo: Path) -> None:
     stamp = _stamp(repo)
     (repo / "data" / "scores" / "a.parquet").write_bytes(b"other scores")
-    assert provenance_drift(stamp, repo) == ["data/scores changed since the gate was computed"]
+    assert provenance_drift(stamp, repo) == ["data/scores changed since the gate was computed",
+                                             "data/scores is not the version dvc.lock records for stage 'score'"]
     (repo / "metrics" / "score.json").unlink()
     assert "metrics/score.json is missing" in provenance_drift(stamp, repo)
 
@@ -147,13 +148,20 @@ def test_failed_run_with_new_params_is_stale(repo: Path) -> None:
 def test_run_that_stopped_midway_is_stale(repo: Path) -> None:
     """prep succeeded on new data (its lock entry moved), score failed: the lock is inconsistent."""
     stamp = _stamp(repo)
-    (repo / "dvc.lock").write_text(yaml.safe_dump(_lock(prep_md5="p2")))
+    lock = _lock(repo)
+    (repo / "data" / "prep" / "p.npz").write_bytes(b"prepared from new data")
+    from privaudit.repro.provenance import dvc_md5
+
+    lock["stages"]["prep"]["outs"][0]["md5"] = dvc_md5(repo / "data" / "prep")
+    (repo / "dvc.lock").write_text(yaml.safe_dump(lock))
     assert provenance_drift(stamp, repo) == [
+        "dvc.lock is not the one the gate was computed under (replaced, edited or rewritten by a later run of the "
+        "gate's upstream stages)",
         "data/prep changed (written by stage 'prep'; stage 'score' has not run on it)"]
 
 
 def test_stage_missing_from_the_lock(repo: Path) -> None:
-    lock = _lock()
+    lock = _lock(repo)
     del lock["stages"]["score"]
     (repo / "dvc.lock").write_text(yaml.safe_dump(lock))
     assert lock_drift(repo, ["score"]) == ["stage 'score' has no entry in dvc.lock (it has not run)"]
@@ -168,13 +176,16 @@ def test_edited_user_trainer_is_stale_until_user_code_reruns(repo: Path) -> None
     from privaudit.artifacts import write_json
     from privaudit.repro.user_code import user_code_manifest
 
-    write_json(repo / "data" / "user_code.json", user_code_manifest(PARAMS, repo))  # the user_code stage ran
-    assert provenance_drift(stamp, repo) == []
+    write_json(repo / "data" / "user_code.json", user_code_manifest(PARAMS, repo))  # the user_code stage ran ...
+    assert provenance_drift(stamp, repo) == [  # ... but nothing downstream ran on the new code yet
+        "data/user_code.json is not the version dvc.lock records for stage 'user_code'"]
+    write_consistent_lock(repo)  # `dvc repro` reran every stage downstream of it, and the report restamped
+    assert provenance_drift(_stamp(repo), repo) == []
 
 
-@pytest.mark.parametrize("block", [None, {"version": 99}, {"version": 1, "params": []}])
+@pytest.mark.parametrize("block", [None, {"version": 99}, {"version": 1}, {"version": 2, "params": []}])
 def test_missing_or_foreign_provenance_raises(repo: Path, block: object) -> None:
-    with pytest.raises(ValueError, match="no provenance block|version 99|malformed"):
+    with pytest.raises(ValueError, match="no provenance block|has version (99|1),|malformed"):
         provenance_drift(block, repo)
 
 
@@ -183,9 +194,12 @@ def test_without_dvc_yaml_the_whole_params_file_counts(tmp_path: Path) -> None:
     (tmp_path / "in.json").write_text("{}")
     stamp = json.loads(json.dumps(provenance_stamp(tmp_path, inputs=["in.json"])))
     assert stamp["params"] == [["params.yaml", None]] and stamp["pipeline"] == []
-    assert provenance_drift(stamp, tmp_path) == []
+    no_pipeline = ("the gate names no pipeline stage (it was not written by the 'report' stage of dvc.yaml under "
+                   "`dvc repro`), so nothing upstream of it can be proved current")
+    assert provenance_drift(stamp, tmp_path) == [no_pipeline]  # fails closed: nothing upstream is known
     (tmp_path / "params.yaml").write_text("a: 2\n")
-    assert provenance_drift(stamp, tmp_path) == ["the gate's params changed since it was computed (params.yaml)"]
+    assert provenance_drift(stamp, tmp_path) == [
+        no_pipeline, "the gate's params changed since it was computed (params.yaml)"]
 
 
 def test_edited_helper_module_of_the_trainer_is_stale(repo: Path) -> None:
@@ -198,6 +212,7 @@ def test_edited_helper_module_of_the_trainer_is_stale(repo: Path) -> None:
     from privaudit.repro.user_code import user_code_manifest
 
     write_json(repo / "data" / "user_code.json", user_code_manifest(PARAMS, repo))  # the user_code stage ran
+    write_consistent_lock(repo)  # and so did everything after it
     stamp = _stamp(repo)
     assert provenance_drift(stamp, repo) == []
     (repo / "mylib" / "lr.py").write_text("LR = 0.2\n")
@@ -208,7 +223,7 @@ def test_gate_or_report_not_the_one_dvc_lock_records_is_stale(repo: Path) -> Non
     """Issue 28 item 2: `git checkout <rev> -- dvc.lock metrics && dvc checkout` failing on the report
     (not in a fresh clone's cache) deleted it, and the old gate still read PASS."""
     stamp = _stamp(repo)
-    lock = _lock()
+    lock = _lock(repo)
     (repo / "reports").mkdir()
     (repo / "reports" / "audit.html").write_text("<html>report</html>")
     (repo / "reports" / "plots").mkdir()
@@ -246,14 +261,12 @@ def test_changed_code_or_external_data_since_the_pipeline_ran_is_stale(repo: Pat
     (repo / "src" / "lib" / "__pycache__" / "core.pyc").write_bytes(b"1")
     (repo / "data" / "external").mkdir(parents=True)
     (repo / "data" / "external" / "table.csv").write_text("a,b\n1,2\n")
-    lock = _lock()
-    ext = dvc_md5(repo / "data" / "external", None, repo)
+    lock = write_consistent_lock(repo)  # the pipeline ran on this code and data
     lib = dvc_md5(repo / "src" / "lib", _dvcignore(repo), repo)
     assert lib != dvc_md5(repo / "src" / "lib", None, repo)  # the .pyc is left out, as DVC leaves it out
-    lock["stages"]["prep"]["deps"] = [{"path": "data/external", "hash": "md5", "md5": ext}]
-    lock["stages"]["score"]["deps"].append({"path": "src/lib", "hash": "md5", "md5": lib})
-    lock["stages"]["report"]["deps"].append({"path": "src/lib", "hash": "md5", "md5": lib})
-    (repo / "dvc.lock").write_text(yaml.safe_dump(lock, sort_keys=False))
+    assert {"path": "src/lib", "hash": "md5", "md5": lib} in lock["stages"]["score"]["deps"]
+    assert {"path": "data/external", "hash": "md5", "md5": dvc_md5(repo / "data" / "external", None, repo)} \
+        in lock["stages"]["prep"]["deps"]
     stamp = _stamp(repo)
     assert provenance_drift(stamp, repo) == []
 
@@ -262,3 +275,96 @@ def test_changed_code_or_external_data_since_the_pipeline_ran_is_stale(repo: Pat
     assert provenance_drift(stamp, repo) == [
         "data/external changed since the gate's pipeline ran (a dependency of stage(s) 'prep')",
         "src/lib changed since the gate's pipeline ran (a dependency of stage(s) 'report', 'score')"]
+
+
+# --------------------------------------------------------------------------- fail closed (every file the checks read)
+
+#: every file the verdict's checks read in this pipeline: dvc.lock and each output of the gate's upstream stages
+READ_BY_THE_CHECKS = ("dvc.lock", "data/user_code.json", "data/environment.json", "data/prep/p.npz",
+                      "data/scores/a.parquet", "metrics/score.json", "metrics/gate.json")
+
+
+def _rerun_with_other_data(repo: Path) -> dict:
+    """A second successful run (other prepared data, other scores, a changed trainer): every file rewritten."""
+    from privaudit.artifacts import write_json
+    from privaudit.repro.user_code import user_code_manifest
+
+    (repo / "trainer.py").write_text("def train(*a):\n    return 2\n")
+    write_json(repo / "data" / "user_code.json", user_code_manifest(PARAMS, repo))
+    (repo / "data" / "prep" / "p.npz").write_bytes(b"prepared, second run")
+    (repo / "data" / "scores" / "a.parquet").write_bytes(b"scores, second run")
+    (repo / "metrics" / "score.json").write_text('{"s": 2}\n')
+    (repo / "metrics" / "gate.json").write_bytes(b'{"passed": false}\n')
+    write_consistent_lock(repo)
+    return _stamp(repo)
+
+
+@pytest.mark.parametrize("rel", READ_BY_THE_CHECKS)
+@pytest.mark.parametrize("damage", ["delete", "truncate", "earlier run"])
+def test_every_file_the_checks_read_fails_closed(repo: Path, tmp_path_factory: pytest.TempPathFactory,
+                                                 rel: str, damage: str) -> None:
+    """A file deleted (a failed stage deletes its outputs first), truncated, or swapped for an earlier run's
+    version can never leave the gate fresh."""
+    earlier = tmp_path_factory.mktemp("earlier")
+    shutil.copytree(repo, earlier, dirs_exist_ok=True)  # the first run's files ...
+    from privaudit.artifacts import write_json
+    from privaudit.repro.environment import environment_manifest
+
+    older = environment_manifest()
+    older["packages"]["opacus"] = "0.0.1"  # ... made before `pip install -U opacus`
+    write_json(earlier / "data" / "environment.json", older)
+    stamp = _rerun_with_other_data(repo)
+    assert provenance_drift(stamp, repo) == []
+    path = repo / rel
+    if damage == "delete":
+        path.unlink()
+    elif damage == "truncate":
+        path.write_bytes(path.read_bytes()[: len(path.read_bytes()) // 2])
+    else:
+        shutil.copy2(earlier / rel, path)
+    problems = provenance_drift(stamp, repo)
+    assert problems, f"{damage} {rel}: the gate still reads fresh"
+
+
+def test_a_file_outside_the_gates_pipeline_does_not_make_it_stale(repo: Path) -> None:
+    stamp = _stamp(repo)
+    (repo / "data" / "other" / "o.txt").unlink()  # an output of 'unrelated', which the gate does not read
+    assert provenance_drift(stamp, repo) == []
+
+
+@pytest.mark.parametrize("content, finding", [
+    (None, "data/user_code.json is missing (the 'user_code' stage did not finish"),
+    (b'{"u": {"target": "trainer.py:tr', "data/user_code.json cannot be read"),
+    (b'["trainer.py"]\n', "data/user_code.json is not a user-code manifest (it holds a list"),
+    (b'{"u": {"sha256": 1}}\n', "data/user_code.json is not a user-code manifest (its entry 'u'"),
+])
+def test_the_newcomers_sequence_fails_closed(repo: Path, content: bytes | None, finding: str) -> None:
+    """A typo in params.yaml makes the user_code stage fail, and DVC deletes its output first; the typo is
+    fixed, the trainer edited, nothing rerun: `privaudit verdict` once said PASS here."""
+    stamp = _stamp(repo)
+    path = repo / "data" / "user_code.json"
+    if content is None:
+        path.unlink()
+    else:
+        path.write_bytes(content)
+    (repo / "trainer.py").write_text("def train(*a):\n    return 'noise / 10'\n")
+    problems = provenance_drift(stamp, repo)
+    assert any(p.startswith(finding) for p in problems), problems
+    from privaudit.repro.provenance import user_code_drift
+
+    assert any(p.startswith(finding) for p in user_code_drift(repo, stamp["pipeline"]))
+
+
+def test_python_defenders_without_a_user_code_stage_cannot_be_proved(repo: Path) -> None:
+    from privaudit.repro.provenance import user_code_drift
+
+    assert user_code_drift(repo, ["score", "report"]) == [
+        "no stage of the gate's pipeline records data/user_code.json in dvc.lock, so the kind: python trainers "
+        "params.yaml names cannot be proved unchanged; add the user_code stage of privaudit's dvc.yaml and run "
+        "`dvc repro`"]
+
+
+def test_an_input_missing_when_the_gate_was_stamped_is_never_fresh(repo: Path) -> None:
+    (repo / "metrics" / "score.json").unlink()
+    stamp = _stamp(repo)
+    assert "metrics/score.json was missing when the gate was computed" in provenance_drift(stamp, repo)

@@ -148,9 +148,17 @@ def build_manifest(repo: Path, params: dict[str, Any], seed: int, data_paths: di
 #    user code (:func:`user_code_drift`), and the gate stage's own outputs against ``dvc.lock``
 #    (:func:`output_drift`: the gate and the report on disk are the ones the lock records).
 #
+# 4. fail closed: evidence that is missing, unreadable, of the wrong schema or written by another run than
+#    the gate's is "cannot prove fresh", never "nothing changed". The stamp records the hash of ``dvc.lock``'s
+#    entries for the gate's upstream stages (final when the report stage runs), so a lock replaced by an
+#    earlier run's is refused; every output of every stage in the gate's pipeline must be on disk as
+#    ``dvc.lock`` records it (:func:`output_drift`), so a manifest, plan or metrics file deleted by a failed
+#    stage, truncated, or swapped for an earlier run's is refused; a gate with no pipeline (computed outside
+#    ``dvc repro``) or an input that was missing when it was stamped cannot be proved fresh either.
+#
 # Not covered: a raw data set outside ``data/external`` (``dataset.path`` elsewhere: not a DVC dep).
 
-PROVENANCE_VERSION = 1
+PROVENANCE_VERSION = 2
 #: dvc.yaml deps that are code, not data: not stamped (editing code is what ``dvc status`` reports)
 CODE_DEP_PREFIXES = ("src/", "stages/")
 
@@ -339,7 +347,24 @@ def provenance_stamp(
         "params_sha256": _params_digest(repo, files),
         "inputs": [[p, h] for p, h in sorted(stamped.items())],
         "pipeline": pipeline,
+        "lock_sha256": pipeline_lock_sha256(repo, pipeline, own_stage=stage),
     }
+
+
+def pipeline_lock_sha256(repo: Path, stages: Sequence[str], *, own_stage: str, lock_file: str = "dvc.lock") -> str | None:
+    """sha256 of ``dvc.lock``'s entries for ``stages`` except ``own_stage`` (canonical JSON; a stage without an
+    entry counts as ``null``); None without a lock or stages.
+
+    The report stage stamps it (the upstream entries are final when it runs; its own entry is written after
+    it), and :func:`provenance_drift` recomputes it: a ``dvc.lock`` that is not the one the gate was
+    computed under (replaced by an earlier run's, edited, or rewritten by a later partial run) is refused.
+    """
+    lock = Path(repo) / lock_file
+    upstream = sorted(s for s in stages if s != own_stage)
+    if not upstream or not lock.is_file():
+        return None
+    entries = (load_yaml(lock) or {}).get("stages") or {}
+    return canonical_sha256({name: entries.get(name) for name in upstream})
 
 
 def _files_of(pairs: Any) -> dict[str, list[str] | None]:
@@ -410,6 +435,10 @@ def lock_drift(repo: Path, stages: Sequence[str], lock_file: str = "dvc.lock") -
 def provenance_drift(provenance: Any, repo: Path) -> list[str]:
     """How the workspace differs from a gate's ``provenance`` block (empty: the gate is current).
 
+    Fails closed: a finding is returned for anything that cannot be proved current (a gate computed outside
+    a DVC pipeline, an input that was missing when it was stamped, a recorded file that is missing,
+    unreadable or of the wrong schema, a ``dvc.lock`` other than the one the gate was computed under).
+
     Raises:
         ValueError: ``provenance`` is absent or not a block this version wrote.
     """
@@ -423,21 +452,31 @@ def provenance_drift(provenance: Any, repo: Path) -> list[str]:
         stamped_params = provenance["params_sha256"]
         inputs = {str(p): h for p, h in provenance["inputs"]}
         pipeline = [str(s) for s in provenance["pipeline"]]
+        stamped_lock = provenance["lock_sha256"]
     except (KeyError, TypeError, ValueError) as exc:
         raise ValueError(f"its provenance block is malformed ({exc!r})") from None
     repo = Path(repo)
     problems: list[str] = []
+    stage = str(provenance.get("stage") or "")
+    if not pipeline:
+        problems.append(f"the gate names no pipeline stage (it was not written by the '{stage or 'report'}' stage of "
+                        f"dvc.yaml under `dvc repro`), so nothing upstream of it can be proved current")
     ignore = _dvcignore(repo)
     for rel, digest in sorted(inputs.items()):
         now = input_hash(repo, rel, ignore)
-        if now != digest:
+        if digest is None:
+            problems.append(f"{rel} was missing when the gate was computed")
+        elif now != digest:
             problems.append(f"{rel} is missing" if now is None else f"{rel} changed since the gate was computed")
     if _params_digest(repo, files) != stamped_params:
         keys = ", ".join(k for f, ks in files.items() for k in (ks or [f]))
         problems.append(f"the gate's params changed since it was computed ({keys})")
-    stage = str(provenance.get("stage") or "")
+    if pipeline and pipeline_lock_sha256(repo, pipeline, own_stage=stage) != stamped_lock:
+        problems.append("dvc.lock is not the one the gate was computed under (replaced, edited or rewritten by a "
+                        "later run of the gate's upstream stages)")
     return (problems + lock_drift(repo, pipeline) + dependency_drift(repo, pipeline, ignore=ignore)
-            + user_code_drift(repo, pipeline) + environment_drift(repo, pipeline) + output_drift(repo, [stage] if stage in pipeline else [], ignore=ignore))
+            + user_code_drift(repo, pipeline) + environment_drift(repo, pipeline)
+            + output_drift(repo, pipeline, ignore=ignore))
 
 
 def dependency_drift(repo: Path, stages: Sequence[str], lock_file: str = "dvc.lock", ignore: Any = None) -> list[str]:
@@ -518,10 +557,39 @@ def output_drift(repo: Path, stages: Sequence[str], lock_file: str = "dvc.lock",
 USER_CODE_FILE = "data/user_code.json"
 
 
-def _written_by(lock: Any, stages: Sequence[str], path: str) -> bool:
-    """Whether one of ``stages`` lists ``path`` among its outputs in the parsed ``dvc.lock``."""
+def _recorded_json(repo: Path, rel: str, stage: str) -> tuple[Any, str | None]:
+    """The JSON a stage of the pipeline recorded at ``rel``, or ``(None, finding)`` when it cannot be read: the
+    check that needs it cannot prove anything then (fail closed)."""
+    from privaudit.artifacts import read_json
+
+    path = repo / rel
+    if not path.is_file():
+        return None, (f"{rel} is missing (the '{stage}' stage did not finish since the gate's pipeline ran, or it "
+                      f"was deleted): the gate cannot be proved current; run `dvc repro`")
+    try:
+        return read_json(path), None
+    except (ValueError, OSError) as exc:
+        return None, f"{rel} cannot be read ({exc}): the gate cannot be proved current; run `dvc repro`"
+
+
+def _writer(lock: Any, stages: Sequence[str], path: str) -> str | None:
+    """The stage among ``stages`` that lists ``path`` among its outputs in the parsed ``dvc.lock``, or None."""
     entries = (lock or {}).get("stages") or {}
-    return any(_norm(o.get("path", "")) == path for n in stages for o in (entries.get(n) or {}).get("outs") or [])
+    for name in stages:
+        if any(_norm(o.get("path", "")) == path for o in (entries.get(name) or {}).get("outs") or []):
+            return name
+    return None
+
+
+def _user_code_schema_error(recorded: Any) -> str | None:
+    """Why ``recorded`` is not a :func:`privaudit.repro.user_code.user_code_manifest` (None when it is one)."""
+    if not isinstance(recorded, Mapping):
+        return f"it holds a {type(recorded).__name__}, not an object of defender entries"
+    for name, entry in recorded.items():
+        if not isinstance(entry, Mapping) or not isinstance(entry.get("target"), str) \
+                or not isinstance(entry.get("sha256"), str):
+            return f"its entry {name!r} has no target and sha256"
+    return None
 
 
 def user_code_drift(repo: Path, stages: Sequence[str], params_file: str = "params.yaml",
@@ -529,21 +597,39 @@ def user_code_drift(repo: Path, stages: Sequence[str], params_file: str = "param
     """User code (``kind: python`` target/loader files and the local modules they import) edited since
     the ``user_code`` stage last hashed it; each finding names the defender and the changed files.
 
-    Only when one of ``stages`` writes :data:`USER_CODE_FILE` in ``dvc.lock``: that stage is
-    ``always_changed``, so its lock entry cannot tell; the files are re-hashed here (small).
+    The ``user_code`` stage is ``always_changed``, so its lock entry cannot tell; the files are re-hashed
+    here (small) and compared with :data:`USER_CODE_FILE`. Fails closed: when ``params.yaml`` declares a
+    ``kind: python`` defender and no stage of ``stages`` records the manifest, or the manifest is missing
+    (a failed ``user_code`` stage deletes it), unreadable or not a manifest, the finding says so.
     """
-    from privaudit.artifacts import read_json
-    from privaudit.repro.user_code import UserCodeError, changed_files, user_code_manifest
+    from privaudit.repro.user_code import UserCodeError, changed_files, python_defenders, user_code_manifest
 
     repo = Path(repo)
-    lock_path, recorded_path, params_path = repo / lock_file, repo / USER_CODE_FILE, repo / params_file
-    if not (lock_path.is_file() and recorded_path.is_file() and params_path.is_file()):
-        return []
-    if not _written_by(load_yaml(lock_path), stages, USER_CODE_FILE):
-        return []
+    lock_path, params_path = repo / lock_file, repo / params_file
+    if not stages or not lock_path.is_file():
+        return []  # lock_drift reports the missing lock; provenance_drift reports an empty pipeline
+    if not params_path.is_file():
+        return [f"{params_file} is missing: the user code it names cannot be checked"]
     try:
-        recorded = read_json(recorded_path)
-        now = user_code_manifest(load_yaml(params_path) or {}, repo)
+        params = load_yaml(params_path) or {}
+    except Exception as exc:  # noqa: BLE001 - any parse error: cannot prove
+        return [f"{params_file} cannot be read ({exc}): the user code it names cannot be checked"]
+    writer = _writer(load_yaml(lock_path), stages, USER_CODE_FILE)
+    if writer is None:
+        if isinstance(params, Mapping) and python_defenders(params):
+            return [f"no stage of the gate's pipeline records {USER_CODE_FILE} in {lock_file}, so the kind: python "
+                    f"trainers params.yaml names cannot be proved unchanged; add the user_code stage of privaudit's "
+                    f"dvc.yaml and run `dvc repro`"]
+        return []
+    recorded, problem = _recorded_json(repo, USER_CODE_FILE, writer)
+    if problem is not None:
+        return [problem]
+    bad = _user_code_schema_error(recorded)
+    if bad is not None:
+        return [f"{USER_CODE_FILE} is not a user-code manifest ({bad}): the gate cannot be proved current; "
+                f"run `dvc repro`"]
+    try:
+        now = user_code_manifest(params if isinstance(params, Mapping) else {}, repo)
     except (UserCodeError, ValueError, OSError) as exc:
         return [f"user code cannot be hashed: {exc}"]
     changed = sorted(n for n in set(recorded) | set(now) if recorded.get(n) != now.get(n))
@@ -556,21 +642,26 @@ def environment_drift(repo: Path, stages: Sequence[str], lock_file: str = "dvc.l
     version the pipeline ran with: one line per package, e.g. ``opacus 1.6.0 → 1.7.1 since the
     pipeline ran``.
 
-    Only when one of ``stages`` writes :data:`~privaudit.repro.environment.ENVIRONMENT_FILE` in
-    ``dvc.lock``: that stage is ``always_changed``, so its lock entry cannot tell; the running
-    interpreter's package metadata is read here (nothing imported).
+    The ``environment`` stage is ``always_changed``, so its lock entry cannot tell; the running
+    interpreter's package metadata is read here (nothing imported) and compared with
+    :data:`~privaudit.repro.environment.ENVIRONMENT_FILE`. Fails closed: when no stage of ``stages``
+    records it, or the record is missing, unreadable or of the wrong schema, the finding says so.
     """
-    from privaudit.artifacts import read_json
-
     repo = Path(repo)
-    lock_path, recorded_path = repo / lock_file, repo / ENVIRONMENT_FILE
-    if not (lock_path.is_file() and recorded_path.is_file()):
-        return []
-    if not _written_by(load_yaml(lock_path), stages, ENVIRONMENT_FILE):
-        return []
-    try:
-        recorded = read_json(recorded_path)
-    except (ValueError, OSError) as exc:
-        return [f"{ENVIRONMENT_FILE} cannot be read: {exc}"]
+    lock_path = repo / lock_file
+    if not stages or not lock_path.is_file():
+        return []  # lock_drift reports the missing lock; provenance_drift reports an empty pipeline
+    writer = _writer(load_yaml(lock_path), stages, ENVIRONMENT_FILE)
+    if writer is None:
+        return [f"no stage of the gate's pipeline records {ENVIRONMENT_FILE} in {lock_file}, so the package "
+                f"versions it was computed with cannot be proved; add the environment stage of privaudit's "
+                f"dvc.yaml and run `dvc repro`"]
+    recorded, problem = _recorded_json(repo, ENVIRONMENT_FILE, writer)
+    if problem is not None:
+        return [problem]
+    if not (isinstance(recorded, Mapping) and isinstance(recorded.get("python"), str)
+            and isinstance(recorded.get("packages"), Mapping)):
+        return [f"{ENVIRONMENT_FILE} is not an environment record (no python and packages): the gate cannot be "
+                f"proved current; run `dvc repro`"]
     return [f"{line} since the pipeline ran ({ENVIRONMENT_FILE})"
             for line in environment_changes(recorded, environment_manifest())]
