@@ -102,3 +102,23 @@ def test_user_defender_bin_files(saved: dict[str, Path], tmp_path: Path) -> None
         check_model_file(custom)
     trusted = sio.get_untrusted_types(file=custom)
     assert check_model_file(custom, trusted) == "skops"
+
+
+@pytest.mark.parametrize("suffix", [".safetensors", ".bin"])
+def test_a_safetensors_file_whose_header_length_starts_with_the_pickle_opcode_loads(tmp_path: Path, suffix: str) -> None:
+    """A safetensors file starts with its header's length (u64 LE): a length of 0x80 + 256 k has the pickle
+    opcode as its first byte. Such a user state_dict ({"means": (10, 64)}) was refused as a pickle."""
+    from safetensors.numpy import save
+
+    for pad in range(0, 200):  # a state whose header length's low byte is 0x80
+        data = save({"means" + "x" * pad: np.zeros((10, 64))})
+        if data[:1] == b"\x80":
+            break
+    else:  # pragma: no cover - the loop always finds one
+        pytest.fail("no header of length 0x80 mod 256 found")
+    path = tmp_path / f"model{suffix}"
+    path.write_bytes(data)
+    assert check_model_file(path) == "safetensors"
+    path.write_bytes(pickle.dumps({"means": np.zeros(3)}))  # a real pickle is still refused
+    with pytest.raises(ModelFileError, match="is a Python pickle"):
+        check_model_file(path)

@@ -74,7 +74,8 @@ def check_model_file(path: Path, extra_trusted: Iterable[str] = ()) -> str:
         raise ModelFileError(f"model file {path} not found (run the defenders stage)")
     with path.open("rb") as fh:
         head = fh.read(2)
-    if head[:1] == PICKLE_PROTOCOL_OPCODE:
+    # a safetensors file starts with its header's length (u64, little-endian), whose low byte may be 0x80
+    if head[:1] == PICKLE_PROTOCOL_OPCODE and not _is_safetensors(path):
         raise ModelFileError(f"model file {path} is a Python pickle, not {path.suffix[1:]}; refusing to load it "
                              "(loading a pickle can run arbitrary code)")
     if path.suffix == ".skops" or (path.suffix == ".bin" and zipfile.is_zipfile(path)):
@@ -101,6 +102,18 @@ def _check_skops(path: Path, extra_trusted: tuple[str, ...]) -> str:
     if unknown:
         raise ModelFileError(f"model file {path} would construct untrusted types {unknown}; refusing to load it")
     return "skops"
+
+
+def _is_safetensors(path: Path) -> bool:
+    """Whether ``path`` opens as a safetensors file (its header parses); reads the header only."""
+    from safetensors import safe_open
+
+    try:
+        with safe_open(str(path), framework="numpy") as fh:
+            list(fh.keys())
+    except Exception:  # noqa: BLE001 - SafetensorError and OSError: not a safetensors file
+        return False
+    return True
 
 
 def _check_safetensors(path: Path) -> str:
