@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Callable
 
 from privaudit.artifacts import atomic_dir, ensure_writable, write_json
-from privaudit.verdict.registry import audit_line, block_audits
+from privaudit.verdict.registry import NOT_AUDITED_KEY, audit_line, block_audits
 from privaudit.config import Params
 from privaudit.validation import validate_metrics
 
@@ -58,7 +58,8 @@ def audit_body(name: str) -> Callable[[argparse.Namespace, Params], None]:
             print("\n".join(lines))
         blocks = result.blocks()
         # each defender's block checked as a metrics/audit.json entry in which only this audit ran
-        validate_metrics("audit", {d: {a.name: None for a in block_audits()} | {name: b} for d, b in blocks.items()})
+        validate_metrics("audit", {d: {a.name: None for a in block_audits()} | {name: b} for d, b in blocks.items()
+                                   if NOT_AUDITED_KEY not in b})
         tables = result.tables()
         if tables and args.tables is None:
             raise ValueError(f"the {name} audit writes per-defender tables: pass --tables DIR")

@@ -56,6 +56,9 @@ def _body(args: argparse.Namespace, params: Params) -> None:
             print(f"defenders: {spec.name} ({spec.kind}): train acc {info['train_accuracy']:.3f}, "
                   f"test acc {info['test_accuracy']:.3f}, utility {info['utility']:.3f}, "
                   f"claimed eps {info['claimed_epsilon']}" + (f"; {t.watch.summary()}" if t.watch else ""))
+            correction = t.model.claim_correction()
+            if correction is not None:  # a recipe's accountant below its own mechanism (privaudit.defenders.dp_sgd)
+                print(f"defenders: WARNING: {correction}")
         check_defender_files(tmp, [spec.name for spec in params.defenders])  # before the move into place
     for fit in times:  # measured, not a result: beside the DVC outputs (privaudit.planning.timings)
         record_fit_time(fit, args.timings)

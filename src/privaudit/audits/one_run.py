@@ -61,6 +61,7 @@ from privaudit.declared_mechanism import Neighbourhood
 from privaudit.audits.protocol import PURE_DELTA, AuditBound, AuditInputs, AuditRequest, finite_epsilon
 from privaudit.verdict.claims import claim_family
 from privaudit.canaries.input_canaries import INPUT_DESIGNS, LABEL_RULES, cell_capacity, make_input_canaries
+from privaudit.canaries.stats_files import UnusableScores, unusable_reason
 from privaudit.stats.fdp_claim_one_run import fdp_one_run_family_bound
 from privaudit.stats.fdp_one_run import (
     fdp_one_run_epsilon_lower_bound,
@@ -370,9 +371,12 @@ def one_run_audit(
     if not callable(predict):
         raise ValueError(f"fit returned {type(model).__name__}, which has no predict_proba")
     proba = np.asarray(predict(can.X), dtype=np.float64)
-    if proba.shape != (m, K) or not np.all(np.isfinite(proba)) or np.any(proba < -1e-9):
-        raise ValueError(f"model.predict_proba must return finite probabilities of shape ({m}, {K}), "
-                         f"got shape {proba.shape}")
+    if proba.shape != (m, K):
+        raise ValueError(f"model.predict_proba must return probabilities of shape ({m}, {K}), got shape {proba.shape}")
+    reason = unusable_reason({"proba": proba}, "one-run canary")
+    if reason is not None or np.any(proba < -1e-9):  # the defender is then NOT AUDITED by this audit, not a crash
+        raise UnusableScores(reason or f"one-run canary probabilities below 0 (smallest {float(proba.min()):.3g}): "
+                                       f"its predict_proba returned no probabilities")
     losses = cross_entropy(proba, can.y)
 
     b = bounds_from_losses(losses, included, delta=dl, level=lv, method=str(method), k_grid=grid, family=family)
@@ -417,9 +421,12 @@ def run(request: AuditRequest, inputs: AuditInputs, settings: OneRunSettings) ->
     delta = request.delta(Neighbourhood.ADD_REMOVE)
     make = request.trainer(data.n_classes)
     family = claim_family(request.claim_for(Neighbourhood.ADD_REMOVE), max(delta, PURE_DELTA))
-    res = one_run_audit(lambda Xc, yc, s: make().fit(Xc, yc, s), data.X, data.y, data.n_classes,
-                        canaries=settings.canaries, level=request.level, delta=max(delta, PURE_DELTA),
-                        seed=request.int_seed("one_run"), method="fdp", family=family)
+    try:
+        res = one_run_audit(lambda Xc, yc, s: make().fit(Xc, yc, s), data.X, data.y, data.n_classes,
+                            canaries=settings.canaries, level=request.level, delta=max(delta, PURE_DELTA),
+                            seed=request.int_seed("one_run"), method="fdp", family=family)
+    except UnusableScores as exc:
+        raise UnusableScores(f"defender {request.name!r}: {exc}") from None
     block = one_run_metrics(res, delta=delta, level=request.level)
     # the gated bound (Steinke et al.) tests the (ε, δ) point; the f-DP view beside it tests the claim's own curve
     block["curve"] = "eps_delta"

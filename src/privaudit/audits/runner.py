@@ -15,16 +15,17 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
 from privaudit.audits.protocol import AuditBound, AuditInputs, AuditRequest, settings_from
+from privaudit.canaries.stats_files import UnusableScores
 from privaudit.defenders.info_file import read_defender_info
 from privaudit.defenders.specs import DefenderSpecBase
 from privaudit.seeding import SeededBlock
 from privaudit.verdict.error_budget import BudgetPlan
-from privaudit.verdict.registry import audit_line
+from privaudit.verdict.registry import NOT_AUDITED_KEY, audit_line
 
 __all__ = ["AuditPlan", "AuditRun", "run_audit"]
 
@@ -79,18 +80,23 @@ class AuditPlan:
 
 @dataclass(frozen=True)
 class AuditRun:
-    """One audit's results: ``bounds`` per defender it applied to, in params order."""
+    """One audit's results: ``bounds`` per defender it applied to, in params order; ``not_audited``: the
+    defenders it applied to but could not audit (unusable scores), each with its one-line reason."""
 
     audit: str
     bounds: dict[str, AuditBound]
+    not_audited: dict[str, str] = field(default_factory=dict)
 
     def blocks(self) -> dict[str, dict[str, Any]]:
-        """``data/audit/<audit>.json``: the ``metrics/audit.json`` block of every audited defender."""
-        return {name: b.block() for name, b in self.bounds.items()}
+        """``data/audit/<audit>.json``: the ``metrics/audit.json`` block of every audited defender, and
+        ``{"not_audited": reason}`` for one it could not audit (:data:`NOT_AUDITED_KEY`)."""
+        return {name: b.block() for name, b in self.bounds.items()} | {
+            name: {NOT_AUDITED_KEY: reason} for name, reason in self.not_audited.items()}
 
     def lines(self) -> list[str]:
         """The stage log: each defender's summary lines."""
-        return [line for b in self.bounds.values() for line in b.lines]
+        return [line for b in self.bounds.values() for line in b.lines] + [
+            f"{self.audit}: {name}: NOT AUDITED: {reason}" for name, reason in self.not_audited.items()]
 
     def tables(self) -> dict[str, Any]:
         """The per-defender tables some audits produce (LiDP: ε̂ vs trials), by defender."""
@@ -123,11 +129,15 @@ def run_audit(plan: AuditPlan, inputs: AuditInputs, *, defenders_dir: Path, devi
                         f"{module.SETTINGS.__name__}; build the plan with AuditPlan.of")
     kind = line.bounds[0].kind  # the bounds of one audit share its level
     bounds: dict[str, AuditBound] = {}
+    not_audited: dict[str, str] = {}
     for spec in plan.defenders:
         if not plan.budget.applies(spec.name, kind):
             continue
         request = AuditRequest(spec=spec, claim=read_defender_info(defenders_dir, spec.name).claim,
                                level=plan.budget.level(spec.name, kind), default_delta=plan.default_delta,
                                seed=plan.seed, device=device)
-        bounds[spec.name] = module.run(request, inputs, plan.settings)
-    return AuditRun(plan.audit, bounds)
+        try:
+            bounds[spec.name] = module.run(request, inputs, plan.settings)
+        except UnusableScores as exc:  # this defender's scores, not the audit: the others go on
+            not_audited[spec.name] = str(exc)
+    return AuditRun(plan.audit, bounds, not_audited)

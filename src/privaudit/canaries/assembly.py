@@ -97,6 +97,15 @@ def blackbox_meta(plan: CanaryPlan, fs: FeatureSet, name: str) -> dict[str, Any]
             "n_train": int(fs.is_defender.sum())}
 
 
+def _unusable(shards: list[dict[str, np.ndarray]], experiment: str, name: str) -> str | None:
+    """Why the statistics of ``shards`` cannot be audited (:func:`privaudit.canaries.stats_files.unusable_reason`)."""
+    from privaudit.canaries.stats_files import unusable_reason
+
+    keys = {k for a in shards for k in a if k != "inputs_fingerprint"}
+    return unusable_reason({k: np.concatenate([np.asarray(a[k]).ravel() for a in shards if k in a]) for k in keys},
+                           experiment, name) if shards else None
+
+
 def write_defender_outputs(out: Path, shard_root: Path, plan: CanaryPlan, shards_planned: list[Shard], name: str,
                            meta: dict[str, Any], fingerprint: str, fs: FeatureSet | None = None) -> None:
     """``out/<name>/{game3,lidp,blackbox}.npz`` from the finished shards of ``shards_planned``, and
@@ -108,6 +117,11 @@ def write_defender_outputs(out: Path, shard_root: Path, plan: CanaryPlan, shards
         shards = [load_shard(shard_root, plan, s) for s in shards_planned if s.defender == name and s.experiment == exp]
         if any(str(a["inputs_fingerprint"]) != fingerprint for a in shards):
             raise ValueError(f"a shard of {name}/{exp} under {shard_root} was computed on other inputs")
+        reason = _unusable(shards, exp, name)
+        if reason is not None:  # the audits of this experiment record the defender as NOT AUDITED, naming why
+            meta.setdefault("unusable", {})[exp] = reason
+            print(f"canaries: WARNING: {reason}; the {exp} audit of {name!r} will be NOT AUDITED")
+            continue
         if exp == "blackbox":
             if not shards:
                 continue

@@ -89,6 +89,10 @@ class Defender(ABC, Generic[SpecT]):
         black-box bounds test the claim against; ``None``: only the (ε, δ) point is claimed."""
         return None
 
+    def claim_correction(self) -> str | None:
+        """One line when the recipe's claim had to be corrected to hold (the defenders stage prints it); None."""
+        return None
+
     def describe(self) -> dict[str, Any]:
         """JSON-serialisable description written next to the model."""
         return {

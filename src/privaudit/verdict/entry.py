@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from privaudit.verdict.registry import block_audits
+from privaudit.verdict.registry import NOT_AUDITED_KEY, block_audits
 from privaudit.verdict.claim_check import audited_bounds, check_bounds, claim_of
 from privaudit.verdict.error_budget import BudgetPlan, ErrorBudget
 from privaudit.verdict.metrics_files import AuditEntry, parse_entry
@@ -39,7 +39,9 @@ def assemble_entry(
         name: defender name (for messages).
         audited: whether the canary audits (Game 3, LiDP) ran for it.
         blocks: ``{audit: block}`` for the registered audits whose block is part of ``metrics/audit.json``
-            (:func:`privaudit.verdict.registry.block_audits`); absent or ``None`` = not run.
+            (:func:`privaudit.verdict.registry.block_audits`); absent or ``None`` = not run; a block holding only
+            ``not_audited`` = the audit applied but could not run (its reason goes to the entry's ``not_audited``,
+            the block is ``None``).
     """
     claim = claim_of(info, f"data/defenders/{name}/info.json")
     entry: dict[str, Any] = {
@@ -53,9 +55,15 @@ def assemble_entry(
     unknown = sorted(set(blocks) - {a.name for a in block_audits()})
     if unknown:
         raise ValueError(f"{name}: audit block(s) {unknown} are not registered in privaudit.verdict.registry.AUDITS")
+    not_audited: dict[str, str] = {}
     for audit in block_audits():
         block = blocks.get(audit.name)
+        if block is not None and NOT_AUDITED_KEY in block:
+            not_audited[audit.name] = str(block[NOT_AUDITED_KEY])
+            block = None
         entry[audit.name] = None if block is None else dict(block)
+    if not_audited:  # absent when every audit that applied ran (older entries read the same)
+        entry[NOT_AUDITED_KEY] = not_audited
     violations: list[str] = []
     if claim is not None:
         bounds = audited_bounds(parse_entry(AuditEntry, entry, f"audit.{name}"))
@@ -108,7 +116,7 @@ def merge_audit_blocks(
         info = infos[name]
         found = {audit: per[name] for audit, per in blocks.items() if name in per}
         entries[name] = assemble_entry(info, plan.budget(name), name=name, audited=name in audited, blocks=found)
-        shown = ", ".join(_shown(b, a) for a, b in found.items() if b)
+        shown = ", ".join(_shown(b, a) for a, b in found.items() if b and NOT_AUDITED_KEY not in b)
         lines.append(f"audit: {name}: eps lower bounds {shown or 'none'}; claimed eps {info.get('claimed_epsilon')}; "
                      f"violation {entries[name]['violation']}")
     return AuditMetricsBuild(entries, lines)

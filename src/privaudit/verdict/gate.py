@@ -63,6 +63,7 @@ from typing import Protocol
 from privaudit.verdict.claim_check import audited_bounds, check_bounds
 from privaudit.verdict.claims import PrivacyClaim
 from privaudit.verdict.error_budget import EPSILON_BOUNDS
+from privaudit.verdict.registry import AUDITS
 from privaudit.verdict.metrics_files import (
     AttackerResult,
     AuditEntry,
@@ -169,9 +170,10 @@ def _claim_reasons(defender: str, claim: PrivacyClaim, entry: AuditEntry, params
     gated = _gated_kinds(entry, [b.kind for b in bounds])
     findings = [f for f in check_bounds(claim, bounds, params.max_epsilon_excess) if f.bound.kind in gated]
     reasons = [f"{defender}: {f.reason}" for f in findings if f.violation]
-    missing = [k for k in gated if k not in {b.kind for b in bounds}]
+    unrun = {b.kind for a in AUDITS if a.name in entry.not_audited for b in a.bounds}  # named by _not_audited_reasons
+    missing = [k for k in gated if k not in {b.kind for b in bounds} and k not in unrun]
     comparable = [f for f in findings if f.comparable]
-    if not bounds:
+    if not bounds and not unrun:  # (audits that could not run are named, with their reason, by _not_audited_reasons)
         reasons.append(
             f"{defender}: claimed ε = {fmt_value(claim.epsilon)} but no audited ε lower bound "
             f"({', '.join(EPSILON_BOUNDS)}) is available to check it against gate.max_epsilon_excess = "
@@ -182,13 +184,20 @@ def _claim_reasons(defender: str, claim: PrivacyClaim, entry: AuditEntry, params
             f"{defender}: gated bound(s) {missing} missing from metrics/audit.json "
             f"(a failed or skipped audit stage); rerun `dvc repro` or remove them from gate.bounds {NOT_AUDITED}"
         )
-    elif not comparable:
+    elif not comparable and (bounds or not unrun):
         notes = "; ".join(f.reason or "" for f in findings)
         reasons.append(
             f"{defender}: no gated bound is comparable with the claim "
             f"({fmt_value(claim.epsilon)}, {claim.delta:.3g}, {claim.neighbourhood}): {notes} {NOT_AUDITED}"
         )
     return reasons
+
+
+def _not_audited_reasons(defender: str, entry: AuditEntry) -> list[str]:
+    """An audit that applied but could not run (the defender's scores were unusable) fails the defender as NOT
+    AUDITED, claim or not: what the audit would have shown is unknown, so the gate cannot pass it."""
+    return [f"{defender}: the {audit} audit could not run: {reason} {NOT_AUDITED}"
+            for audit, reason in sorted(entry.not_audited.items())]
 
 
 def _ltu_reasons(defender: str, entry: LtuEntry | None, params: GateSettings) -> list[str]:
@@ -278,8 +287,10 @@ def _evaluate_defender(defender: str, metrics: AuditMetrics, params: GateSetting
             f"ε lower bounds cannot be checked against gate.max_epsilon_excess = "
             f"{fmt_value(params.max_epsilon_excess)} {NOT_AUDITED}"
         )
-    elif claim is not None:
-        reasons.extend(_claim_reasons(defender, claim, audit_entry, params))
+    else:
+        reasons.extend(_not_audited_reasons(defender, audit_entry))
+        if claim is not None:
+            reasons.extend(_claim_reasons(defender, claim, audit_entry, params))
 
     bounds_entry = metrics.bounds.get(defender)
     claims_eta = claim is None and bounds_entry is not None and bounds_entry.mip_eta is not None

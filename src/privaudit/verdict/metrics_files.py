@@ -258,6 +258,8 @@ class AuditEntry(RecordedClaim):
     blackbox: BlackboxBlock | None = None
     violations: tuple[str, ...] = ()
     violation: StrictBool | None = None
+    #: audits that applied but could not run, each with its one-line reason (unusable scores)
+    not_audited: dict[str, str] = Field(default_factory=dict)
     other_blocks: dict[str, EpsilonBlock | None] = Field(default_factory=dict, exclude=True)
 
     @model_validator(mode="before")

@@ -32,8 +32,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-__all__ = ["APPLICABILITY", "AUDITS", "BOUND_KINDS", "BOUND_LABELS", "DEFAULT_GATED", "EPSILON_BOUNDS", "INPUT_KINDS", "AuditLine",
+__all__ = ["APPLICABILITY", "AUDITS", "NOT_AUDITED_KEY", "BOUND_KINDS", "BOUND_LABELS", "DEFAULT_GATED", "EPSILON_BOUNDS", "INPUT_KINDS", "AuditLine",
            "BoundLine", "audit_line", "block_audits", "bound_line"]
+
+#: the one key of an audit's block for a defender it applied to but could not audit (its scores were unusable):
+#: ``{"not_audited": "<one line naming the defender, the experiment and what was found>"}``
+NOT_AUDITED_KEY = "not_audited"
 
 Applicability = Literal["always", "observable", "canary_audited", "theory_gated"]
 #: what makes an audit applicable to a defender: every defender; an observable trainer (``kind: dp_sgd``
