@@ -9,6 +9,11 @@
    workload of ``bench_canary_training.py``: same epochs, q, σ, C, lr), timed as alternating pairs
    (``--ratio-repeats``, default 5) and quoted as the median of the per-pair ratios with their range.
 
+4. ``--kernel-builds``: the DP-SGD linear row at M = 1024 (CPU) once per build of the native kernel
+   (:data:`privaudit.train.native.ISAS`: ``avx2`` and, where the CPU has AVX-512F, ``avx512``), timed
+   as alternating runs, with each build's % of peak, its speed relative to the AVX2 build and whether
+   its parameters are bit-identical to the AVX2 build's (they must be).
+
 Rows are timed ``--repeats`` times (default 2) and the fastest is reported, like the peak: this
 shared 2-core host drifts by up to 2× over minutes.
 
@@ -28,7 +33,7 @@ number of steps, except the one-off initialisation):
 * SGD: one shuffled epoch over the first ``--steps`` × 256 rows (default 2 560 rows, 10 steps of
   256) — every row of the epoch is in a batch, so all of it is useful.
 
-Run:  nice python benchmarks/bench_many_heads.py [--quick] [--rows 'linear-dp-*'] [--repeats 2] [--device cuda] [--out FILE]
+Run:  nice python benchmarks/bench_many_heads.py [--kernel-builds] [--quick] [--rows 'linear-dp-*'] [--repeats 2] [--device cuda] [--out FILE]
       (``--rows`` takes comma-separated shell patterns over ``{linear,mlp}-{sgd,dp,dp-obs}-{M}`` and
       ``opacus``.)
 """
@@ -148,6 +153,35 @@ def opacus_ratio(quick: bool, repeats: int, device: str = "cpu") -> list[str]:
     ]
 
 
+def kernel_builds(steps: int, repeats: int, X: torch.Tensor, y: torch.Tensor, M: int = 1024,
+                  ) -> list[tuple[str, float, float, bool]]:
+    """The ``linear-dp-{M}`` row once per build of the native kernel, alternating, fastest of ``repeats``:
+    (build, seconds, useful GFLOP/s, parameters bit-identical to the AVX2 build's) per build."""
+    from privaudit.train import native
+
+    isas = ["avx2"] + (["avx512"] if "avx512f" in (native._cpu_flags() or set()) else [])
+    q = BATCH / len(y)
+    recipe = HeadRecipe((), 1, BATCH, 0.1, dp=DPSettings(1.0, 1.0, q, steps, float(BATCH)))
+    examples = q * len(y) * M * steps
+    times: dict[str, list[float]] = {i: [] for i in isas}
+    flats: dict[str, torch.Tensor] = {}
+    for _ in range(repeats):
+        for isa in isas:
+            kernel = native.load_kernel(isa)
+            native._reset()
+            native._state["kernel"], native._state["reason"] = kernel, None
+            try:
+                t = time.perf_counter()
+                heads = train_heads(recipe, TrainData(X, y, n_models=M), CLASSES, torch.Generator().manual_seed(1),
+                                    formulation="native")
+                times[isa].append(time.perf_counter() - t)
+            finally:
+                native._reset()
+            flats[isa] = heads.flat()
+    return [(isa, min(times[isa]), examples * flops_per_example(()) / min(times[isa]) / 1e9,
+             torch.equal(flats[isa], flats["avx2"])) for isa in isas]
+
+
 def machine(device: str = "cpu") -> str:
     gpu = f" gpu={torch.cuda.get_device_name(torch.device(device))}" if device.startswith("cuda") else ""
     model = "?"
@@ -175,6 +209,8 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=2, help="runs per row, the fastest reported (default 2; the "
                     "peak is a best-of-3 too)")
     ap.add_argument("--ratio-repeats", type=int, default=5, help="alternating opacus/batched pairs (default 5)")
+    ap.add_argument("--kernel-builds", action="store_true", help="also time linear-dp-1024 once per native kernel "
+                    "build (avx2, avx512 where the CPU has it), side by side (CPU only)")
     ap.add_argument("--out", type=Path, default=None, help="also write the output to this file")
     args = ap.parse_args()
     warnings.filterwarnings("ignore")
@@ -197,7 +233,7 @@ def main() -> None:
     todo = [(f"{kind}-{algo}-{M}", kind, algo, M) for kind in ("linear", "mlp") for algo in ("sgd", "dp", "dp-obs")
             for M in sizes if want(f"{kind}-{algo}-{M}")]
     rows = []
-    if todo:
+    if todo or args.kernel_builds:
         peak = matmul_peak(device=args.device)
         say(f"fp32 matmul peak (torch.mm, best of several): {peak:.1f} GFLOP/s before the rows; measured again "
             f"after them, and the larger of the two is the % of peak denominator")
@@ -210,15 +246,25 @@ def main() -> None:
         dt, fl = min(runs)
         rows.append((name, M, dt, fl / dt / 1e9))
         print(f"  ({name}: {dt:.2f} s)", flush=True)
-    if rows:
+    builds = kernel_builds(steps, args.repeats, X, y) if args.kernel_builds and args.device == "cpu" else []
+    if rows or args.kernel_builds:
         # This shared host's speed drifts: the peak is taken again after the rows and the larger
         # measurement is the denominator (the % of peak is never inflated by a slow peak run).
         after = matmul_peak(device=args.device)
         peak = max(peak, after)
         say(f"fp32 matmul peak after the rows: {after:.1f} GFLOP/s; denominator {peak:.1f} GFLOP/s")
+    if rows:
         say(f"{'row':<18}{'models':>7}{'seconds':>10}{'models/s':>11}{'useful GFLOP/s':>16}{'% of peak':>11}")
     for name, M, dt, rate in rows:
         say(f"{name:<18}{M:>7}{dt:>10.2f}{M / dt:>11.1f}{rate:>16.2f}{100 * rate / peak:>10.1f}%")
+    if builds:
+        say(f"native kernel builds, linear-dp-1024 ({steps} steps), alternating runs, fastest of {args.repeats}:")
+        base = builds[0][1]
+        for isa, dt, rate, same in builds:
+            say(f"  {isa:<7}{dt:>8.2f} s{rate:>10.2f} GFLOP/s{100 * rate / peak:>7.1f}% of peak  x{base / dt:.2f} "
+                f"vs avx2  parameters bit-identical to avx2: {same}")
+        if len(builds) == 1:
+            say("  (this CPU has no AVX-512F: only the avx2 build ran)")
     if want("opacus"):
         for s in opacus_ratio(args.quick, 1 if args.quick else args.ratio_repeats, args.device):
             say(s)
