@@ -9,7 +9,11 @@
    workload of ``bench_canary_training.py``: same epochs, q, σ, C, lr), timed as alternating pairs
    (``--ratio-repeats``, default 5) and quoted as the median of the per-pair ratios with their range.
 
-4. ``--kernel-builds``: the DP-SGD linear row at M = 1024 (CPU) once per build of the native kernel
+4. ``--compare-eager`` (default on CUDA): every ``dp`` row timed again with the eager steps
+   (``formulation="gather"``, the path before issue 43) next to the default (on CUDA, ``auto``: fixed-shape
+   steps replayed as CUDA graphs for runs of ≥ 64 steps — pass ``--steps 128`` or more; on the CPU,
+   ``static`` steps without graphs, as a dry run), as alternating runs, with the ratio.
+5. ``--kernel-builds``: the DP-SGD linear row at M = 1024 (CPU) once per build of the native kernel
    (:data:`privaudit.train.native.ISAS`: ``avx2`` and, where the CPU has AVX-512F, ``avx512``), timed
    as alternating runs, with each build's % of peak, its speed relative to the AVX2 build and whether
    its parameters are bit-identical to the AVX2 build's (they must be).
@@ -96,7 +100,8 @@ def features(n: int = N_ROWS, d: int = DIM, seed: int = 0, device: str = "cpu") 
     return X.to(device), y.to(device)
 
 
-def run_row(kind: str, algo: str, M: int, steps: int, X: torch.Tensor, y: torch.Tensor) -> tuple[float, float]:
+def run_row(kind: str, algo: str, M: int, steps: int, X: torch.Tensor, y: torch.Tensor,
+            formulation: str = "auto") -> tuple[float, float]:
     """Seconds and useful FLOPs of one row (``algo`` ``dp-obs``: DP-SGD observed for the white-box audit)."""
     hidden = () if kind == "linear" else (HIDDEN,)
     observer = HeadsObserver(seed=0) if algo == "dp-obs" else None
@@ -113,7 +118,8 @@ def run_row(kind: str, algo: str, M: int, steps: int, X: torch.Tensor, y: torch.
     device = str(X.device)
     _sync(device)
     t = time.perf_counter()
-    train_heads(recipe, data, CLASSES, torch.Generator(device=X.device).manual_seed(1), observer=observer)
+    train_heads(recipe, data, CLASSES, torch.Generator(device=X.device).manual_seed(1), observer=observer,
+                formulation=formulation)
     _sync(device)
     return time.perf_counter() - t, examples * flops_per_example(hidden)
 
@@ -209,6 +215,9 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=2, help="runs per row, the fastest reported (default 2; the "
                     "peak is a best-of-3 too)")
     ap.add_argument("--ratio-repeats", type=int, default=5, help="alternating opacus/batched pairs (default 5)")
+    ap.add_argument("--compare-eager", action=argparse.BooleanOptionalAction, default=None,
+                    help="also time each dp row with eager steps (formulation='gather'), side by side (default: on "
+                    "with --device cuda)")
     ap.add_argument("--kernel-builds", action="store_true", help="also time linear-dp-1024 once per native kernel "
                     "build (avx2, avx512 where the CPU has it), side by side (CPU only)")
     ap.add_argument("--out", type=Path, default=None, help="also write the output to this file")
@@ -241,9 +250,18 @@ def main() -> None:
             f"DP: {steps} steps at q={BATCH / N_ROWS:.5f}; SGD: 1 epoch over {steps * BATCH} rows")
         say(f"each row: fastest of {args.repeats} runs (one-off set-up included)")
         X, y = features(device=args.device)
+    compare = args.device.startswith("cuda") if args.compare_eager is None else args.compare_eager
+    new = "auto" if args.device.startswith("cuda") else "static"
+    pairs = []
     for name, kind, algo, M in todo:
-        runs = [run_row(kind, algo, M, steps, X, y) for _ in range(args.repeats)]
-        dt, fl = min(runs)
+        if compare and algo == "dp":
+            both = [(run_row(kind, algo, M, steps, X, y, "gather")[0], run_row(kind, algo, M, steps, X, y, new))
+                    for _ in range(args.repeats)]
+            old_dt = min(b[0] for b in both)
+            dt, fl = min(b[1] for b in both)
+            pairs.append((name, old_dt, dt))
+        else:
+            dt, fl = min(run_row(kind, algo, M, steps, X, y) for _ in range(args.repeats))
         rows.append((name, M, dt, fl / dt / 1e9))
         print(f"  ({name}: {dt:.2f} s)", flush=True)
     builds = kernel_builds(steps, args.repeats, X, y) if args.kernel_builds and args.device == "cpu" else []
@@ -257,6 +275,12 @@ def main() -> None:
         say(f"{'row':<18}{'models':>7}{'seconds':>10}{'models/s':>11}{'useful GFLOP/s':>16}{'% of peak':>11}")
     for name, M, dt, rate in rows:
         say(f"{name:<18}{M:>7}{dt:>10.2f}{M / dt:>11.1f}{rate:>16.2f}{100 * rate / peak:>10.1f}%")
+    if pairs:
+        say(f"dp rows side by side, alternating runs, fastest of {args.repeats}: eager steps (formulation='gather', "
+            f"the path before issue 43) vs formulation={new!r}"
+            + (" (CUDA graphs from 64 steps)" if new == "auto" else " (fixed-shape steps, no graphs: a dry run)"))
+        for name, old_dt, dt in pairs:
+            say(f"  {name:<18} eager {old_dt:8.3f} s   {new} {dt:8.3f} s   ratio x{old_dt / dt:.2f}")
     if builds:
         say(f"native kernel builds, linear-dp-1024 ({steps} steps), alternating runs, fastest of {args.repeats}:")
         base = builds[0][1]
