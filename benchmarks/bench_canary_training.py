@@ -12,7 +12,9 @@ SGD), each on the shared training set.
   by the ghost-norm identity, no per-sample gradients materialised). With ``--gpu`` it is timed twice,
   side by side: the eager steps (``formulation="gather"``, today's path before issue 43: ~60 kernel
   launches and 3 host syncs per step) and ``auto`` (fixed-shape steps replayed as CUDA graphs,
-  :mod:`privaudit.train.static_steps`), with the ratio and whether both drew the same random numbers.
+  :mod:`privaudit.train.static_steps`), with the ratio and whether both drew the same random numbers;
+  then, where triton imports, the opt-in ``formulation="triton"`` (the same graphs with the clipped sum
+  of linear heads as one Triton kernel, :mod:`privaudit.train.fused_triton`).
 
 CPU (default): 256 heads on digits (900 training rows × 64 features, 10 classes), 20 epochs.
 ``--gpu``: 1000 heads on CIFAR-size features (50 000 × 512 random, 10 classes) on CUDA, 20 epochs
@@ -164,6 +166,19 @@ def main() -> None:
     if side_by_side:
         say(f"ratio (eager / {new}): {s_old / s_bat:.2f}x; same random draws (generator end state): "
             f"{bool(torch.equal(states[0], states[1]))}")
+    if args.gpu:  # the opt-in fused Triton clipped sum in the same CUDA graphs
+        from privaudit.train import fused_triton
+
+        if (why := fused_triton.available()) is not None:
+            say(f"batched, CUDA-graph steps with the fused Triton clipped sum: not run ({why})")
+        else:
+            try:
+                s_tri, a_tri = batched(X, y, Xte, yte, models, epochs, bs, sigma, C, lr, device, "triton", states)
+                say(f"batched, CUDA-graph steps with the fused Triton clipped sum (formulation='triton'): "
+                    f"{1 / s_tri:8.2f} models/s  ({models} models in {s_tri * models:.2f} s; mean test acc {a_tri:.3f}); "
+                    f"ratio eager / triton {s_old / s_tri:.2f}x; same draws: {bool(torch.equal(states[0], states[-1]))}")
+            except Exception as exc:  # noqa: BLE001 — report and go on: the other rows stand
+                say(f"batched, fused Triton clipped sum FAILED: {type(exc).__name__}: {str(exc)[:500]}")
     s_seq, a_seq = sequential(X, y, Xte, yte, seq_models, seq_epochs, bs, sigma, C, lr, device)
     s_seq *= epochs / seq_epochs
     timed = f"timed on {seq_models} models" + (f" x {seq_epochs} epochs, scaled to {epochs}" if seq_epochs < epochs else "")

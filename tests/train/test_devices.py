@@ -194,6 +194,26 @@ def test_cuda_graph_steps_replay_the_static_steps_bit_for_bit(hidden: tuple[int,
     torch.testing.assert_close(graph, runs["gather"][0], rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device on this machine")
+def test_the_fused_triton_steps_on_cuda_agree_with_the_eager_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 43, opt-in ``formulation="triton"`` (the clipped sum of linear heads as one Triton kernel, in
+    CUDA graphs): the eager path's draws, parameters up to float rounding, the same bits run to run."""
+    from privaudit.train import fused_triton
+
+    if (why := fused_triton.available()) is not None:
+        pytest.skip(why)
+    X, y = _rows()
+    recipe = HeadRecipe((), 1, 30, 0.5, dp=DPSettings(0.8, 0.5, 0.1, 2 * STEPS_PER_GRAPH + 6, 30.0))
+    runs = []
+    for f in ("triton", "triton", "gather"):
+        gen = torch.Generator(device="cuda").manual_seed(2)
+        flat = train_heads(recipe, TrainData(X.cuda(), y.cuda(), n_models=M), CLASSES, gen, formulation=f).flat().cpu()
+        runs.append((flat, gen.get_state()))
+    assert torch.equal(runs[0][0], runs[1][0])
+    assert all(torch.equal(state, runs[2][1]) for _, state in runs)
+    torch.testing.assert_close(runs[0][0], runs[2][0], rtol=1e-4, atol=1e-5)
+
+
 def test_chunks_are_cache_sized_only_on_the_cpu() -> None:
     """On the CPU a chunk's rows fit a 4 MiB working set; elsewhere (here the meta device, as a CUDA
     stand-in) chunks are bounded by the memory budget alone, so 1000 heads on 50 000 × 512 take one

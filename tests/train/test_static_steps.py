@@ -154,3 +154,64 @@ def test_a_failed_capture_warns_once_and_auto_trains_eagerly(monkeypatch) -> Non
     Stepper.plan.formulation = "graph"
     with pytest.raises(RuntimeError, match="not permitted"):
         batched._graph_or_none(Stepper(), torch.Generator(), 4)
+
+
+def _triton_or_skip() -> None:
+    from privaudit.train import fused_triton
+
+    if (why := fused_triton.available()) is not None:
+        pytest.skip(why)
+
+
+_INTERPRETED = """
+import torch
+from privaudit.train import DPSettings, HeadRecipe, TrainData, train_heads
+for d, classes, q, masks in [(7, 3, 0.3, False), (16, 10, 0.5, True), (33, 2, 1.0, False)]:
+    g = torch.Generator().manual_seed(d)
+    M, n = 4, 70
+    X, y = torch.randn(n, d, generator=g), torch.randint(0, classes, (n,), generator=g)
+    kw = {"include": torch.rand(M, n, generator=g) < 0.7} if masks else {}
+    recipe = HeadRecipe((), 1, 10, 0.5, dp=DPSettings(0.7, 0.8, q, 5, max(1.0, q * n)))
+    runs = []
+    for f in ("gather", "triton"):
+        gen = torch.Generator().manual_seed(3)
+        runs.append((train_heads(recipe, TrainData(X, y, n_models=M, **kw), classes, gen, formulation=f).flat(),
+                     gen.get_state()))
+    assert torch.equal(runs[0][1], runs[1][1]), "other draws"
+    torch.testing.assert_close(runs[1][0], runs[0][0], rtol=1e-5, atol=2e-6)
+print("interpreted triton steps agree")
+"""
+
+
+def test_the_fused_triton_step_equals_the_eager_path_in_the_interpreter() -> None:
+    """``formulation="triton"`` (the clipped sum of linear heads as one Triton kernel), run by Triton's
+    interpreter on the CPU: the eager path's draws and its parameters up to float rounding (d not a
+    power of two, 2-10 classes, include masks, q = 1). In a fresh process: ``TRITON_INTERPRET`` must be
+    set before triton is imported. Skipped where triton is not installed (it ships with CUDA torch)."""
+    _triton_or_skip()
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "TRITON_INTERPRET": "1",
+           "PYTHONPATH": os.pathsep.join([str(root / "src"), str(root), os.environ.get("PYTHONPATH", "")])}
+    res = subprocess.run([sys.executable, "-c", _INTERPRETED], env=env, capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0 and "agree" in res.stdout, res.stdout + res.stderr[-3000:]
+
+
+def test_the_triton_formulation_refuses_what_it_cannot_run(monkeypatch) -> None:
+    from privaudit.train import fused_triton
+
+    X, y = torch.randn(20, 3), torch.randint(0, 2, (20,))
+    dp = HeadRecipe((), 1, 5, 0.5, dp=DPSettings(1.0, 1.0, 0.2, 3, 4.0))
+    monkeypatch.setattr(fused_triton, "available", lambda: "triton cannot be imported (test)")
+    with pytest.raises(ValueError, match="'triton': triton cannot be imported"):
+        train_heads(dp, TrainData(X, y, n_models=2), 2, torch.Generator(), formulation="triton")
+    monkeypatch.setattr(fused_triton, "available", lambda: None)
+    with pytest.raises(ValueError, match="linear heads.*hidden=\\(4,\\)"):
+        train_heads(HeadRecipe((4,), 1, 5, 0.5, dp=dp.dp), TrainData(X, y, n_models=2), 2, torch.Generator(),
+                    formulation="triton")
+    assert fused_triton.fits(512, 10) and fused_triton.fits(1024, 16) and not fused_triton.fits(2048, 10)
+    assert not fused_triton.fits(512, 100)

@@ -142,7 +142,7 @@ class TrainData:
         return self._valid
 
 
-FORMULATIONS = ("auto", "gather", "shared", "native", "static", "graph")
+FORMULATIONS = ("auto", "gather", "shared", "native", "static", "graph", "triton")
 """``train_heads(formulation=...)``; see its docstring."""
 
 
@@ -256,7 +256,9 @@ def train_heads(
     wherever the data allow it) or ``"native"`` (the fused kernel, an error where it does not apply
     or cannot be built), ``"static"`` (DP-SGD as fixed-shape steps without host syncs,
     :mod:`privaudit.train.static_steps`) or ``"graph"`` (those steps captured in CUDA graphs: what
-    ``"auto"`` does for DP-SGD on CUDA where it applies) — all but ``"auto"`` for tests and benchmarks;
+    ``"auto"`` does for DP-SGD on CUDA where it applies) or ``"triton"`` (those steps with the clipped sum of
+    linear heads as one Triton kernel, :mod:`privaudit.train.fused_triton`; opt-in, in CUDA graphs on
+    CUDA) — all but ``"auto"`` for tests and benchmarks;
     all give the same results up to float rounding.
 
     ``observer`` (DP-SGD only; :class:`privaudit.train.observe.HeadsObserver`) turns the call into
@@ -267,11 +269,21 @@ def train_heads(
         raise ValueError("observer needs a DP-SGD recipe (recipe.dp); SGD adds no noise to observe")
     if formulation not in FORMULATIONS:
         raise ValueError(f"formulation must be one of {', '.join(map(repr, FORMULATIONS))}, not {formulation!r}")
-    if formulation in ("static", "graph") and (recipe.dp is None or observer is not None):
+    if formulation in ("static", "graph", "triton") and (recipe.dp is None or observer is not None):
         raise ValueError(f"formulation={formulation!r} is for DP-SGD without an observer; use 'auto'")
     if formulation == "graph" and data.X_base.device.type != "cuda":
         raise ValueError("formulation='graph' captures CUDA graphs and needs the data on a CUDA device; "
                          "'static' runs the same fixed-shape steps without graphs on any device")
+    if formulation == "triton":
+        from privaudit.train import fused_triton
+
+        if (why := fused_triton.available()) is not None:
+            raise ValueError(f"formulation='triton': {why}; use 'auto'")
+        C = n_classes
+        if recipe.hidden or data.X_base.dtype != torch.float32 or not fused_triton.fits(int(data.X_base.shape[1]), C):
+            raise ValueError("formulation='triton' is the fused clipped sum of linear heads (hidden=()) on float32 rows "
+                             f"with d <= 1024 and <= 64 classes (got hidden={recipe.hidden}, d={data.X_base.shape[1]}, "
+                             f"{C} classes); use 'auto'")
     if formulation == "native" and not _native_fits(recipe, data):
         raise ValueError("formulation='native' is the fused kernel for DP-SGD on linear heads (hidden=()) with "
                          "float32 rows on the CPU; use 'auto' for this recipe")
@@ -596,10 +608,10 @@ def _train_dp(dp: DPSettings, lr: float, data: TrainData, heads: StackedHeads,
     if kernel is None and observer is None and static_fits(plan.formulation, data, n_valid, dp.steps):
         static = StaticDpStep(data=data, plan=plan, flat=flat, params=params, g=g, grad=grad, noise=noise, table=table,
                               n_valid=n_valid, q=q, max_grad_norm=C, noise_multiplier=dp.noise_multiplier,
-                              expected_batch_size=ebs, lr=lr, put=_put)
+                              expected_batch_size=ebs, lr=lr, put=_put, fused=plan.formulation == "triton")
     k = min(STEPS_PER_GRAPH, dp.steps)
     replay = None
-    if static is not None and plan.formulation != "static":
+    if static is not None and plan.formulation != "static" and dev.type == "cuda":
         replay = _graph_or_none(static, gen, k)
         if replay is None:  # capture failed under "auto": the eager path, as before
             static = None
@@ -618,10 +630,10 @@ def static_fits(formulation: str, data: TrainData, n_valid: torch.Tensor, steps:
     replayed once costs more to capture than it saves); and the data have no per-model extra rows or
     gradient canaries and every model some rows (the observer is checked by the caller)."""
     auto = (formulation == "auto" and data.X_base.device.type == "cuda" and steps >= 2 * STEPS_PER_GRAPH)
-    if formulation not in ("static", "graph") and not auto:
+    if formulation not in ("static", "graph", "triton") and not auto:
         return False
     fits = not data.n_extra and not data.n_grad and bool(n_valid.numel()) and int(n_valid.min()) > 0
-    if not fits and formulation in ("static", "graph"):
+    if not fits and formulation in ("static", "graph", "triton"):
         raise ValueError(f"formulation={formulation!r} is for DP-SGD without per-model extra rows (X_extra), gradient "
                          "canaries or an observer, every model with some rows; use 'auto' for these data")
     return fits
@@ -632,12 +644,12 @@ _graph_warned = False
 
 def _graph_or_none(stepper: StaticDpStep, gen: torch.Generator, k: int):  # noqa: ANN202
     """The replay of ``k`` captured static steps; None (with a warning, once per process) when capture
-    fails under ``formulation="auto"``, which then trains eagerly; ``"graph"`` re-raises."""
+    fails under ``formulation="auto"``, which then trains eagerly; ``"graph"`` and ``"triton"`` re-raise."""
     global _graph_warned
     try:
         return capture_graph(stepper, gen, k)
     except Exception as exc:  # noqa: BLE001 — any capture failure leaves the eager path, which is always right
-        if stepper.plan.formulation == "graph":
+        if stepper.plan.formulation in ("graph", "triton"):
             raise
         if not _graph_warned:
             _graph_warned = True

@@ -68,7 +68,8 @@ class StaticDpStep:
     def __init__(self, *, data, plan, flat: torch.Tensor, params: StackedHeads, g: torch.Tensor,  # noqa: ANN001
                  grad: StackedHeads, noise: torch.Tensor, table: torch.Tensor | None, n_valid: torch.Tensor,
                  q: float, max_grad_norm: float, noise_multiplier: float, expected_batch_size: float,
-                 lr: float, put: Callable[[StackedHeads, int, list[torch.Tensor], list[torch.Tensor]], None]) -> None:
+                 lr: float, put: Callable[[StackedHeads, int, list[torch.Tensor], list[torch.Tensor]], None],
+                 fused: bool = False) -> None:
         self.data, self.plan, self.flat, self.params, self.g, self.grad = data, plan, flat, params, g, grad
         self.noise, self.table, self.n_valid, self.put = noise, table, n_valid, put
         self.M, self.dev = data.n_models, flat.device
@@ -83,6 +84,7 @@ class StaticDpStep:
         d = int(data.X_base.shape[1])
         self.rows_buf = torch.empty(min(self.mc, self.M) * self.G * d, dtype=data.X_base.dtype, device=self.dev)
         self.overflow = torch.zeros((), dtype=torch.bool, device=self.dev)
+        self.fused = fused  # the clipped sum by privaudit.train.fused_triton (linear heads), not torch ops
 
     def batches(self, gen: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
         """The step's Poisson batches at width G: ``idx`` (M, G) virtual rows (0 on padding) and ``take``
@@ -106,6 +108,14 @@ class StaticDpStep:
         """Draw the batches, write the clipped sum into ``g``, add the noise and update ``flat``."""
         idx, take = self.batches(gen)
         M, G = self.M, self.G
+        if self.fused:
+            from privaudit.train.fused_triton import linear_clipped_sum
+
+            data = self.data
+            linear_clipped_sum(data.X_base, data.y_base, self.plan.xsq_base, idx, take.sum(1), self.flat, self.g,
+                               self.C, self.ebs)
+            self._noise_and_update(gen)
+            return
         flat_idx = idx.reshape(-1)
         y = torch.index_select(self.data.y_base, 0, flat_idx).view(M, G)
         xsq = torch.index_select(self.plan.xsq_base, 0, flat_idx).view(M, G)
@@ -119,7 +129,10 @@ class StaticDpStep:
                                        X, y[c0:c1], lambda nr, w=weight[c0:c1]: clip_factors(nr, C).mul_(w).div_(ebs),
                                        True, xsq[c0:c1], one_hot_by_mask=True)
             self.put(self.grad, c0, gw, gb)
-        P = self.flat.shape[1]
+        self._noise_and_update(gen)
+
+    def _noise_and_update(self, gen: torch.Generator) -> None:
+        M, P, ebs = self.M, self.flat.shape[1], self.ebs
         torch.randn(M, P, device=self.dev, generator=gen, out=self.noise).mul_(self.std / ebs)
         self.g += self.noise
         self.flat.sub_(self.g.mul_(self.lr))
