@@ -179,6 +179,13 @@ for d, classes, q, masks in [(7, 3, 0.3, False), (16, 10, 0.5, True), (33, 2, 1.
                      gen.get_state()))
     assert torch.equal(runs[0][1], runs[1][1]), "other draws"
     torch.testing.assert_close(runs[1][0], runs[0][0], rtol=1e-5, atol=2e-6)
+from privaudit.train.fused_triton import noise_and_update
+g0 = torch.Generator().manual_seed(0)
+flat, g, noise = (torch.randn(37, 1029, generator=g0) for _ in range(3))
+fused = flat.clone()
+noise_and_update(fused, g.clone(), noise.clone(), 0.7 / 3.0, 0.5)
+noise.mul_(0.7 / 3.0); g += noise; flat.sub_(g.mul_(0.5))
+assert torch.equal(fused, flat), "the fused update is not the torch update's bits"
 print("interpreted triton steps agree")
 """
 
@@ -186,7 +193,8 @@ print("interpreted triton steps agree")
 def test_the_fused_triton_step_equals_the_eager_path_in_the_interpreter() -> None:
     """``formulation="triton"`` (the clipped sum of linear heads as one Triton kernel), run by Triton's
     interpreter on the CPU: the eager path's draws and its parameters up to float rounding (d not a
-    power of two, 2-10 classes, include masks, q = 1). In a fresh process: ``TRITON_INTERPRET`` must be
+    power of two, 2-10 classes, include masks, q = 1); its fused noise-and-update pass gives the bits of
+    the torch update. In a fresh process: ``TRITON_INTERPRET`` must be
     set before triton is imported. Skipped where triton is not installed (it ships with CUDA torch)."""
     _triton_or_skip()
     import os

@@ -275,12 +275,12 @@ def train_heads(
         raise ValueError("formulation='graph' captures CUDA graphs and needs the data on a CUDA device; "
                          "'static' runs the same fixed-shape steps without graphs on any device")
     if formulation == "triton":
-        from privaudit.train import fused_triton
+        from privaudit.train.fused_triton import available, fits
 
-        if (why := fused_triton.available()) is not None:
+        if (why := available()) is not None:
             raise ValueError(f"formulation='triton': {why}; use 'auto'")
         C = n_classes
-        if recipe.hidden or data.X_base.dtype != torch.float32 or not fused_triton.fits(int(data.X_base.shape[1]), C):
+        if recipe.hidden or data.X_base.dtype != torch.float32 or not fits(int(data.X_base.shape[1]), C):
             raise ValueError("formulation='triton' is the fused clipped sum of linear heads (hidden=()) on float32 rows "
                              f"with d <= 1024 and <= 64 classes (got hidden={recipe.hidden}, d={data.X_base.shape[1]}, "
                              f"{C} classes); use 'auto'")

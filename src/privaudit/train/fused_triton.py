@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import torch
 
-__all__ = ["available", "fits", "linear_clipped_sum"]
+__all__ = ["available", "fits", "linear_clipped_sum", "noise_and_update"]
 
 _ROWS = 16  # batch rows per block (tl.dot needs ≥ 16)
 _MAX_TILE = 16_384
@@ -52,6 +52,40 @@ def fits(d: int, classes: int) -> bool:
 
 
 _KERNEL = None
+_UPDATE = None
+_UPDATE_BLOCK = 1024
+
+
+def _update_kernel():  # noqa: ANN202
+    global _UPDATE
+    if _UPDATE is not None:
+        return _UPDATE
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def noise_update(FLAT, G, NOISE, numel, scale, lr, B: tl.constexpr):
+        i = tl.program_id(0).to(tl.int64) * B + tl.arange(0, B)
+        mask = i < numel
+        z = tl.load(NOISE + i, mask=mask, other=0.0)
+        g = tl.load(G + i, mask=mask, other=0.0)
+        w = tl.load(FLAT + i, mask=mask, other=0.0)
+        tl.store(FLAT + i, w - (g + z * scale) * lr, mask=mask)
+
+    _UPDATE = noise_update
+    return _UPDATE
+
+
+def noise_and_update(flat: torch.Tensor, g: torch.Tensor, noise: torch.Tensor, scale: float, lr: float) -> None:
+    """``flat -= (g + noise·scale)·lr`` in one pass over the three (M, P) buffers, each operation rounded
+    to float32 in that order and never fused into an FMA (``enable_fp_fusion=False``): the bits of
+    ``noise.mul_(scale); g += noise; flat.sub_(g.mul_(lr))``, with 80 instead of 200 bytes moved per
+    parameter (``g`` and ``noise`` are left as they were)."""
+    import triton
+
+    numel = flat.numel()
+    _update_kernel()[(triton.cdiv(numel, _UPDATE_BLOCK),)](flat, g, noise, numel, float(scale), float(lr),
+                                                          B=_UPDATE_BLOCK, enable_fp_fusion=False)
 
 
 def _kernel():  # noqa: ANN202 — the jitted kernel, built on first use (triton imported lazily)

@@ -112,9 +112,12 @@ class StaticDpStep:
             from privaudit.train.fused_triton import linear_clipped_sum
 
             data = self.data
+            from privaudit.train.fused_triton import noise_and_update
+
             linear_clipped_sum(data.X_base, data.y_base, self.plan.xsq_base, idx, take.sum(1), self.flat, self.g,
                                self.C, self.ebs)
-            self._noise_and_update(gen)
+            torch.randn(M, self.flat.shape[1], device=self.dev, generator=gen, out=self.noise)
+            noise_and_update(self.flat, self.g, self.noise, self.std / self.ebs, self.lr)
             return
         flat_idx = idx.reshape(-1)
         y = torch.index_select(self.data.y_base, 0, flat_idx).view(M, G)
@@ -158,7 +161,8 @@ def capture_graph(stepper: StaticDpStep, gen: torch.Generator, k: int) -> Callab
         stepper.overflow.zero_()
         graph = torch.cuda.CUDAGraph()
         graph.register_generator_state(gen)
-        with torch.cuda.graph(graph):
+        # thread_local: CUDA work of other threads (a threaded scheduler's) neither breaks the capture nor fails
+        with torch.cuda.graph(graph, capture_error_mode="thread_local"):
             for _ in range(k):
                 stepper.step(gen)
     finally:
