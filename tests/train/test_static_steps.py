@@ -223,3 +223,72 @@ def test_the_triton_formulation_refuses_what_it_cannot_run(monkeypatch) -> None:
                     formulation="triton")
     assert fused_triton.fits(512, 10) and fused_triton.fits(1024, 16) and not fused_triton.fits(2048, 10)
     assert not fused_triton.fits(512, 100)
+
+
+def test_capture_leaves_nothing_behind_and_replays_the_steps(monkeypatch) -> None:
+    """``capture_graph``'s own logic, with torch.cuda's stream and graph objects replaced by stand-ins
+    that run the captured steps eagerly (no GPU here; the real capture is tested in test_devices.py):
+    the warm-up and the capture leave the parameters, the overflow flag and the generator as they
+    were, the generator is registered with the graph, and a replay is k static steps."""
+    import contextlib
+
+    calls: list = []
+
+    class Stream:
+        def __init__(self, device=None):  # noqa: ANN001
+            pass
+
+        def wait_stream(self, other):  # noqa: ANN001
+            pass
+
+    class Graph:
+        registered: list = []
+
+        def register_generator_state(self, gen):  # noqa: ANN001
+            Graph.registered.append(gen)
+
+        def replay(self):
+            for step, gen in calls:
+                step(gen)
+
+    @contextlib.contextmanager
+    def graph(g, capture_error_mode="global"):  # noqa: ANN001
+        assert capture_error_mode == "thread_local"
+        real = stepper.step
+        stepper.step = lambda gen: (calls.append((real, gen)), real(gen))  # record, and run as a capture would not
+        try:
+            yield
+        finally:
+            stepper.step = real
+
+    monkeypatch.setattr(torch.cuda, "Stream", Stream)
+    monkeypatch.setattr(torch.cuda, "current_stream", lambda device=None: Stream())
+    monkeypatch.setattr(torch.cuda, "stream", lambda s: contextlib.nullcontext())
+    monkeypatch.setattr(torch.cuda, "CUDAGraph", Graph)
+    monkeypatch.setattr(torch.cuda, "graph", graph)
+
+    built = []
+    real_init = static_steps.StaticDpStep.__init__
+
+    def keep(self, **kw):  # noqa: ANN001, ANN003
+        real_init(self, **kw)
+        built.append(self)
+
+    monkeypatch.setattr(static_steps.StaticDpStep, "__init__", keep)
+    g = torch.Generator().manual_seed(5)
+    X, y = torch.randn(90, 6, generator=g), torch.randint(0, 3, (90,), generator=g)
+    recipe = HeadRecipe((), 1, 10, 0.5, dp=DPSettings(0.7, 0.8, 0.1, 9, 9.0))
+    train_heads(recipe, TrainData(X, y, n_models=4), 3, torch.Generator().manual_seed(1), formulation="static")
+    stepper = built[-1]
+    gen = torch.Generator().manual_seed(9)
+    flat0, state0 = stepper.flat.clone(), gen.get_state()
+    replay = static_steps.capture_graph(stepper, gen, 3)
+    assert torch.equal(stepper.flat, flat0) and torch.equal(gen.get_state(), state0)
+    assert not bool(stepper.overflow) and Graph.registered == [gen] and len(calls) == 3
+    replay()
+    replayed, replayed_state = stepper.flat.clone(), gen.get_state()
+    stepper.flat.copy_(flat0)
+    gen.set_state(state0)
+    for _ in range(3):
+        stepper.step(gen)
+    assert torch.equal(stepper.flat, replayed) and torch.equal(gen.get_state(), replayed_state)
