@@ -9,11 +9,19 @@ SGD), each on the shared training set.
   timed on ``--seq-models`` models (and ``--seq-epochs`` epochs, scaled to ``--epochs``: the
   per-epoch cost is constant) and reported as models/s (the per-model cost is constant);
 * batched: :func:`privaudit.train.train_heads` on all M models at once (per-example gradient norms
-  by the ghost-norm identity, no per-sample gradients materialised).
+  by the ghost-norm identity, no per-sample gradients materialised). With ``--gpu`` it is timed twice,
+  side by side: the eager steps (``formulation="gather"``, today's path before issue 43: ~60 kernel
+  launches and 3 host syncs per step) and ``auto`` (fixed-shape steps replayed as CUDA graphs,
+  :mod:`privaudit.train.static_steps`), with the ratio and whether both drew the same random numbers;
+  then, where triton imports, the opt-in ``formulation="triton"`` (the same graphs with the clipped sum
+  of linear heads as one Triton kernel, :mod:`privaudit.train.fused_triton`).
 
 CPU (default): 256 heads on digits (900 training rows × 64 features, 10 classes), 20 epochs.
 ``--gpu``: 1000 heads on CIFAR-size features (50 000 × 512 random, 10 classes) on CUDA, 20 epochs
-(issue 17's target: the batched trainer under 60 s, ≥ 100× the sequential loop on the same GPU).
+(issue 17's target: the batched trainer under 60 s, ≥ 100× the sequential loop on the same GPU;
+issue 43's: under 2 s on an H200, from 16.1 s). ``--dry-run``: the ``--gpu`` comparison shrunk to run
+in seconds on the CPU (2 000 rows, 16 heads, 2 epochs; ``static`` steps without graphs in place of
+``auto``), to check the script without a GPU.
 
 Run:  nice python benchmarks/bench_canary_training.py [--models 256] [--seq-models 8] [--epochs 20] [--out FILE]
       python benchmarks/bench_canary_training.py --gpu [--models 1000] [--seq-models 3] [--epochs 20] [--seq-epochs 2] [--out FILE]
@@ -37,13 +45,13 @@ from torch.utils.data import DataLoader, TensorDataset
 from privaudit.train import DPSettings, HeadRecipe, TrainData, predict_proba, train_heads
 
 
-def _data(gpu: bool, seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def _data(gpu: bool, seed: int = 0, n: int = 50_000) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     if gpu:
         rng = np.random.default_rng(seed)
         centers = rng.standard_normal((10, 512)).astype(np.float32)
-        y = rng.integers(0, 10, 55_000)
-        X = (centers[y] * 0.3 + rng.standard_normal((55_000, 512)).astype(np.float32))
-        return X[:50_000], y[:50_000], X[50_000:], y[50_000:]
+        y = rng.integers(0, 10, n + 5_000)
+        X = (centers[y] * 0.3 + rng.standard_normal((n + 5_000, 512)).astype(np.float32))
+        return X[:n], y[:n], X[n:], y[n:]
     from sklearn.datasets import load_digits
 
     X, y = load_digits(return_X_y=True)
@@ -81,17 +89,24 @@ def sequential(X: np.ndarray, y: np.ndarray, Xte: np.ndarray, yte: np.ndarray, m
 
 
 def batched(X: np.ndarray, y: np.ndarray, Xte: np.ndarray, yte: np.ndarray, models: int, epochs: int,
-            batch_size: int, sigma: float, C: float, lr: float, device: str) -> tuple[float, float]:
-    """Seconds per model and mean test accuracy of :func:`train_heads` on all models at once."""
+            batch_size: int, sigma: float, C: float, lr: float, device: str, formulation: str = "auto",
+            state: list | None = None) -> tuple[float, float]:
+    """Seconds per model and mean test accuracy of :func:`train_heads` on all models at once
+    (``state``: the generator's final state is appended to it)."""
     q = batch_size / len(y)
     recipe = HeadRecipe(hidden=(), epochs=epochs, batch_size=batch_size, lr=lr,
                         dp=DPSettings(sigma, C, q, epochs * max(1, round(1 / q)), float(batch_size)))
     data = TrainData(torch.tensor(X, device=device), torch.tensor(y, device=device), n_models=models)
+    gen = torch.Generator(device=device).manual_seed(0)
+    if device == "cuda":
+        torch.cuda.synchronize()
     t0 = time.perf_counter()
-    heads = train_heads(recipe, data, 10, torch.Generator(device=device).manual_seed(0))
+    heads = train_heads(recipe, data, 10, gen, formulation=formulation)
     if device == "cuda":
         torch.cuda.synchronize()
     dt = time.perf_counter() - t0
+    if state is not None:
+        state.append(gen.get_state())
     acc = (predict_proba(heads, torch.tensor(Xte, device=device)).argmax(2) == torch.tensor(yte, device=device))
     return dt / models, float(acc.double().mean())
 
@@ -99,6 +114,7 @@ def batched(X: np.ndarray, y: np.ndarray, Xte: np.ndarray, yte: np.ndarray, mode
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--gpu", action="store_true", help="1000 heads on 50k x 512 features on CUDA")
+    ap.add_argument("--dry-run", action="store_true", help="the --gpu comparison shrunk, on the CPU (checks the script)")
     ap.add_argument("--models", type=int, default=None)
     ap.add_argument("--seq-models", type=int, default=None, help="models timed in the sequential loop")
     ap.add_argument("--epochs", type=int, default=None)
@@ -112,15 +128,16 @@ def main() -> None:
     args = ap.parse_args()
     warnings.filterwarnings("ignore")
     device = "cuda" if args.gpu else "cpu"
+    side_by_side = args.gpu or args.dry_run
     if args.gpu and not torch.cuda.is_available():
         raise SystemExit("--gpu needs CUDA; none is available here")
     if args.threads:
         torch.set_num_threads(args.threads)
-    models = args.models or (1000 if args.gpu else 256)
-    seq_models = args.seq_models or (3 if args.gpu else 8)
-    epochs = args.epochs or 20
-    seq_epochs = min(args.seq_epochs or (2 if args.gpu else epochs), epochs)
-    X, y, Xte, yte = _data(args.gpu)
+    models = args.models or (16 if args.dry_run else 1000 if args.gpu else 256)
+    seq_models = args.seq_models or (1 if args.dry_run else 3 if args.gpu else 8)
+    epochs = args.epochs or (2 if args.dry_run else 20)
+    seq_epochs = min(args.seq_epochs or (1 if args.dry_run else 2 if args.gpu else epochs), epochs)
+    X, y, Xte, yte = _data(side_by_side, n=2_000 if args.dry_run else 50_000)
     bs, C, lr = 64, 1.0, 0.5
     q = bs / len(y)
     sigma = get_noise_multiplier(target_epsilon=args.epsilon, target_delta=1e-5, sample_rate=q,
@@ -135,8 +152,33 @@ def main() -> None:
     say(f"device={device}{gpu} threads={torch.get_num_threads()} load={os.getloadavg()[0]:.2f} "
         f"torch={torch.__version__} LD_PRELOAD={os.environ.get('LD_PRELOAD', '-')}")
     say(f"DP-SGD linear heads: n={len(y)} d={X.shape[1]} epochs={epochs} q={q:.4f} sigma={sigma:.3f} eps={args.epsilon}")
-    s_bat, a_bat = batched(X, y, Xte, yte, models, epochs, bs, sigma, C, lr, device)
-    say(f"batched trainer:   {1 / s_bat:8.2f} models/s  ({models} models in {s_bat * models:.1f} s; mean test acc {a_bat:.3f})")
+    if side_by_side:
+        new = "auto" if args.gpu else "static"
+        batched(X, y, Xte, yte, 2, 1, bs, sigma, C, lr, device, "gather")  # warm-up: CUDA context, cuBLAS, allocator
+        states: list = []
+        s_old, a_old = batched(X, y, Xte, yte, models, epochs, bs, sigma, C, lr, device, "gather", states)
+        say(f"batched, eager steps (formulation='gather', the path before issue 43): {1 / s_old:8.2f} models/s  "
+            f"({models} models in {s_old * models:.2f} s; mean test acc {a_old:.3f})")
+    s_bat, a_bat = batched(X, y, Xte, yte, models, epochs, bs, sigma, C, lr, device,
+                           new if side_by_side else "auto", states if side_by_side else None)
+    label = f"batched, {'CUDA-graph' if args.gpu else 'static'} steps (formulation={new!r})" if side_by_side else "batched trainer"
+    say(f"{label}: {1 / s_bat:8.2f} models/s  ({models} models in {s_bat * models:.2f} s; mean test acc {a_bat:.3f})")
+    if side_by_side:
+        say(f"ratio (eager / {new}): {s_old / s_bat:.2f}x; same random draws (generator end state): "
+            f"{bool(torch.equal(states[0], states[1]))}")
+    if args.gpu:  # the opt-in fused Triton clipped sum in the same CUDA graphs
+        from privaudit.train import fused_triton
+
+        if (why := fused_triton.available()) is not None:
+            say(f"batched, CUDA-graph steps with the fused Triton clipped sum: not run ({why})")
+        else:
+            try:
+                s_tri, a_tri = batched(X, y, Xte, yte, models, epochs, bs, sigma, C, lr, device, "triton", states)
+                say(f"batched, CUDA-graph steps with the fused Triton clipped sum (formulation='triton'): "
+                    f"{1 / s_tri:8.2f} models/s  ({models} models in {s_tri * models:.2f} s; mean test acc {a_tri:.3f}); "
+                    f"ratio eager / triton {s_old / s_tri:.2f}x; same draws: {bool(torch.equal(states[0], states[-1]))}")
+            except Exception as exc:  # noqa: BLE001 — report and go on: the other rows stand
+                say(f"batched, fused Triton clipped sum FAILED: {type(exc).__name__}: {str(exc)[:500]}")
     s_seq, a_seq = sequential(X, y, Xte, yte, seq_models, seq_epochs, bs, sigma, C, lr, device)
     s_seq *= epochs / seq_epochs
     timed = f"timed on {seq_models} models" + (f" x {seq_epochs} epochs, scaled to {epochs}" if seq_epochs < epochs else "")

@@ -9,6 +9,15 @@
    workload of ``bench_canary_training.py``: same epochs, q, σ, C, lr), timed as alternating pairs
    (``--ratio-repeats``, default 5) and quoted as the median of the per-pair ratios with their range.
 
+4. ``--compare-eager`` (default on CUDA): every ``dp`` row timed again with the eager steps
+   (``formulation="gather"``, the path before issue 43) next to the default (on CUDA, ``auto``: fixed-shape
+   steps replayed as CUDA graphs for runs of ≥ 64 steps — pass ``--steps 128`` or more; on the CPU,
+   ``static`` steps without graphs, as a dry run), as alternating runs, with the ratio.
+5. ``--kernel-builds``: the DP-SGD linear row at M = 1024 (CPU) once per build of the native kernel
+   (:data:`privaudit.train.native.ISAS`: ``avx2`` and, where the CPU has AVX-512F, ``avx512``), timed
+   as alternating runs, with each build's % of peak, its speed relative to the AVX2 build and whether
+   its parameters are bit-identical to the AVX2 build's (they must be).
+
 Rows are timed ``--repeats`` times (default 2) and the fastest is reported, like the peak: this
 shared 2-core host drifts by up to 2× over minutes.
 
@@ -28,7 +37,7 @@ number of steps, except the one-off initialisation):
 * SGD: one shuffled epoch over the first ``--steps`` × 256 rows (default 2 560 rows, 10 steps of
   256) — every row of the epoch is in a batch, so all of it is useful.
 
-Run:  nice python benchmarks/bench_many_heads.py [--quick] [--rows 'linear-dp-*'] [--repeats 2] [--device cuda] [--out FILE]
+Run:  nice python benchmarks/bench_many_heads.py [--kernel-builds] [--quick] [--rows 'linear-dp-*'] [--repeats 2] [--device cuda] [--out FILE]
       (``--rows`` takes comma-separated shell patterns over ``{linear,mlp}-{sgd,dp,dp-obs}-{M}`` and
       ``opacus``.)
 """
@@ -91,7 +100,8 @@ def features(n: int = N_ROWS, d: int = DIM, seed: int = 0, device: str = "cpu") 
     return X.to(device), y.to(device)
 
 
-def run_row(kind: str, algo: str, M: int, steps: int, X: torch.Tensor, y: torch.Tensor) -> tuple[float, float]:
+def run_row(kind: str, algo: str, M: int, steps: int, X: torch.Tensor, y: torch.Tensor,
+            formulation: str = "auto") -> tuple[float, float]:
     """Seconds and useful FLOPs of one row (``algo`` ``dp-obs``: DP-SGD observed for the white-box audit)."""
     hidden = () if kind == "linear" else (HIDDEN,)
     observer = HeadsObserver(seed=0) if algo == "dp-obs" else None
@@ -108,7 +118,8 @@ def run_row(kind: str, algo: str, M: int, steps: int, X: torch.Tensor, y: torch.
     device = str(X.device)
     _sync(device)
     t = time.perf_counter()
-    train_heads(recipe, data, CLASSES, torch.Generator(device=X.device).manual_seed(1), observer=observer)
+    train_heads(recipe, data, CLASSES, torch.Generator(device=X.device).manual_seed(1), observer=observer,
+                formulation=formulation)
     _sync(device)
     return time.perf_counter() - t, examples * flops_per_example(hidden)
 
@@ -148,6 +159,35 @@ def opacus_ratio(quick: bool, repeats: int, device: str = "cpu") -> list[str]:
     ]
 
 
+def kernel_builds(steps: int, repeats: int, X: torch.Tensor, y: torch.Tensor, M: int = 1024,
+                  ) -> list[tuple[str, float, float, bool]]:
+    """The ``linear-dp-{M}`` row once per build of the native kernel, alternating, fastest of ``repeats``:
+    (build, seconds, useful GFLOP/s, parameters bit-identical to the AVX2 build's) per build."""
+    from privaudit.train import native
+
+    isas = ["avx2"] + (["avx512"] if "avx512f" in (native._cpu_flags() or set()) else [])
+    q = BATCH / len(y)
+    recipe = HeadRecipe((), 1, BATCH, 0.1, dp=DPSettings(1.0, 1.0, q, steps, float(BATCH)))
+    examples = q * len(y) * M * steps
+    times: dict[str, list[float]] = {i: [] for i in isas}
+    flats: dict[str, torch.Tensor] = {}
+    for _ in range(repeats):
+        for isa in isas:
+            kernel = native.load_kernel(isa)
+            native._reset()
+            native._state["kernel"], native._state["reason"] = kernel, None
+            try:
+                t = time.perf_counter()
+                heads = train_heads(recipe, TrainData(X, y, n_models=M), CLASSES, torch.Generator().manual_seed(1),
+                                    formulation="native")
+                times[isa].append(time.perf_counter() - t)
+            finally:
+                native._reset()
+            flats[isa] = heads.flat()
+    return [(isa, min(times[isa]), examples * flops_per_example(()) / min(times[isa]) / 1e9,
+             torch.equal(flats[isa], flats["avx2"])) for isa in isas]
+
+
 def machine(device: str = "cpu") -> str:
     gpu = f" gpu={torch.cuda.get_device_name(torch.device(device))}" if device.startswith("cuda") else ""
     model = "?"
@@ -175,6 +215,11 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=2, help="runs per row, the fastest reported (default 2; the "
                     "peak is a best-of-3 too)")
     ap.add_argument("--ratio-repeats", type=int, default=5, help="alternating opacus/batched pairs (default 5)")
+    ap.add_argument("--compare-eager", action=argparse.BooleanOptionalAction, default=None,
+                    help="also time each dp row with eager steps (formulation='gather'), side by side (default: on "
+                    "with --device cuda)")
+    ap.add_argument("--kernel-builds", action="store_true", help="also time linear-dp-1024 once per native kernel "
+                    "build (avx2, avx512 where the CPU has it), side by side (CPU only)")
     ap.add_argument("--out", type=Path, default=None, help="also write the output to this file")
     args = ap.parse_args()
     warnings.filterwarnings("ignore")
@@ -197,7 +242,7 @@ def main() -> None:
     todo = [(f"{kind}-{algo}-{M}", kind, algo, M) for kind in ("linear", "mlp") for algo in ("sgd", "dp", "dp-obs")
             for M in sizes if want(f"{kind}-{algo}-{M}")]
     rows = []
-    if todo:
+    if todo or args.kernel_builds:
         peak = matmul_peak(device=args.device)
         say(f"fp32 matmul peak (torch.mm, best of several): {peak:.1f} GFLOP/s before the rows; measured again "
             f"after them, and the larger of the two is the % of peak denominator")
@@ -205,20 +250,50 @@ def main() -> None:
             f"DP: {steps} steps at q={BATCH / N_ROWS:.5f}; SGD: 1 epoch over {steps * BATCH} rows")
         say(f"each row: fastest of {args.repeats} runs (one-off set-up included)")
         X, y = features(device=args.device)
+    compare = args.device.startswith("cuda") if args.compare_eager is None else args.compare_eager
+    new = "auto" if args.device.startswith("cuda") else "static"
+    pairs = []
     for name, kind, algo, M in todo:
-        runs = [run_row(kind, algo, M, steps, X, y) for _ in range(args.repeats)]
-        dt, fl = min(runs)
+        if compare and algo == "dp":
+            both = [(run_row(kind, algo, M, steps, X, y, "gather")[0], run_row(kind, algo, M, steps, X, y, new))
+                    for _ in range(args.repeats)]
+            old_dt = min(b[0] for b in both)
+            dt, fl = min(b[1] for b in both)
+            pairs.append((name, old_dt, dt))
+        else:
+            dt, fl = min(run_row(kind, algo, M, steps, X, y) for _ in range(args.repeats))
         rows.append((name, M, dt, fl / dt / 1e9))
         print(f"  ({name}: {dt:.2f} s)", flush=True)
-    if rows:
+    builds = []
+    if args.kernel_builds and args.device == "cpu":
+        try:
+            builds = kernel_builds(steps, args.repeats, X, y)
+        except OSError as exc:  # no C compiler on this host: say so, keep the other rows
+            say(f"native kernel builds: not run ({exc})")
+    if rows or args.kernel_builds:
         # This shared host's speed drifts: the peak is taken again after the rows and the larger
         # measurement is the denominator (the % of peak is never inflated by a slow peak run).
         after = matmul_peak(device=args.device)
         peak = max(peak, after)
         say(f"fp32 matmul peak after the rows: {after:.1f} GFLOP/s; denominator {peak:.1f} GFLOP/s")
+    if rows:
         say(f"{'row':<18}{'models':>7}{'seconds':>10}{'models/s':>11}{'useful GFLOP/s':>16}{'% of peak':>11}")
     for name, M, dt, rate in rows:
         say(f"{name:<18}{M:>7}{dt:>10.2f}{M / dt:>11.1f}{rate:>16.2f}{100 * rate / peak:>10.1f}%")
+    if pairs:
+        say(f"dp rows side by side, alternating runs, fastest of {args.repeats}: eager steps (formulation='gather', "
+            f"the path before issue 43) vs formulation={new!r}"
+            + (" (CUDA graphs from 64 steps)" if new == "auto" else " (fixed-shape steps, no graphs: a dry run)"))
+        for name, old_dt, dt in pairs:
+            say(f"  {name:<18} eager {old_dt:8.3f} s   {new} {dt:8.3f} s   ratio x{old_dt / dt:.2f}")
+    if builds:
+        say(f"native kernel builds, linear-dp-1024 ({steps} steps), alternating runs, fastest of {args.repeats}:")
+        base = builds[0][1]
+        for isa, dt, rate, same in builds:
+            say(f"  {isa:<7}{dt:>8.2f} s{rate:>10.2f} GFLOP/s{100 * rate / peak:>7.1f}% of peak  x{base / dt:.2f} "
+                f"vs avx2  parameters bit-identical to avx2: {same}")
+        if len(builds) == 1:
+            say("  (this CPU has no AVX-512F: only the avx2 build ran)")
     if want("opacus"):
         for s in opacus_ratio(args.quick, 1 if args.quick else args.ratio_repeats, args.device):
             say(s)

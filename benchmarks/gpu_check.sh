@@ -2,12 +2,18 @@
 # The GPU checks of issue 17 in one command, on a machine with a CUDA GPU and a CUDA build of torch
 # in .venv (`make setup TORCH_INDEX=https://download.pytorch.org/whl/cu126`, or your own torch):
 #
-#   bash benchmarks/gpu_check.sh [STEP ...]      STEP: tests canary many audit (default: all four)
+#   bash benchmarks/gpu_check.sh [STEP ...]      STEP: tests kernels canary many audit (default: all five)
 #
-#   tests   the suite's CUDA tests (tests/train/test_devices.py and the device/determinism tests)
-#   canary  bench_canary_training.py --gpu: 1000 DP-SGD linear heads, 20 epochs on 50k x 512
-#           (targets: batched trainer < 60 s, >= 100x a sequential opacus loop on the same GPU)
-#   many    bench_many_heads.py --device cuda: models/s, useful GFLOP/s, % of the GPU's fp32 peak
+#   tests   the suite's CUDA tests (tests/train/test_devices.py — with issue 43's CUDA-graph test —, the
+#           static-step tests and the device/determinism tests)
+#   kernels the host CPU's native DP-SGD kernel builds (issue 43): the bit-identity tests of every build
+#           the CPU can run (AVX-512 where it has it) and bench_many_heads.py --kernel-builds (linear-dp-1024
+#           per build, % of the CPU's fp32 matmul peak; target >= 30 %)
+#   canary  bench_canary_training.py --gpu: 1000 DP-SGD linear heads, 20 epochs on 50k x 512, eager steps
+#           and CUDA-graph steps side by side (targets: < 60 s, >= 100x a sequential opacus loop on the
+#           same GPU; issue 43: < 2 s on an H200, from 16.1 s)
+#   many    bench_many_heads.py --device cuda --steps 128: models/s, useful GFLOP/s, % of the GPU's fp32
+#           peak; dp rows also with eager steps, side by side
 #   audit   the default audit run twice on the GPU (`dvc repro --force`, base.device: auto picks CUDA):
 #           the release verdict, run-to-run identity of every stage output on the GPU, and
 #           `dvc metrics diff` against the committed CPU metrics; the workspace is restored
@@ -16,7 +22,7 @@
 # Everything goes to benchmarks/results/gpu/<device name>/ (the gate records that folder's hash, like
 # every benchmark result). DEVICE=cpu runs the same steps on the CPU into a temporary folder, to
 # check this script without a GPU: `audit` then shows no metric differences; `canary` and `many`
-# are skipped. PY and DVC name another interpreter and DVC command (default: the project's .venv),
+# run shrunk dry runs (static steps without graphs in place of CUDA graphs). PY and DVC name another interpreter and DVC command (default: the project's .venv),
 # e.g. on a machine whose system Python already holds a CUDA torch:
 #   PYTHONPATH=$PWD/src:$PWD PY=python3 DVC="python3 -m dvc" bash benchmarks/gpu_check.sh
 set -euo pipefail
@@ -25,7 +31,7 @@ PY=${PY:-.venv/bin/python}
 DVC=${DVC:-.venv/bin/dvc}
 DEVICE=${DEVICE:-cuda}
 steps=("$@")
-[ ${#steps[@]} -eq 0 ] && steps=(tests canary many audit)
+[ ${#steps[@]} -eq 0 ] && steps=(tests kernels canary many audit)
 
 if [ "$DEVICE" = cuda ]; then
   $PY -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 'no CUDA device visible to torch ' + torch.__version__)"
@@ -42,17 +48,28 @@ echo "gpu_check: device $DEVICE ($name), results in $out"
 for step in "${steps[@]}"; do
   case "$step" in
     tests)
-      $PY -m pytest -q -p no:cacheprovider -rs tests/train/test_devices.py tests/features/test_device.py \
-        tests/validation/test_determinism.py 2>&1 | tee "$out/cuda_tests.txt"
+      $PY -m pytest -q -p no:cacheprovider -rs tests/train/test_devices.py tests/train/test_static_steps.py \
+        tests/features/test_device.py tests/validation/test_determinism.py 2>&1 | tee "$out/cuda_tests.txt"
+      ;;
+    kernels)
+      { grep -m1 -o 'avx512f' /proc/cpuinfo || echo "no avx512f on this CPU"
+        $PY -m pytest -q -p no:cacheprovider -rs tests/train/test_native_kernel.py -k "simd or isa" 2>&1
+        $PY benchmarks/bench_many_heads.py --device cpu --rows none --kernel-builds --repeats 3 2>&1
+      } | tee "$out/cpu_kernel_builds.txt"
       ;;
     canary)
       if [ "$DEVICE" = cuda ]; then
         $PY benchmarks/bench_canary_training.py --gpu --out "$out/canary_training.txt"
+      else
+        $PY benchmarks/bench_canary_training.py --dry-run --out "$out/canary_training.txt"
       fi
       ;;
     many)
       if [ "$DEVICE" = cuda ]; then
-        $PY benchmarks/bench_many_heads.py --device cuda --out "$out/many_heads.txt"
+        $PY benchmarks/bench_many_heads.py --device cuda --steps 128 --out "$out/many_heads.txt"
+      else
+        $PY benchmarks/bench_many_heads.py --device cpu --rows 'linear-dp-16' --steps 4 --repeats 1 \
+          --compare-eager --out "$out/many_heads.txt"
       fi
       ;;
     audit)
@@ -87,7 +104,7 @@ PYEOF
       } 2>&1 | tee "$out/audit_vs_cpu.txt"
       ;;
     *)
-      echo "gpu_check: unknown step $step (tests canary many audit)" >&2
+      echo "gpu_check: unknown step $step (tests kernels canary many audit)" >&2
       exit 2
       ;;
   esac

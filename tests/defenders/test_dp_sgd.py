@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import torch
 
 from privaudit.defenders.dp_sgd import DpSgdSpec, accountant_epsilon
 from privaudit.defenders.registry import make_defender, validate_defender_spec
@@ -80,3 +81,20 @@ def test_noise_and_clipping_bound_the_update(tiny) -> None:
     assert acc > 0.6
     strong = make_defender(_spec(epsilon=0.3, epochs=5, accountant="rdp"), 10).fit(tiny.X, tiny.y, seed=0)
     assert np.mean(strong.predict_proba(tiny.Xt).argmax(axis=1) == tiny.yt) < acc
+
+
+@pytest.mark.parametrize(("n", "steps", "block_uniforms"), [(37, 10, 3 * 37), (37, 10, 1 << 22), (5, 7, 1), (200, 4, 450)])
+def test_poisson_blocks_are_the_per_step_draws(monkeypatch, n, steps, block_uniforms) -> None:
+    """Issue 43 item 3: the release fit draws its Poisson masks a block of steps at a time and copies each
+    block's indices once; the batches, and the generator's state afterwards, are those of one
+    ``rng.random(n)`` per step (blocks of 3 steps with a partial last block, one block, one step per block)."""
+    from privaudit.defenders import dp_sgd
+
+    monkeypatch.setattr(dp_sgd, "_BLOCK_UNIFORMS", block_uniforms)
+    q = 0.3
+    ref_rng, rng = np.random.default_rng(11), np.random.default_rng(11)
+    ref = [np.flatnonzero(ref_rng.random(n) < q) for _ in range(steps)]
+    got = list(dp_sgd._poisson_index_blocks(rng, n, q, steps, "cpu"))
+    assert len(got) == steps
+    assert all(g.dtype == torch.long and np.array_equal(g.numpy(), r) for g, r in zip(got, ref))
+    assert rng.random() == ref_rng.random()

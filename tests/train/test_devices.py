@@ -9,6 +9,8 @@ is multiplied by zero; the same θ_0 passed in) and the draws are checked for th
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 import torch
@@ -16,6 +18,7 @@ import torch
 from privaudit.train import DPSettings, HeadRecipe, StackedHeads, TrainData, initial_heads, train_heads
 from privaudit.train.batched import _Plan, poisson_batches
 from privaudit.train.observe import HeadsObserver
+from privaudit.train.static_steps import STEPS_PER_GRAPH
 
 DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(not torch.cuda.is_available(),
                                                                  reason="no CUDA device on this machine"))]
@@ -154,6 +157,61 @@ def test_training_runs_under_the_pipelines_deterministic_kernels(device: str, hi
         assert torch.equal(outs[0], outs[2]) and torch.equal(outs[1], outs[3])
     finally:
         torch.use_deterministic_algorithms(before)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device on this machine")
+@pytest.mark.parametrize("hidden", [(), (8,)])
+def test_cuda_graph_steps_replay_the_static_steps_bit_for_bit(hidden: tuple[int, ...],
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 43: on CUDA, DP-SGD runs as fixed-shape steps captured in CUDA graphs (``auto``, for runs of
+    two graphs or more). Under the pipeline's deterministic kernels a graphed run equals the same
+    static steps run eagerly bit for bit, draws what the eager path draws (the generator ends in the
+    same state), and agrees with the eager gather formulation up to float rounding; ``auto`` takes the
+    graph without a capture-failure warning. 2 graphs of 32 steps + 6 eager steps, include masks."""
+    monkeypatch.setenv("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+    before = torch.are_deterministic_algorithms_enabled()
+    torch.use_deterministic_algorithms(True)
+    try:
+        X, y = _rows()
+        include = (torch.rand(M, N, generator=torch.Generator().manual_seed(6)) < 0.8).cuda()
+        recipe = HeadRecipe(hidden, 1, 30, 0.5, dp=DPSettings(0.8, 0.5, 0.1, 2 * STEPS_PER_GRAPH + 6, 30.0))
+        runs = {}
+        for f in ("graph", "static", "gather", "auto"):
+            gen = torch.Generator(device="cuda").manual_seed(2)
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                flat = train_heads(recipe, TrainData(X.cuda(), y.cuda(), n_models=M, include=include), CLASSES, gen,
+                                   formulation=f).flat().cpu()
+            assert not [w for w in caught if "CUDA graph" in str(w.message)], [str(w.message) for w in caught]
+            runs[f] = (flat, gen.get_state())
+    finally:
+        torch.use_deterministic_algorithms(before)
+    graph, static = runs["graph"][0], runs["static"][0]
+    assert torch.isfinite(graph).all()
+    assert torch.equal(graph, static), f"graph vs static steps: max |diff| {float((graph - static).abs().max())}"
+    assert torch.equal(runs["auto"][0], graph)
+    assert all(torch.equal(state, runs["gather"][1]) for _, state in runs.values())
+    torch.testing.assert_close(graph, runs["gather"][0], rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device on this machine")
+def test_the_fused_triton_steps_on_cuda_agree_with_the_eager_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 43, opt-in ``formulation="triton"`` (the clipped sum of linear heads as one Triton kernel, in
+    CUDA graphs): the eager path's draws, parameters up to float rounding, the same bits run to run."""
+    from privaudit.train import fused_triton
+
+    if (why := fused_triton.available()) is not None:
+        pytest.skip(why)
+    X, y = _rows()
+    recipe = HeadRecipe((), 1, 30, 0.5, dp=DPSettings(0.8, 0.5, 0.1, 2 * STEPS_PER_GRAPH + 6, 30.0))
+    runs = []
+    for f in ("triton", "triton", "gather"):
+        gen = torch.Generator(device="cuda").manual_seed(2)
+        flat = train_heads(recipe, TrainData(X.cuda(), y.cuda(), n_models=M), CLASSES, gen, formulation=f).flat().cpu()
+        runs.append((flat, gen.get_state()))
+    assert torch.equal(runs[0][0], runs[1][0])
+    assert all(torch.equal(state, runs[2][1]) for _, state in runs)
+    torch.testing.assert_close(runs[0][0], runs[2][0], rtol=1e-4, atol=1e-5)
 
 
 def test_chunks_are_cache_sized_only_on_the_cpu() -> None:

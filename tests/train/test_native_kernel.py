@@ -112,23 +112,58 @@ def test_bit_identical_for_any_thread_count(kernel) -> None:
     assert all(torch.equal(outs[0], o) for o in outs[1:])
 
 
-def test_bit_identical_across_simd_widths(kernel, tmp_path, monkeypatch) -> None:
-    """The same source built without any SIMD flag (SSE2 on x86-64) gives the same bits as the -mavx2 build
-    in use: the order of operations is fixed by the code, not by the compiler's vectoriser."""
-    X, y, xsq, idx, _, counts, flat = _step_inputs(11, 400, 45, 10, 0.2, seed=4)
-    ref = torch.empty_like(flat)
-    kernel.clipped_sum(X, y, xsq, None, None, None, idx, counts, flat, ref, 1.0, 80.0)
+def _has(flag: str) -> bool:
+    return flag in (native._cpu_flags() or set())
+
+
+_BUILDS = [
+    pytest.param("generic", None, id="generic-sse2"),
+    pytest.param("avx2", None, id="avx2-8-lanes",
+                 marks=pytest.mark.skipif(not _has("avx2"), reason="this CPU has no AVX2")),
+    # the 16-lane code (class pairs, 16-wide update) compiled for AVX2: its logic, checkable on any AVX2 CPU
+    pytest.param("avx2", ["-mavx2", "-DPA_VW=16"], id="avx2-16-lanes",
+                 marks=pytest.mark.skipif(not _has("avx2"), reason="this CPU has no AVX2")),
+    pytest.param("avx512", None, id="avx512-16-lanes",
+                 marks=pytest.mark.skipif(not _has("avx512f"), reason="this CPU has no AVX-512F")),
+]
+
+
+@pytest.mark.parametrize(("isa", "flags"), _BUILDS)
+def test_bit_identical_across_simd_widths(kernel, tmp_path, monkeypatch, isa, flags) -> None:
+    """Builds of every vector width (SSE2, AVX2 with 8 or 16 lanes, AVX-512 with 16) give the same bits
+    as the build in use, over shapes that exercise every tail (d not a multiple of 8 or 16, odd class
+    counts: a class pair with one class): the order of operations is fixed by the code, not by the
+    compiler's vectoriser or the vector width."""
     monkeypatch.setenv("PRIVAUDIT_NATIVE_CACHE", str(tmp_path))
-    monkeypatch.setattr(native, "_arch_flags", lambda: [])
-    native._reset()
-    try:
-        plain = native.linear_dp_kernel()
-        assert plain is not None and plain.path != kernel.path
-        out = torch.empty_like(flat)
-        plain.clipped_sum(X, y, xsq, None, None, None, idx, counts, flat, out, 1.0, 80.0)
-    finally:
-        native._reset()
-    assert torch.equal(out, ref)
+    if flags is not None:
+        monkeypatch.setattr(native, "_arch_flags", lambda _isa=None: list(flags))
+    other = native.load_kernel(isa)
+    assert other.path != kernel.path
+    for M, n, d, C, q, seed in [(11, 400, 45, 10, 0.2, 4), (7, 300, 8, 3, 0.3, 1), (5, 200, 1, 2, 0.5, 2),
+                                (9, 333, 37, 7, 0.1, 3), (4, 64, 520, 11, 0.4, 6), (6, 90, 16, 1, 1.0, 7)]:
+        X, y, xsq, idx, _, counts, flat = _step_inputs(M, n, d, C, q, seed=seed)
+        ref = torch.full_like(flat, float("nan"))
+        kernel.clipped_sum(X, y, xsq, None, None, None, idx, counts, flat, ref, 1.0, 80.0, 2)
+        out = torch.full_like(flat, float("nan"))
+        other.clipped_sum(X, y, xsq, None, None, None, idx, counts, flat, out, 1.0, 80.0, 2)
+        assert torch.isfinite(ref).all()
+        assert torch.equal(out, ref), (M, n, d, C)
+
+
+def test_the_build_follows_the_cpu_and_privaudit_native_isa(monkeypatch) -> None:
+    """``auto`` takes AVX-512 where the CPU has AVX-512F, AVX2 where it has AVX2; the variable overrides
+    it, and a bad value is refused with the accepted ones."""
+    monkeypatch.setattr(native.platform, "machine", lambda: "x86_64")
+    monkeypatch.delenv("PRIVAUDIT_NATIVE_ISA", raising=False)
+    for flags, want in (({"avx2", "avx512f"}, "avx512"), ({"avx2"}, "avx2"), ({"sse2"}, "generic")):
+        monkeypatch.setattr(native, "_cpu_flags", lambda flags=flags: flags)
+        assert native._isa() == want
+    assert native._arch_flags("avx512") == ["-mavx512f", "-DPA_VW=16"] and native._arch_flags("avx2") == ["-mavx2"]
+    monkeypatch.setenv("PRIVAUDIT_NATIVE_ISA", "avx2")
+    assert native._isa() == "avx2"
+    monkeypatch.setenv("PRIVAUDIT_NATIVE_ISA", "avx1024")
+    with pytest.raises(ValueError, match="PRIVAUDIT_NATIVE_ISA='avx1024'.*avx512, avx2, generic"):
+        native._isa()
 
 
 def test_labels_outside_the_classes_are_refused(kernel) -> None:

@@ -23,6 +23,7 @@ same names call them).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from functools import lru_cache
 from typing import Any
 
@@ -85,6 +86,31 @@ def accountant_epsilon(sigma: float, q: float, steps: int, delta: float, account
         return float(acc.get_epsilon(delta=delta))
 
 
+_BLOCK_UNIFORMS = 1 << 22
+"""Uniforms drawn per block of steps by :func:`_poisson_index_blocks` (32 MiB of float64)."""
+
+
+def _poisson_index_blocks(rng: np.random.Generator, n: int, q: float, steps: int,
+                          device: str) -> Iterator[torch.Tensor]:
+    """Each step's Poisson batch (row i kept when its uniform is < q), as index tensors on ``device``.
+
+    The uniforms of a block of steps are drawn in one ``rng.random((S, n))`` call (the same numbers, in
+    the same order, as S calls of ``rng.random(n)``: numpy's generators fill arrays element by element),
+    and the block's indices reach the device in one copy; each step's batch is a slice of it. Per
+    step this saves a numpy draw, a host→device copy (a sync on CUDA) and a tensor construction.
+    """
+    block = max(1, min(steps, _BLOCK_UNIFORMS // max(1, n)))
+    done = 0
+    while done < steps:
+        S = min(block, steps - done)
+        rows, cols = np.nonzero(rng.random((S, n)) < q)  # row-major: each step's rows in increasing order
+        bounds = np.searchsorted(rows, np.arange(S + 1)).tolist()
+        idx = torch.as_tensor(cols, dtype=torch.long, device=device)
+        for s in range(S):
+            yield idx[bounds[s]:bounds[s + 1]]
+        done += S
+
+
 @register("dp_sgd")
 class DpSgdDefender(TorchHeadDefender[DpSgdSpec]):
     """DP-SGD head; saved with safetensors like :class:`~privaudit.defenders.torch_head.TorchMLPDefender`
@@ -144,14 +170,12 @@ class DpSgdDefender(TorchHeadDefender[DpSgdSpec]):
         loss_fn = nn.CrossEntropyLoss()
         # torch warns on every run that the hook fires on the data layer: noise (privaudit.compat.opacus_warnings)
         with opacus_noise_filtered():
-            for _ in range(steps):
-                idx = np.flatnonzero(rng.random(n) < q)
+            for it in _poisson_index_blocks(rng, n, q, steps, self.device):
                 opt.zero_grad(set_to_none=True)
                 # An empty Poisson batch goes through the optimizer like any other: opacus sums zero
                 # per-example rows and adds the same noise (the mean loss of no row is NaN, but its
                 # per-example gradients have no row, so nothing NaN reaches the step). The white-box
                 # hook then observes the step as B_t = 0 instead of missing it.
-                it = torch.as_tensor(idx, dtype=torch.long, device=self.device)
                 loss_fn(gsm(Xt[it]), yt[it]).backward()
                 opt.step()
         gsm.zero_grad(set_to_none=True)

@@ -22,6 +22,7 @@ All randomness of one call (initialisation, orders / Poisson batches, noise) com
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass, field
 
 import torch
@@ -29,6 +30,7 @@ import torch
 from privaudit.train.heads import StackedHeads, chunk_gradient, clip_factors, init_heads
 from privaudit.train.native import LinearDpKernel, linear_dp_kernel, unavailable_reason
 from privaudit.train.observe import HeadsObserver
+from privaudit.train.static_steps import STEPS_PER_GRAPH, StaticDpStep, capture_graph, gap_block, run_static_steps
 
 
 DEFAULT_MEMORY_BUDGET = 1 << 30
@@ -140,6 +142,10 @@ class TrainData:
         return self._valid
 
 
+FORMULATIONS = ("auto", "gather", "shared", "native", "static", "graph", "triton")
+"""``train_heads(formulation=...)``; see its docstring."""
+
+
 def _native_fits(recipe: HeadRecipe, data: TrainData) -> bool:
     """Whether the fused kernel applies: DP-SGD, linear heads, float32 rows on the CPU."""
     return (recipe.dp is not None and not recipe.hidden and data.X_base.device.type == "cpu"
@@ -248,8 +254,12 @@ def train_heads(
     :mod:`privaudit.train.native` when it is available; otherwise the rule in :func:`_use_shared`),
     ``"gather"`` (always each model's own rows, torch ops), ``"shared"`` (rows shared by a chunk
     wherever the data allow it) or ``"native"`` (the fused kernel, an error where it does not apply
-    or cannot be built) — the last three for tests and benchmarks; all give the same results up to
-    float rounding.
+    or cannot be built), ``"static"`` (DP-SGD as fixed-shape steps without host syncs,
+    :mod:`privaudit.train.static_steps`) or ``"graph"`` (those steps captured in CUDA graphs: what
+    ``"auto"`` does for DP-SGD on CUDA where it applies) or ``"triton"`` (those steps with the clipped sum of
+    linear heads as one Triton kernel, :mod:`privaudit.train.fused_triton`; opt-in, in CUDA graphs on
+    CUDA) — all but ``"auto"`` for tests and benchmarks;
+    all give the same results up to float rounding.
 
     ``observer`` (DP-SGD only; :class:`privaudit.train.observe.HeadsObserver`) turns the call into
     white-box audit runs: every step each model's clipped sum gets a fresh gradient canary and the
@@ -257,8 +267,23 @@ def train_heads(
     """
     if observer is not None and recipe.dp is None:
         raise ValueError("observer needs a DP-SGD recipe (recipe.dp); SGD adds no noise to observe")
-    if formulation not in ("auto", "gather", "shared", "native"):
-        raise ValueError(f"formulation must be 'auto', 'gather', 'shared' or 'native', not {formulation!r}")
+    if formulation not in FORMULATIONS:
+        raise ValueError(f"formulation must be one of {', '.join(map(repr, FORMULATIONS))}, not {formulation!r}")
+    if formulation in ("static", "graph", "triton") and (recipe.dp is None or observer is not None):
+        raise ValueError(f"formulation={formulation!r} is for DP-SGD without an observer; use 'auto'")
+    if formulation == "graph" and data.X_base.device.type != "cuda":
+        raise ValueError("formulation='graph' captures CUDA graphs and needs the data on a CUDA device; "
+                         "'static' runs the same fixed-shape steps without graphs on any device")
+    if formulation == "triton":
+        from privaudit.train.fused_triton import available, fits
+
+        if (why := available()) is not None:
+            raise ValueError(f"formulation='triton': {why}; use 'auto'")
+        C = n_classes
+        if recipe.hidden or data.X_base.dtype != torch.float32 or not fits(int(data.X_base.shape[1]), C):
+            raise ValueError("formulation='triton' is the fused clipped sum of linear heads (hidden=()) on float32 rows "
+                             f"with d <= 1024 and <= 64 classes (got hidden={recipe.hidden}, d={data.X_base.shape[1]}, "
+                             f"{C} classes); use 'auto'")
     if formulation == "native" and not _native_fits(recipe, data):
         raise ValueError("formulation='native' is the fused kernel for DP-SGD on linear heads (hidden=()) with "
                          "float32 rows on the CPU; use 'auto' for this recipe")
@@ -409,8 +434,7 @@ def poisson_batches(table: torch.Tensor | None, n_valid: torch.Tensor, q: float,
         take = p < n_valid.unsqueeze(1)
         counts = take.sum(1)
     else:
-        mean = q * v_max
-        G = max(1, min(v_max, int(mean + 6.0 * mean**0.5 + 8)))
+        G = gap_block(q, v_max)
         log_keep = math.log1p(-q)
 
         def gaps() -> torch.Tensor:  # Geometric(q) on {1, 2, …} by inversion: ⌊log(1 − U) / log(1 − q)⌋ + 1
@@ -562,7 +586,7 @@ def _train_dp(dp: DPSettings, lr: float, data: TrainData, heads: StackedHeads,
     noise = torch.empty_like(flat)  # the step's noise, drawn in place (same numbers as a fresh randn)
     # (M, P) scratch: the gradient canaries' term; the observed canary, then N_t
     scratch = torch.empty_like(flat) if observer is not None or data.n_grad else None
-    for _ in range(dp.steps):
+    def eager_step() -> None:
         idx, take, counts = poisson_batches(table, n_valid, q, gen)
         if kernel is not None:
             kernel.clipped_sum(*rows, idx, counts, flat, g, C, ebs, threads)
@@ -570,17 +594,68 @@ def _train_dp(dp: DPSettings, lr: float, data: TrainData, heads: StackedHeads,
         else:
             sel = _dp_clipped_sum(data, plan, params, g, grad, idx, take, counts, mc, try_shared, C, ebs)
         if sel is not None and scratch is not None:
-            g += torch.bmm((sel * gclip / ebs).unsqueeze(1), data.grad_canaries, out=scratch.unsqueeze(1)).squeeze(1)
+            g.add_(torch.bmm((sel * gclip / ebs).unsqueeze(1), data.grad_canaries, out=scratch.unsqueeze(1)).squeeze(1))
         torch.randn(M, P, device=dev, generator=gen, out=noise).mul_(std / ebs)
         if observer is not None and scratch is not None:
             canary, effect = observer.canaries(M, P, C, dev)
-            g += scratch.copy_(canary.div_(ebs))  # float64 / ebs, then rounded to float32, as .to() would
+            g.add_(scratch.copy_(canary.div_(ebs)))  # float64 / ebs, then rounded to float32, as .to() would
             data_rows = counts if sel is None else counts - sel.sum(1).to(counts.dtype)
             observer.record(data_rows, effect, torch.mul(noise, ebs, out=scratch))
-        g += noise
+        g.add_(noise)
         flat.sub_(g.mul_(lr))
+
+    static = None
+    if kernel is None and observer is None and static_fits(plan.formulation, data, n_valid, dp.steps):
+        static = StaticDpStep(data=data, plan=plan, flat=flat, params=params, g=g, grad=grad, noise=noise, table=table,
+                              n_valid=n_valid, q=q, max_grad_norm=C, noise_multiplier=dp.noise_multiplier,
+                              expected_batch_size=ebs, lr=lr, put=_put, fused=plan.formulation == "triton")
+    k = min(STEPS_PER_GRAPH, dp.steps)
+    replay = None
+    if static is not None and plan.formulation != "static" and dev.type == "cuda":
+        replay = _graph_or_none(static, gen, k)
+        if replay is None:  # capture failed under "auto": the eager path, as before
+            static = None
+    if static is None:
+        for _ in range(dp.steps):
+            eager_step()
+    else:
+        run_static_steps(static, dp.steps, gen, eager_step, replay, k)
     for dst, src in zip(heads.weights + heads.biases, params.weights + params.biases):
         dst.copy_(src)
+
+
+def static_fits(formulation: str, data: TrainData, n_valid: torch.Tensor, steps: int) -> bool:
+    """Whether DP-SGD runs as fixed-shape steps (:mod:`privaudit.train.static_steps`): asked for
+    (``static``, ``graph``), or ``auto`` on CUDA for runs of at least two graphs' worth of steps (a graph
+    replayed once costs more to capture than it saves); and the data have no per-model extra rows or
+    gradient canaries and every model some rows (the observer is checked by the caller)."""
+    auto = (formulation == "auto" and data.X_base.device.type == "cuda" and steps >= 2 * STEPS_PER_GRAPH)
+    if formulation not in ("static", "graph", "triton") and not auto:
+        return False
+    fits = not data.n_extra and not data.n_grad and bool(n_valid.numel()) and int(n_valid.min()) > 0
+    if not fits and formulation in ("static", "graph", "triton"):
+        raise ValueError(f"formulation={formulation!r} is for DP-SGD without per-model extra rows (X_extra), gradient "
+                         "canaries or an observer, every model with some rows; use 'auto' for these data")
+    return fits
+
+
+_graph_warned = False
+
+
+def _graph_or_none(stepper: StaticDpStep, gen: torch.Generator, k: int):  # noqa: ANN202
+    """The replay of ``k`` captured static steps; None (with a warning, once per process) when capture
+    fails under ``formulation="auto"``, which then trains eagerly; ``"graph"`` and ``"triton"`` re-raise."""
+    global _graph_warned
+    try:
+        return capture_graph(stepper, gen, k)
+    except Exception as exc:  # noqa: BLE001 — any capture failure leaves the eager path, which is always right
+        if stepper.plan.formulation in ("graph", "triton"):
+            raise
+        if not _graph_warned:
+            _graph_warned = True
+            warnings.warn(f"privaudit: capturing DP-SGD steps in a CUDA graph failed ({type(exc).__name__}: {exc}); "
+                          "training with eager steps (same draws, slower)", RuntimeWarning, stacklevel=3)
+        return None
 
 
 def _grad_selection(data: TrainData, idx: torch.Tensor, take: torch.Tensor,

@@ -178,6 +178,7 @@ def predict_proba(heads: StackedHeads, X: torch.Tensor, chunk: int = 4096) -> to
 def chunk_gradient(
     weights: list[torch.Tensor], biases: list[torch.Tensor], X: torch.Tensor, y: torch.Tensor,
     scale_of_norms: Callable[[torch.Tensor | None], torch.Tensor], need_norms: bool, xsq: torch.Tensor | None = None,
+    one_hot_by_mask: bool = False,
 ) -> tuple[list[torch.Tensor], list[torch.Tensor], torch.Tensor]:
     """``Σ_i s_i ∇loss_i`` of a chunk of Mc heads, computed "feature-major" (activations (Mc, width, b)).
 
@@ -186,7 +187,10 @@ def chunk_gradient(
     and its weight gradient one GEMM ``(Mc·out, b)·(b, d)``. ``y`` is (Mc, b) (or (b,) shared).
     ``scale_of_norms(norms)`` returns the per-example weights s (Mc, b) from the per-example
     gradient norms (Mc, b) (``None`` when ``need_norms`` is False). ``xsq``: ‖x_i‖² of the rows
-    ((Mc, b) or (b,)), precomputed once per row for the ghost-norm identity.
+    ((Mc, b) or (b,)), precomputed once per row for the ghost-norm identity. ``one_hot_by_mask``:
+    subtract the one-hot labels as a comparison mask instead of a ``scatter_add_`` of −1 (the same bits:
+    p + (−1) = p − 1 and p − 0 = p for p ≥ 0; no scatter, whose deterministic CUDA kernel is not
+    known to be capturable in a CUDA graph).
     Returns the weight gradients (Mc, out, in), bias gradients (Mc, out) and s.
     """
     Mc = weights[0].shape[0]
@@ -210,7 +214,11 @@ def chunk_gradient(
             acts.append(a)
     delta = torch.softmax(pre[-1], dim=1)
     yy = y.expand(Mc, -1) if y.dim() == 1 else y
-    delta.scatter_add_(1, yy.unsqueeze(1), delta.new_full((1, 1, 1), -1.0).expand(Mc, 1, yy.shape[1]))
+    if one_hot_by_mask:
+        classes = torch.arange(delta.shape[1], device=delta.device).view(1, -1, 1)
+        delta -= (yy.unsqueeze(1) == classes).to(delta.dtype)
+    else:
+        delta.scatter_add_(1, yy.unsqueeze(1), delta.new_full((1, 1, 1), -1.0).expand(Mc, 1, yy.shape[1]))
     deltas = [delta]
     for l in range(last, 0, -1):
         delta = torch.bmm(weights[l].transpose(1, 2), delta) * (pre[l - 1] > 0)

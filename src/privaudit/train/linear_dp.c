@@ -24,6 +24,13 @@
  * fuse, and the result does not depend on the compiler, the SIMD width or the number of threads
  * (a model is computed by one thread). Everything is float32, as in torch's path; the softmax's
  * exponential is the fixed polynomial exp8 below (not libm's, whose last bit may vary by version).
+ *
+ * Vector width (PA_VW, 8 or 16; native.py picks 16 where the CPU has AVX-512): with 16, the logits
+ * of two classes share one 16-lane accumulator per row (lanes 0-7 class c, lanes 8-15 class c + 1,
+ * the row's 8 floats broadcast to both halves; W re-laid out per model as class pairs) and the
+ * gradient update runs over 16 features at a time. Every lane still computes exactly the sums of
+ * the 8-lane code in the same order (the per-lane arithmetic is elementwise IEEE), so both widths
+ * give the same bits (tests/train/test_native_kernel.py); only the instruction count changes.
  */
 #include <math.h>
 #include <stdint.h>
@@ -33,6 +40,12 @@
 #define RB 8 /* rows per block */
 #define LANES 8 /* accumulator lanes of a dot product */
 #define PD 2 /* prefetch distance, in blocks */
+#ifndef PA_VW
+#define PA_VW 8 /* vector width of the hot loops: 8 or 16 (the same results, see above) */
+#endif
+#if PA_VW != 8 && PA_VW != 16
+#error "PA_VW must be 8 or 16"
+#endif
 
 /* 8 floats as one value (GCC/Clang vector extension): elementwise IEEE operations, lowered to AVX,
  * SSE, NEON or scalar code by the compiler — the same results on each. */
@@ -45,6 +58,37 @@ static inline v8 bcast8(float a) { v8 v = {a, a, a, a, a, a, a, a}; return v; }
 static inline v8i bcast8i(int32_t a) { v8i v = {a, a, a, a, a, a, a, a}; return v; }
 /* lanes of a where mask (all ones or all zeros per lane, from a vector comparison), else b */
 static inline v8 blend8(v8i mask, v8 a, v8 b) { return (v8)(((v8i)a & mask) | ((v8i)b & ~mask)); }
+
+#if PA_VW == 16
+#if defined(__AVX512F__)
+#include <immintrin.h>
+#endif
+typedef float v16 __attribute__((vector_size(64)));
+static inline v16 load16(const float *p) { v16 v; memcpy(&v, p, sizeof v); return v; }
+static inline void store16(float *p, v16 v) { memcpy(p, &v, sizeof v); }
+static inline v16 bcast16(float a) { v16 v = {a, a, a, a, a, a, a, a, a, a, a, a, a, a, a, a}; return v; }
+/* 8 floats at p in both halves (one broadcast load on AVX-512) */
+static inline v16 dup8(const float *p) {
+#if defined(__AVX512F__)
+    /* vbroadcastf64x4 from memory: a load, no shuffle (bits moved, never interpreted) */
+    return (v16)_mm512_broadcast_f64x4(_mm256_loadu_pd((const double *)p));
+#elif defined(__clang__) || (defined(__GNUC__) && __GNUC__ >= 12)
+    const v8 a = load8(p);
+    return __builtin_shufflevector(a, a, 0, 1, 2, 3, 4, 5, 6, 7, 0, 1, 2, 3, 4, 5, 6, 7);
+#else
+    v16 v;
+    memcpy(&v, p, 32);
+    memcpy((char *)&v + 32, p, 32);
+    return v;
+#endif
+}
+static inline float tree8lo(v16 a) {
+    return ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));
+}
+static inline float tree8hi(v16 a) {
+    return ((a[8] + a[9]) + (a[10] + a[11])) + ((a[12] + a[13]) + (a[14] + a[15]));
+}
+#endif
 
 /* e^x for x <= 0 (x clamped below at -87: e^-87 ~ 1.6e-38, a normal float), 8 lanes: the Cephes
  * expf polynomial (range reduction by ln 2 in two parts, degree-6 polynomial, 2^n from the exponent
@@ -89,8 +133,16 @@ static int models_range(
     float *zero = calloc((size_t)d, sizeof(float));
     float *z = malloc(sizeof(float) * (size_t)(RB * C));
     float *s = malloc(sizeof(float) * (size_t)(RB * C));
+    const int64_t npair = (C + 1) / 2;
+#if PA_VW == 16
+    /* W of one model as class pairs: pair p, block k/8 -> 16 floats (class 2p's 8, then class 2p+1's;
+     * a missing class 2p+1 of an odd C is zeros, its logits never read) */
+    float *Wp = malloc(sizeof(float) * (size_t)(npair * (d8 > 0 ? 2 * d8 : 1)));
+#else
+    float *Wp = malloc(sizeof(float));
+#endif
     int status = 0;
-    if (!rp || !lab || !nsq || !zero || !z || !s) { status = 1; goto done; }
+    if (!rp || !lab || !nsq || !zero || !z || !s || !Wp) { status = 1; goto done; }
 
     for (int64_t m = m0; m < m1 && status == 0; m++) {
         const float *W = params + m * P, *bias = W + C * d;
@@ -110,11 +162,44 @@ static int models_range(
             nd++;
         }
         if (status) break;
+#if PA_VW == 16
+        for (int64_t p = 0; p < npair; p++)
+            for (int64_t k = 0; k < d8; k += LANES) {
+                float *dst = Wp + (p * d8 + k) * 2;
+                memcpy(dst, W + 2 * p * d + k, sizeof(float) * LANES);
+                if (2 * p + 1 < C) memcpy(dst + LANES, W + (2 * p + 1) * d + k, sizeof(float) * LANES);
+                else memset(dst + LANES, 0, sizeof(float) * LANES);
+            }
+#endif
         for (int64_t r0 = 0; r0 < nd; r0 += RB) {
             const int64_t nr = nd - r0 < RB ? nd - r0 : RB;
             const float *xr[RB];
             for (int r = 0; r < RB; r++) xr[r] = r < nr ? rp[r0 + r] : zero;
             const int64_t pf = r0 + PD * RB; /* rows PD blocks ahead, prefetched over the class loop */
+#if PA_VW == 16
+            for (int64_t p = 0; p < npair; p++) {
+                for (int64_t t = p; t < RB * lines; t += npair) {
+                    int64_t r = pf + t / lines;
+                    if (r < nd) __builtin_prefetch((const char *)rp[r] + 64 * (t % lines), 0, 1);
+                }
+                const float *wp = Wp + p * d8 * 2;
+                const int64_t c0 = 2 * p, c1 = 2 * p + 1;
+                v16 acc[RB];
+                for (int r = 0; r < RB; r++) acc[r] = bcast16(0.0f);
+                for (int64_t k = 0; k < d8; k += LANES) {
+                    const v16 wv = load16(wp + 2 * k);
+                    for (int r = 0; r < RB; r++) acc[r] += wv * dup8(xr[r] + k);
+                }
+                for (int64_t k = d8; k < d; k++)
+                    for (int r = 0; r < RB; r++) {
+                        acc[r][k - d8] += W[c0 * d + k] * xr[r][k];
+                        if (c1 < C) acc[r][LANES + k - d8] += W[c1 * d + k] * xr[r][k];
+                    }
+                for (int r = 0; r < RB; r++) z[c0 * RB + r] = tree8lo(acc[r]) + bias[c0];
+                if (c1 < C)
+                    for (int r = 0; r < RB; r++) z[c1 * RB + r] = tree8hi(acc[r]) + bias[c1];
+            }
+#else
             for (int64_t c = 0; c < C; c++) {
                 for (int64_t t = c; t < RB * lines; t += C) {
                     int64_t r = pf + t / lines;
@@ -131,6 +216,7 @@ static int models_range(
                     for (int r = 0; r < RB; r++) acc[r][k - d8] += w[k] * xr[r][k];
                 for (int r = 0; r < RB; r++) z[c * RB + r] = tree8(acc[r]) + bias[c];
             }
+#endif
             /* softmax, delta, per-example norm and clip factor of the block's rows, one row per lane */
             v8 mx = load8(z), tot = bcast8(0.0f), sq = bcast8(0.0f), xs = bcast8(0.0f), f = bcast8(0.0f);
             v8i labv = bcast8i(-1);
@@ -164,7 +250,18 @@ static int models_range(
                 const float *x4 = xr[4], *x5 = xr[5], *x6 = xr[6], *x7 = xr[7];
                 const v8 t0 = bcast8(s0), t1 = bcast8(s1), t2 = bcast8(s2), t3 = bcast8(s3);
                 const v8 t4 = bcast8(s4), t5 = bcast8(s5), t6 = bcast8(s6), t7 = bcast8(s7);
-                for (int64_t k = 0; k < d8; k += LANES)
+                int64_t k0 = 0;
+#if PA_VW == 16
+                {
+                    const v16 u0 = bcast16(s0), u1 = bcast16(s1), u2 = bcast16(s2), u3 = bcast16(s3);
+                    const v16 u4 = bcast16(s4), u5 = bcast16(s5), u6 = bcast16(s6), u7 = bcast16(s7);
+                    for (; k0 + 16 <= d8; k0 += 16)
+                        store16(g + k0, load16(g + k0)
+                                + (((u0 * load16(x0 + k0) + u1 * load16(x1 + k0)) + (u2 * load16(x2 + k0) + u3 * load16(x3 + k0)))
+                                   + ((u4 * load16(x4 + k0) + u5 * load16(x5 + k0)) + (u6 * load16(x6 + k0) + u7 * load16(x7 + k0)))));
+                }
+#endif
+                for (int64_t k = k0; k < d8; k += LANES)
                     store8(g + k, load8(g + k)
                            + (((t0 * load8(x0 + k) + t1 * load8(x1 + k)) + (t2 * load8(x2 + k) + t3 * load8(x3 + k)))
                               + ((t4 * load8(x4 + k) + t5 * load8(x5 + k)) + (t6 * load8(x6 + k) + t7 * load8(x7 + k)))));
@@ -176,7 +273,7 @@ static int models_range(
         }
     }
 done:
-    free(rp); free(lab); free(nsq); free(zero); free(z); free(s);
+    free(rp); free(lab); free(nsq); free(zero); free(z); free(s); free(Wp);
     return status;
 }
 

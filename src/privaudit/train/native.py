@@ -26,9 +26,10 @@ They differ from the torch path's in the last bits (a different summation order)
 formulations do.
 
 **Build.** ``$CC`` (else Python's configured compiler, else ``cc``) with
-``-O3 -std=gnu11 -ffp-contract=off -fno-fast-math -fPIC -shared -fopenmp`` (+ ``-mavx2`` on x86-64
-CPUs that have it: the same results, 4× faster than SSE2 here; without ``-fopenmp`` if the compiler
-lacks it: one thread), into ``$PRIVAUDIT_NATIVE_CACHE`` (default
+``-O3 -std=gnu11 -ffp-contract=off -fno-fast-math -fPIC -shared -fopenmp`` (+ ``-mavx512f -DPA_VW=16``
+on x86-64 CPUs with AVX-512F: 16-lane loops; else ``-mavx2`` where the CPU has AVX2: the same results,
+4× faster than SSE2 here; ``PRIVAUDIT_NATIVE_ISA=avx512|avx2|generic`` picks one; without ``-fopenmp``
+if the compiler lacks it: one thread), into ``$PRIVAUDIT_NATIVE_CACHE`` (default
 ``~/.cache/privaudit/native``) under a hash of the source, the compiler (command and ``--version``)
 and the flags, written
 atomically (concurrent workers may build at once). ``PRIVAUDIT_NATIVE=0`` turns the kernel off.
@@ -54,7 +55,7 @@ from pathlib import Path
 
 import torch
 
-__all__ = ["LinearDpKernel", "linear_dp_kernel", "unavailable_reason"]
+__all__ = ["ISAS", "LinearDpKernel", "linear_dp_kernel", "load_kernel", "unavailable_reason"]
 
 _SOURCE = Path(__file__).with_name("linear_dp.c")
 _FLAGS = ("-O3", "-std=gnu11", "-ffp-contract=off", "-fno-fast-math", "-fPIC", "-shared", "-Wno-psabi")
@@ -72,19 +73,50 @@ def _compiler() -> list[str]:
     return cmd
 
 
-def _arch_flags() -> list[str]:
-    """``-mavx2`` where the CPU has AVX2 (x86-64): vector width only, the results are the same.
+ISAS = ("auto", "avx512", "avx2", "generic")
+"""Builds of the kernel (``PRIVAUDIT_NATIVE_ISA``): ``auto`` (default) picks ``avx512`` where the CPU has
+AVX-512F, else ``avx2`` where it has AVX2, else ``generic``. All give the same bits (see the module docstring)."""
 
-    Read from ``/proc/cpuinfo`` where there is one (torch's capability follows ``ATEN_CPU_CAPABILITY``,
-    which the Makefile pins, and says nothing of the hardware when pinned to ``default``)."""
-    if platform.machine().lower() not in ("x86_64", "amd64"):
-        return []
+
+def _cpu_flags() -> set[str] | None:
+    """The CPU's feature flags from ``/proc/cpuinfo`` (None where there is none)."""
     try:
         with open("/proc/cpuinfo") as f:
-            has = any(line.startswith("flags") and " avx2" in line for line in f)
+            for line in f:
+                if line.startswith("flags"):
+                    return set(line.split(":", 1)[1].split())
     except OSError:
-        has = torch.backends.cpu.get_cpu_capability() in ("AVX2", "AVX512")
-    return ["-mavx2"] if has else []
+        return None
+    return set()
+
+
+def _isa() -> str:
+    """The build to use: ``PRIVAUDIT_NATIVE_ISA`` if set (checked), else the best the CPU has.
+
+    Read from ``/proc/cpuinfo`` where there is one (torch's capability follows ``ATEN_CPU_CAPABILITY``,
+    which the Makefile pins, and says nothing of the hardware when pinned)."""
+    want = os.environ.get("PRIVAUDIT_NATIVE_ISA", "auto").strip().lower() or "auto"
+    if want not in ISAS:
+        raise ValueError(f"PRIVAUDIT_NATIVE_ISA={want!r}: expected one of {', '.join(ISAS)}")
+    if want != "auto":
+        return want
+    if platform.machine().lower() not in ("x86_64", "amd64"):
+        return "generic"
+    flags = _cpu_flags()
+    if flags is None:
+        cap = torch.backends.cpu.get_cpu_capability()
+        return {"AVX512": "avx512", "AVX2": "avx2"}.get(cap, "generic")
+    return "avx512" if "avx512f" in flags else "avx2" if "avx2" in flags else "generic"
+
+
+def _arch_flags(isa: str | None = None) -> list[str]:
+    """Compiler flags of a build: vector width only, the results are the same.
+
+    ``avx512``: ``-mavx512f -DPA_VW=16`` (16-lane loops, two classes per accumulator); ``avx2``:
+    ``-mavx2`` (8-lane loops; 16 lanes would spill AVX2's 16 registers: 3× slower here);
+    ``generic``: none (SSE2 on x86-64)."""
+    isa = _isa() if isa is None else isa
+    return {"avx512": ["-mavx512f", "-DPA_VW=16"], "avx2": ["-mavx2"]}.get(isa, [])
 
 
 def _cache_dir() -> Path:
@@ -101,31 +133,39 @@ def _compiler_version(cc: list[str]) -> str:
     return res.stdout.strip() or res.stderr.strip()
 
 
-def _build() -> Path:
+def _build(isa: str | None = None) -> Path:
     """Compile the kernel (with OpenMP, else without: then one thread) unless already in the cache.
 
-    Cache key: the source, the compiler command and its ``--version``, the flags, the machine."""
+    ``isa``: one of :data:`ISAS` (None: :func:`_isa`); a build the compiler cannot make (AVX-512 on an
+    old compiler) falls back to the next narrower one. Cache key: the source, the compiler command and
+    its ``--version``, the flags, the machine."""
     cc = _compiler()
-    base = [*cc, *_FLAGS, *_arch_flags()]
+    isa = _isa() if isa is None else isa
+    order = ["avx512", "avx2", "generic"]
+    tried = order[order.index(isa):] if isa in order else ["generic"]
     version = _compiler_version(cc)
     errors = []
-    for cmd in ([*base, "-fopenmp"], base):
-        key = hashlib.sha256(_SOURCE.read_bytes() + "\0".join(cmd + [version, platform.machine(), sys.platform]).encode())
-        out = _cache_dir() / key.hexdigest()[:20] / "liblinear_dp.so"
-        if out.exists():
-            return out
-        out.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(suffix=".so", dir=out.parent)
-        os.close(fd)
-        try:
-            res = subprocess.run([*cmd, str(_SOURCE), "-o", tmp, "-lm"], capture_output=True, text=True, timeout=300)
-            if res.returncode == 0:
-                os.replace(tmp, out)  # atomic: a concurrent build of the same key writes the same file
+    for arch in dict.fromkeys(tuple(_arch_flags(a)) for a in tried):
+        base = [*cc, *_FLAGS, *arch]
+        for cmd in ([*base, "-fopenmp"], base):
+            key = hashlib.sha256(_SOURCE.read_bytes()
+                                 + "\0".join(cmd + [version, platform.machine(), sys.platform]).encode())
+            out = _cache_dir() / key.hexdigest()[:20] / "liblinear_dp.so"
+            if out.exists():
                 return out
-            errors.append(f"{shlex.join(cmd)}: {res.stderr.strip()[-300:]}")
-        finally:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
+            out.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(suffix=".so", dir=out.parent)
+            os.close(fd)
+            try:
+                res = subprocess.run([*cmd, str(_SOURCE), "-o", tmp, "-lm"], capture_output=True, text=True,
+                                     timeout=300)
+                if res.returncode == 0:
+                    os.replace(tmp, out)  # atomic: a concurrent build of the same key writes the same file
+                    return out
+                errors.append(f"{shlex.join(cmd)}: {res.stderr.strip()[-300:]}")
+            finally:
+                if os.path.exists(tmp):
+                    os.unlink(tmp)
     raise OSError("compiling linear_dp.c failed: " + " | ".join(errors))
 
 
@@ -175,6 +215,20 @@ class LinearDpKernel:
             raise ValueError(f"native kernel refused its input: {_ERRORS.get(code, f'code {code}')}")
 
 
+def load_kernel(isa: str | None = None) -> LinearDpKernel:
+    """Build (or take from the cache) and load the kernel of build ``isa`` (:data:`ISAS`; None: the
+    environment's choice). For benchmarks and tests comparing builds; the trainer uses
+    :func:`linear_dp_kernel`. Raises ``OSError`` when it cannot be built."""
+    if isa is not None and isa not in ISAS:
+        raise ValueError(f"isa={isa!r}: expected one of {', '.join(ISAS)}")
+    path = _build(None if isa in (None, "auto") else isa)
+    fn = ctypes.CDLL(str(path)).privaudit_linear_dp_clipped_sum
+    fn.restype = ctypes.c_int
+    v, i64, f32 = ctypes.c_void_p, ctypes.c_int64, ctypes.c_float
+    fn.argtypes = [v, v, v, i64, v, v, v, i64, i64, i64, v, v, i64, i64, i64, v, v, i64, f32, f32, i64]
+    return LinearDpKernel(path, fn)
+
+
 def linear_dp_kernel() -> LinearDpKernel | None:
     """The kernel, built and loaded once per process; None when turned off or it cannot be built
     (:func:`unavailable_reason` says why; the first such call warns)."""
@@ -186,12 +240,7 @@ def linear_dp_kernel() -> LinearDpKernel | None:
             reason = "turned off by PRIVAUDIT_NATIVE=0"
         else:
             try:
-                path = _build()
-                fn = ctypes.CDLL(str(path)).privaudit_linear_dp_clipped_sum
-                fn.restype = ctypes.c_int
-                v, i64, f32 = ctypes.c_void_p, ctypes.c_int64, ctypes.c_float
-                fn.argtypes = [v, v, v, i64, v, v, v, i64, i64, i64, v, v, i64, i64, i64, v, v, i64, f32, f32, i64]
-                kernel = LinearDpKernel(path, fn)
+                kernel = load_kernel()
             except (OSError, subprocess.SubprocessError, AttributeError) as exc:
                 reason = f"could not be built: {exc}"
                 warnings.warn(f"privaudit: the native linear DP-SGD kernel {reason}; using the torch path "
