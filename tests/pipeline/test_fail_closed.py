@@ -10,6 +10,9 @@ After a verdict on a user's own trainer:
    every ``metrics/*.json``, the plan, the report) deleted, truncated, or replaced with the version of an
    earlier run: exit 2 each time, and a fresh verdict once the file is as the run left it;
 3. a trainer, a params value and a data file changed in turn: exit 2 until ``dvc repro`` ran.
+
+Five ``dvc repro`` runs (several minutes on 2 cores), hence ``slow``; the same checks on a hand-built
+pipeline with real DVC hashes run in the default suite (``tests/unit/test_gate_provenance.py``).
 """
 
 from __future__ import annotations
@@ -18,12 +21,15 @@ import shutil
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
 
 from tests.pipeline.conftest import make_workspace, merged_params, run
 
 DVC = [sys.executable, "-m", "dvc"]
 VERDICT = [sys.executable, "-m", "privaudit.cli", "verdict", "--plain"]
+pytestmark = pytest.mark.slow
+
 GIT_ID = ["-c", "user.name=privaudit-test", "-c", "user.email=test@example.invalid"]
 
 TRAINER = '''"""A user trainer: class means plus Gaussian noise of scale NOISE (a toy noisy release)."""
