@@ -52,6 +52,7 @@ import numpy as np
 from privaudit.declared_mechanism import Neighbourhood
 from privaudit.canaries.stats_files import CANARY_FILES, read_canary_meta, read_canary_stats
 from privaudit.audits.protocol import PURE_DELTA, AuditBound, AuditInputs, AuditRequest, finite_epsilon
+from privaudit.defenders.specs import DefenderSpecBase
 from privaudit.verdict.claims import PrivacyClaim, claim_family
 from privaudit.stats.claim_runs import ClaimRunsBound, certify_claim_scores
 from privaudit.stats.gdp_runs import GdpRunsBound, LastIterateCeiling, certify_scores, last_iterate_epsilon
@@ -122,6 +123,41 @@ def detectable_for(claim: PrivacyClaim | None, family: TradeoffFamily, *, n_in: 
             "detectable_meaning": DETECTABLE_MEANING}
 
 
+def detectable_at(request: AuditRequest, runs_per_side: int, tune_fraction: float) -> float | None:
+    """The ε this audit of ``request``'s defender would detect with ``runs_per_side`` runs per side
+    (:func:`detectable_for`; ``None`` without a finite claim): what the plan stage quotes when a budget
+    calls for a smaller audit."""
+    delta = request.delta(Neighbourhood.ADD_REMOVE)
+    claim = request.claim_for(Neighbourhood.ADD_REMOVE)
+    out = detectable_for(claim, claim_family(claim, delta), n_in=runs_per_side, n_out=runs_per_side,
+                         tune_fraction=tune_fraction, level=request.level, delta=delta)
+    return out["detectable_epsilon"]
+
+
+def default_runs(spec: DefenderSpecBase) -> tuple[str, int]:
+    """The params key that sets ``spec``'s black-box runs per side and its default (``privaudit.config``)."""
+    from privaudit.config import BlackboxParams
+    from privaudit.defenders.specs import BATCHED_KINDS
+
+    batched, claims, observable = spec.kind in BATCHED_KINDS, spec.claims_epsilon(), spec.observable_training()
+    key = ("runs_no_claim" if not claims else "runs" if batched else "observable_runs" if observable
+           else "sequential_runs")
+    return f"blackbox.{key}", BlackboxParams().runs_per_side(batched=batched, claims_epsilon=claims, observable=observable)
+
+
+def reduced_note(request: AuditRequest, runs_per_side: int, detectable: float | None,
+                 tune_fraction: float) -> dict[str, Any] | None:
+    """``reduced`` of the block when the audit ran fewer runs per side than the params' default (a user who
+    chose a smaller audit to fit ``compute.budget_minutes``): the key, both sizes and both detectable ε."""
+    key, default = default_runs(request.spec)
+    if runs_per_side >= default:
+        return None
+    return {"params_key": key, "runs_per_side": runs_per_side, "default_runs_per_side": default,
+            "detectable_epsilon": detectable,
+            "detectable_epsilon_default": detectable_at(request, default, tune_fraction) if detectable is not None
+            else None}
+
+
 def blackbox_block(c: ClaimRunsBound, g: GdpRunsBound, r: GdpRunsBound, *, runs_in: int, runs_out: int,
                    tuning: tuple[int, int], ceiling: LastIterateCeiling | None, delta: float, level: float,
                    meta: dict[str, Any], family: TradeoffFamily, warning: str | None) -> dict[str, Any]:
@@ -190,6 +226,7 @@ def run(request: AuditRequest, inputs: AuditInputs, settings: BlackboxSettings) 
                            ceiling=ceiling, delta=delta, level=request.level, meta=meta, family=family,
                            warning=warning)
     block.update(detectable)
+    block["reduced"] = reduced_note(request, min(int(s_in.size), int(s_out.size)), detectable["detectable_epsilon"], tune)
     claimed = request.claim.epsilon if request.claim else None
     ceil = f", last-iterate ceiling {block['ceiling']['eps']:.3f}" if block["ceiling"] else ""
     line = (f"blackbox: {request.name}: eps_hat={block['eps_lower_bound']:.3f} (against the {family.name} curve; "
