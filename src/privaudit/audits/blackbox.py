@@ -147,15 +147,15 @@ def default_runs(spec: DefenderSpecBase) -> tuple[str, int]:
 
 def reduced_note(request: AuditRequest, runs_per_side: int, detectable: float | None,
                  tune_fraction: float) -> dict[str, Any] | None:
-    """``reduced`` of the block when the audit ran fewer runs per side than the params' default (a user who
-    chose a smaller audit to fit ``compute.budget_minutes``): the key, both sizes and both detectable ε."""
+    """``reduced`` of the block when a defender with an ε claim ran fewer runs per side than the params' default
+    (a user who chose a smaller audit to fit ``compute.budget_minutes``): the key, both sizes and both
+    detectable ε; ``None`` otherwise."""
     key, default = default_runs(request.spec)
-    if runs_per_side >= default:
+    if runs_per_side >= default or detectable is None:  # no claim: no ε to detect, nothing lost
         return None
     return {"params_key": key, "runs_per_side": runs_per_side, "default_runs_per_side": default,
             "detectable_epsilon": detectable,
-            "detectable_epsilon_default": detectable_at(request, default, tune_fraction) if detectable is not None
-            else None}
+            "detectable_epsilon_default": detectable_at(request, default, tune_fraction)}
 
 
 def blackbox_block(c: ClaimRunsBound, g: GdpRunsBound, r: GdpRunsBound, *, runs_in: int, runs_out: int,
