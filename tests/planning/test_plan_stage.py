@@ -89,7 +89,9 @@ def test_the_plan_prints_fits_seconds_and_estimate(trained: Path, monkeypatch: p
     out = capsys.readouterr().out
     line = next(l for l in out.splitlines() if l.startswith("plan: mine (python)"))
     # ltu 8 reference models, canaries 1 + 8 + 640, one_run 1
-    assert "658 fits (ltu 8, canaries 649, one_run 1)" in line and "s per fit (median of 3 fits" in line
+    # the reference fits go to 2 workers when a fit takes >= 0.5 s (a busy machine)
+    assert re.search(r"658 fits \(ltu 8( on 2 workers)?, canaries 649, one_run 1\)", line), line
+    assert "s per fit (median of 3 fits" in line
     assert "budget 30.0 min (compute.budget_minutes)" in out and "plan: stage canaries: about" in out
     assert read_sized_runs(trained / "plan") == {"logreg": 32, "mine": 320}
     estimate = read_json(trained / "timings" / "plan.json")

@@ -64,12 +64,17 @@ def measure_fit_rate(spec: Any, X: np.ndarray, y: np.ndarray, n_classes: int, de
         per_fit = _median_seconds(lambda: make_defender(spec, n_classes=n_classes, device=device).fit(
             X, y, seed=next(seeds)))
         return 0.0, per_fit, f"median of {REPEATS} fits after the release fit"
-    from privaudit.attacks.batched_mocks import chunk_generator, train_mock_heads
+    import torch
+
+    from privaudit.train import TrainData, train_heads
+
+    Xt = torch.as_tensor(np.ascontiguousarray(X), dtype=torch.float32, device=device)
+    yt = torch.as_tensor(np.asarray(y), dtype=torch.int64, device=device)
 
     def call(models: int) -> Callable[[], Any]:
-        rows = np.tile(np.arange(len(y)), (models, 1))
-        return lambda: train_mock_heads(recipe, X, y, rows, n_classes, chunk_generator(np.arange(seed, seed + models),
-                                                                                       device), device)
+        # as the canaries stage's blocks: ``models`` heads on the whole Defender set in one call
+        return lambda: train_heads(recipe, TrainData(Xt, yt, n_models=models), n_classes,
+                                   torch.Generator(device=device).manual_seed(seed + models))
 
     call(SMALL)()  # warm-up: kernels, allocator, the accountant's σ (cached per recipe)
     small, large = _median_seconds(call(SMALL)), _median_seconds(call(LARGE))
