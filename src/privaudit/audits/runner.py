@@ -122,7 +122,6 @@ def run_audit(plan: AuditPlan, inputs: AuditInputs, *, defenders_dir: Path, devi
         defenders_dir: ``data/defenders`` (each defender's claim, ``info.json``).
         device: the training device of trainer audits.
     """
-    line = audit_line(plan.audit)
     module = _module(plan.audit)
     if not isinstance(plan.settings, module.SETTINGS):
         raise TypeError(f"AuditPlan.settings of {plan.audit!r} is a {type(plan.settings).__name__}, not "
