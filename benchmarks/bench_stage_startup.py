@@ -6,17 +6,17 @@ subprocesses:
 
 * ``python -c "import <module>"`` and lists the heavy third-party modules then in ``sys.modules``
   (:data:`HEAVY`);
-* ``python -m <module> --help`` (``privaudit --help`` for the CLI) and takes its wall time and its
-  CPU time (user + system of the child), the median of ``--repeats`` runs after one warm-up run
-  (file-system cache warm). On a loaded shared machine the wall time grows with the load; the CPU
-  time much less so, and on idle cores the wall time is close to it (start-up is one thread).
+* ``python -m <module> --help`` (for the CLI ``python -m privaudit.cli --help``) and takes its wall
+  time and its CPU time (user + system of the child), the median of ``--repeats`` runs after one
+  warm-up run (file-system cache warm). On a loaded shared machine the wall time grows with the
+  load, the CPU time much less; start-up runs on one thread, so the CPU time is a lower bound of
+  the wall time on idle cores.
 
 It prints a table (stage, median wall of ``--help`` in seconds, min, heavy modules) and the machine
 load (``os.getloadavg``) before and after, so a number on a shared machine can be judged. With
 ``--baseline DIR`` (a checkout of other code, e.g. ``git archive <rev> src stages | tar -x -C DIR``)
 each stage is timed from that code too, in turns with this checkout's (base, this, base, this, ...),
-so both columns see the same load. Timing
-lives here, not in a unit test; ``tests/unit/test_stage_imports.py`` pins the heavy-module sets.
+so both columns see the same load. Timing lives here, not in a unit test; ``tests/unit/test_stage_imports.py`` pins the heavy-module sets.
 
 Usage::
 
@@ -27,8 +27,8 @@ from __future__ import annotations
 
 import argparse
 import os
-import resource
 import platform
+import resource
 import statistics
 import subprocess
 import sys
