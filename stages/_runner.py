@@ -42,15 +42,15 @@ def run_stage(
     trains 18x faster with one thread on 2 cores) and a fixed count keeps CPU results
     independent of the machine's core count. ``PRIVAUDIT_TORCH_THREADS`` overrides it.
     """
-    threads = os.environ.get("PRIVAUDIT_TORCH_THREADS") or torch_threads
-    if threads:
-        import torch
-
-        torch.set_num_threads(int(threads))
     parser = argparse.ArgumentParser(prog=f"python -m stages.{name}", description=body.__doc__)
     parser.add_argument("--params", type=Path, default=Path("params.yaml"), help="params file (default: params.yaml)")
     add_arguments(parser)
     args = parser.parse_args(argv)
+    threads = os.environ.get("PRIVAUDIT_TORCH_THREADS") or torch_threads
+    if threads:  # after parsing: ``--help`` and a usage error pay no torch import
+        import torch
+
+        torch.set_num_threads(int(threads))
     logging.basicConfig(level=logging.WARNING, format=f"[{name}] %(levelname)s %(name)s: %(message)s")
     from privaudit.defenders.user_errors import UserCodeError
 
