@@ -10,6 +10,7 @@ message naming the stage and the problem (capped by :func:`privaudit.messages.ca
 from __future__ import annotations
 
 import argparse
+import atexit
 import logging
 import os
 import sys
@@ -39,6 +40,8 @@ def run_stage(
     trains 18x faster with one thread on 2 cores) and a fixed count keeps CPU results
     independent of the machine's core count. ``PRIVAUDIT_TORCH_THREADS`` overrides it.
     """
+    if os.environ.get("PRIVAUDIT_GPU_PEAK_FILE"):  # benchmarks/bench_scale.py: the stage's peak GPU memory
+        atexit.register(_write_gpu_peak, Path(os.environ["PRIVAUDIT_GPU_PEAK_FILE"]))
     threads = os.environ.get("PRIVAUDIT_TORCH_THREADS") or torch_threads
     if threads:
         import torch
@@ -63,6 +66,13 @@ def run_stage(
         print(f"stage {name} failed: {cap(str(err))}", file=sys.stderr)
         return 1
     return 0
+
+
+def _write_gpu_peak(path: Path) -> None:
+    """Write ``torch.cuda.max_memory_allocated()`` in bytes to ``path`` (only when the stage used CUDA)."""
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_initialized():
+        path.write_text(str(torch.cuda.max_memory_allocated()))
 
 
 def progress_enabled() -> bool:

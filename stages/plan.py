@@ -42,8 +42,8 @@ def sizes_of(params: Params) -> AuditSizes:
            + (2 * lp.rounds if "retrain" in lp.attackers else 0))
     lidp = params.lidp.trials * (1 if params.lidp.neighbourhood == "replace_one" else 2)
     budget = params.compute.budget_minutes
-    return AuditSizes(ltu_fits=ltu, ltu_jobs=max(1, lp.n_jobs), game3_fits=params.game3.runs, lidp_fits=lidp,
-                      whitebox_runs=params.whitebox.runs, canary_jobs=params.compute.n_jobs,
+    return AuditSizes(ltu_fits=ltu, ltu_jobs=lp.workers(), game3_fits=params.game3.runs, lidp_fits=lidp,
+                      whitebox_runs=params.whitebox.runs, canary_jobs=params.compute.workers(),
                       budget_seconds=None if budget is None else 60.0 * budget)
 
 
