@@ -106,7 +106,7 @@ def set_key(params: dict, dotted: str, value: str) -> None:
     node[key] = yaml.safe_load(value)
 
 
-def make_workspace(repo: Path, dest: Path, params: dict, csv: Path, dvc: list[str], env: dict) -> None:
+def make_workspace(repo: Path, dest: Path, params: dict, csv: Path | None, dvc: list[str], env: dict) -> None:
     """Copy the pipeline into ``dest``, wrap every stage command, git init + dvc init there."""
     for name in COPIED:
         src = repo / name
@@ -116,7 +116,9 @@ def make_workspace(repo: Path, dest: Path, params: dict, csv: Path, dvc: list[st
             shutil.copy2(src, dest / name)
     (dest / "data" / "external").mkdir(parents=True)
     target = dest / "data" / "external" / CSV_NAME
-    if os.stat(csv).st_dev == os.stat(dest).st_dev:
+    if csv is None:
+        pass
+    elif os.stat(csv).st_dev == os.stat(dest).st_dev:
         os.link(csv, target)  # no copy of a large CSV (DVC hashes it; nothing writes to it)
     else:
         shutil.copy2(csv, target)
@@ -216,6 +218,9 @@ def main() -> int:
     ap.add_argument("--profile", default="", help="stage to run under cProfile (top 25 cumulative in the results)")
     ap.add_argument("--set", action="append", default=[], metavar="BLOCK.KEY=VALUE",
                     help="override a params key (YAML value), e.g. --set compute.n_jobs=1")
+    ap.add_argument("--data", choices=["synthetic", "params"], default="synthetic",
+                    help="params: keep params.yaml's dataset block (the default digits audit) instead of the CSV")
+    ap.add_argument("--target", default="", help="dvc repro only this stage and what it depends on")
     ap.add_argument("--repo", type=Path, default=ROOT, help="repository whose pipeline is copied (default: this one)")
     ap.add_argument("--tag", default="", help="suffix of the result file names")
     ap.add_argument("--out-dir", type=Path, default=ROOT / "benchmarks" / "results")
@@ -224,18 +229,21 @@ def main() -> int:
     device = "cuda" if args.gpu else args.device
 
     py = os.environ.get("PY") or sys.executable
-    py_path = shutil.which(py) or py
+    py_path = os.path.abspath(shutil.which(py) or py)
     dvc = shlex.split(os.environ.get("DVC") or f"{shlex.quote(py_path)} -m dvc")
+    if os.sep in dvc[0]:  # a relative command (gpu_check.sh: .venv/bin/dvc) must survive the cd to the copy
+        dvc[0] = os.path.abspath(dvc[0])
     repo = args.repo.resolve()
     params = yaml.safe_load((repo / "params.yaml").read_text())
-    params["dataset"] = {**params["dataset"], "name": "csv", "path": f"data/external/{CSV_NAME}",
-                         "label_column": "label", "max_samples": None}
+    if args.data == "synthetic":
+        params["dataset"] = {**params["dataset"], "name": "csv", "path": f"data/external/{CSV_NAME}",
+                             "label_column": "label", "max_samples": None}
     params["base"]["device"] = device
     for item in args.set:
         key, _, value = item.partition("=")
         set_key(params, key, value)
 
-    csv = cached_csv(args.n, args.d, args.k, args.seed, args.sep)
+    csv = cached_csv(args.n, args.d, args.k, args.seed, args.sep) if args.data == "synthetic" else None
     ws = Path(tempfile.mkdtemp(prefix="bench_scale_"))
     env = dict(os.environ, DO_NOT_TRACK="1", DVC_NO_ANALYTICS="1", GX_ANALYTICS_ENABLED="False", CI="1",
                PRIVAUDIT_BENCH_PROFILE=args.profile or "-",
@@ -245,11 +253,12 @@ def main() -> int:
     log_path = ws / ".bench" / "repro.log"
 
     load_before = os.getloadavg()
-    print(f"bench_scale: {args.n} x {args.d} x {args.k} on {device}, workspace {ws}, load {load_before}", flush=True)
+    what = f"{args.n} x {args.d} x {args.k}" if args.data == "synthetic" else params["dataset"]["name"]
+    print(f"bench_scale: {what} on {device}, workspace {ws}, load {load_before}", flush=True)
     t0 = time.perf_counter()
     cut_off = False
     with open(log_path, "w") as log:
-        proc = subprocess.Popen(dvc + ["repro"], cwd=ws, env=env, stdout=log, stderr=subprocess.STDOUT,
+        proc = subprocess.Popen(dvc + ["repro"] + ([args.target] if args.target else []), cwd=ws, env=env, stdout=log, stderr=subprocess.STDOUT,
                                 start_new_session=True)
         try:
             rc = proc.wait(timeout=args.timeout)
@@ -277,7 +286,8 @@ def main() -> int:
     tail = log_path.read_text().splitlines()[-15:]
 
     result = {
-        "size": {"n": args.n, "d": args.d, "k": args.k, "seed": args.seed, "sep": args.sep},
+        "size": ({"n": args.n, "d": args.d, "k": args.k, "seed": args.seed, "sep": args.sep}
+                 if args.data == "synthetic" else None), "dataset": params["dataset"], "target": args.target or None,
         "device": device, "device_name": device_name(py, device), "host": platform.node(),
         "cores": len(os.sched_getaffinity(0)), "load_before": load_before, "load_after": load_after,
         "repo": str(repo), "overrides": args.set, "dvc_rc": rc, "cut_off": cut_off, "timeout_s": args.timeout,
@@ -285,7 +295,8 @@ def main() -> int:
         "plan_estimated_seconds": (plan or {}).get("estimated_seconds"), "plan": plan,
         "digests": output_digests(ws), "profile_stage": args.profile or None, "profile_top25_cumulative": profile_text, "repro_tail": tail,
     }
-    stem = f"scale_{args.n}x{args.d}_{device}" + (f"_{args.tag}" if args.tag else "")
+    size_name = f"{args.n}x{args.d}" if args.data == "synthetic" else params["dataset"]["name"]
+    stem = f"scale_{size_name}_{device}" + (f"_{args.tag}" if args.tag else "")
     args.out_dir.mkdir(parents=True, exist_ok=True)
     (args.out_dir / f"{stem}.json").write_text(json.dumps(result, indent=1, default=str) + "\n")
     (args.out_dir / f"{stem}.txt").write_text(render(result))
@@ -297,9 +308,11 @@ def main() -> int:
 
 def render(r: dict) -> str:
     size = r["size"]
+    data = (f"a synthetic {size['n']} x {size['d']} x {size['k']} Gaussian-mixture CSV (seed {size['seed']}, "
+            f"sep {size['sep']:g})" if size else f"dataset {r['dataset']['name']}")
     lines = [
-        f"bench_scale: dvc repro of the default params on a synthetic {size['n']} x {size['d']} x {size['k']} "
-        f"Gaussian-mixture CSV (seed {size['seed']}, sep {size['sep']:g}), base.device {r['device']}",
+        f"bench_scale: dvc repro {r['target'] or ''}{' ' if r['target'] else ''}of the default params on {data}, "
+        f"base.device {r['device']}",
         f"machine: {r['device_name']}, {r['cores']} cores visible, host {r['host']}; load average before "
         f"{'/'.join(f'{x:.2f}' for x in r['load_before'])}, after {'/'.join(f'{x:.2f}' for x in r['load_after'])}",
         f"pipeline from {r['repo']}" + (f"; overrides {r['overrides']}" if r["overrides"] else ""),
