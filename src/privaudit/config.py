@@ -129,7 +129,7 @@ class LtuParams(_Strict):
         default_factory=lambda: ["loss_gap", "score_best", "bounded_loss", "learned", "gradient", "lira", "rmia"],
         min_length=1)
     n_jobs: Annotated[int, Field(ge=-1)] | Literal["auto"] = Field(
-        2, description="joblib workers for retrain / reference-model trainings of sequential kinds (-1 or auto: "
+        "auto", description="joblib workers for retrain / reference-model trainings of sequential kinds (-1 or auto: "
         "the cores this process may use)")
     reference_models: int = Field(8, ge=1, description="reference models of lira / rmia (trained on Reserved data)")
     reference_fraction: float = Field(0.5, gt=0.0, le=1.0, description="share of D_R per reference model")
