@@ -311,7 +311,7 @@ def render(r: dict) -> str:
     data = (f"a synthetic {size['n']} x {size['d']} x {size['k']} Gaussian-mixture CSV (seed {size['seed']}, "
             f"sep {size['sep']:g})" if size else f"dataset {r['dataset']['name']}")
     lines = [
-        f"bench_scale: dvc repro {r['target'] or ''}{' ' if r['target'] else ''}of the default params on {data}, "
+        f"bench_scale: dvc repro {r.get('target') or ''}{' ' if r.get('target') else ''}of the default params on {data}, "
         f"base.device {r['device']}",
         f"machine: {r['device_name']}, {r['cores']} cores visible, host {r['host']}; load average before "
         f"{'/'.join(f'{x:.2f}' for x in r['load_before'])}, after {'/'.join(f'{x:.2f}' for x in r['load_after'])}",
@@ -320,7 +320,7 @@ def render(r: dict) -> str:
         + (f"; CUT OFF by --timeout {r['timeout_s']:g} s" if r["cut_off"] else "") + ")",
         f"plan stage estimate: {r['plan_estimated_seconds']}",
         "",
-        f"{'stage':<12} {'wall s':>8} {'fits':>6} {'plan s':>8} {'peak RSS MiB':>13} {'GPU peak MiB':>13}  note",
+        f"{'stage':<12} {'wall s':>8} {'CPU s':>8} {'fits':>6} {'plan s':>8} {'peak RSS MiB':>13} {'GPU peak MiB':>13}  note",
     ]
     for s in r["stages"]:
         wall = s.get("wall_s")
@@ -335,12 +335,14 @@ def render(r: dict) -> str:
         rss = f"{s['max_rss_mib']:.0f}" if "max_rss_mib" in s else "-"
         fits = r["fits_per_stage"].get(s["stage"])
         plan = r["plan_seconds_per_stage"].get(s["stage"])
-        lines.append(f"{s['stage']:<12} {('-' if wall is None else f'{wall:.1f}'):>8} "
+        cpu = f"{s['user_s'] + s['sys_s']:.1f}" if "user_s" in s else "-"
+        lines.append(f"{s['stage']:<12} {('-' if wall is None else f'{wall:.1f}'):>8} {cpu:>8} "
                      f"{('' if fits is None else fits):>6} {('' if plan is None else f'{plan:.0f}'):>8} "
                      f"{rss:>13} "
                      f"{('-' if gpu is None else f'{gpu:.0f}'):>13}  {'; '.join(note)}")
     lines.append("")
-    lines.append("fits: per stage from the plan's record (data/.timings/plan.json); plan s: its estimate per stage")
+    lines.append("CPU s: user + system time of the stage's processes (its workers included); fits: per stage from "
+                 "the plan's record (data/.timings/plan.json); plan s: its estimate per stage")
     metrics = {k: v for k, v in r["digests"].items() if k.startswith("metrics/")}
     if metrics:
         lines += ["", "sha256 of the metrics files (byte-identity across runs; every stage output's md5 is in the .json):"]
@@ -353,4 +355,8 @@ def render(r: dict) -> str:
 
 
 if __name__ == "__main__":
+    if sys.argv[1:2] == ["--render"]:  # re-render a result's .txt from its .json
+        for path in map(Path, sys.argv[2:]):
+            path.with_suffix(".txt").write_text(render(json.loads(path.read_text())))
+        sys.exit(0)
     sys.exit(main())
