@@ -10,6 +10,7 @@ message naming the stage and the problem (capped by :func:`privaudit.messages.ca
 from __future__ import annotations
 
 import argparse
+import atexit
 import logging
 import os
 import sys
@@ -42,6 +43,8 @@ def run_stage(
     trains 18x faster with one thread on 2 cores) and a fixed count keeps CPU results
     independent of the machine's core count. ``PRIVAUDIT_TORCH_THREADS`` overrides it.
     """
+    if os.environ.get("PRIVAUDIT_GPU_PEAK_FILE"):  # benchmarks/bench_scale.py: the stage's peak GPU memory
+        atexit.register(_write_gpu_peak, Path(os.environ["PRIVAUDIT_GPU_PEAK_FILE"]))
     parser = argparse.ArgumentParser(prog=f"python -m stages.{name}", description=body.__doc__)
     parser.add_argument("--params", type=Path, default=Path("params.yaml"), help="params file (default: params.yaml)")
     add_arguments(parser)
@@ -86,6 +89,13 @@ def _record_wall(name: str) -> None:
             record_stage_wall(name, wall, DEFAULT_TIMINGS.parent)
         except OSError:
             pass
+
+
+def _write_gpu_peak(path: Path) -> None:
+    """Write ``torch.cuda.max_memory_allocated()`` in bytes to ``path`` (only when the stage used CUDA)."""
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_initialized():
+        path.write_text(str(torch.cuda.max_memory_allocated()))
 
 
 def progress_enabled() -> bool:

@@ -49,7 +49,8 @@ def _body(args: argparse.Namespace, params: Params) -> None:
     check_canary_setup(plan, fs)
     todo, shards = missing_shards(args.shards, plan, fs), plan_shards(plan)
     where = "locally" if params.compute.scheduler == "local" else "on " + params.compute.scheduler
-    jobs = f", {params.compute.n_jobs} worker processes" if where == "locally" and params.compute.n_jobs > 1 else ""
+    workers = params.compute.workers()
+    jobs = f", {workers} worker processes" if where == "locally" and workers > 1 and len(todo) > 1 else ""
     print(f"canaries: {len(shards) - len(todo)} of {len(shards)} shards already finished; running {len(todo)} ({where}{jobs})")
     took: dict[str, list[tuple[int, float]]] = {}  # per defender: trials and seconds of each shard (fit times)
 

@@ -44,11 +44,11 @@ def sizes_of(params: Params) -> AuditSizes:
     return AuditSizes(
         reference_models=lp.reference_models if set(REFERENCE_ATTACKERS) & set(lp.attackers) else 0,
         reference_fraction=lp.reference_fraction, risk_reference_models=lp.risk_reference_models,
-        retrain_mocks=2 * lp.rounds if "retrain" in lp.attackers else 0, ltu_jobs=max(1, lp.n_jobs),
+        retrain_mocks=2 * lp.rounds if "retrain" in lp.attackers else 0, ltu_jobs=lp.workers(),
         game3_runs=params.game3.runs, lidp_trials=lidp.trials,
         lidp_models_per_trial=1 if lidp.neighbourhood == "replace_one" else 2, lidp_canaries=lidp.k_canaries(),
         block_trials=params.compute.block_trials, blackbox_block=params.blackbox.block,
-        canary_jobs=params.compute.n_jobs, whitebox_runs=params.whitebox.runs,
+        canary_jobs=params.compute.workers(), whitebox_runs=params.whitebox.runs,
         budget_seconds=None if budget is None else 60.0 * budget)
 
 

@@ -37,7 +37,9 @@ def train(X, y, n_classes, seed):
 
 def _params(tmp: Path, blackbox: dict[str, object] | None = None, **compute: object) -> None:
     params = {"base": {"seed": 1, "device": "cpu"}, "lidp": {"trials": 4}, "game3": {"canaries": 6},
-              "compute": compute, "ltu": {"risk_reference_models": 0}, "blackbox": blackbox or {},
+              # worker counts pinned (their default, auto, is the machine's cores): the printed plan names them
+              "compute": {"n_jobs": 1, **compute}, "ltu": {"risk_reference_models": 0, "n_jobs": 2},
+              "blackbox": blackbox or {},
               "defenders": [{"name": "logreg", "kind": "logistic_regression"},
                             {"name": "mine", "kind": "python", "target": "slow_trainer.py:train", "claimed_epsilon": 1.0,
                              "claimed_delta": 1e-5}]}

@@ -66,7 +66,9 @@ class ComputeSettings(Protocol):
     scheduler: str
     shard_trials: int
     block_trials: int
-    n_jobs: int
+    n_jobs: int | Literal["auto"]
+
+    def workers(self) -> int: ...
 
 
 class _Base(Protocol):
