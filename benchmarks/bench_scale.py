@@ -247,7 +247,7 @@ def main() -> int:
     ws = Path(tempfile.mkdtemp(prefix="bench_scale_"))
     env = dict(os.environ, DO_NOT_TRACK="1", DVC_NO_ANALYTICS="1", GX_ANALYTICS_ENABLED="False", CI="1",
                PRIVAUDIT_BENCH_PROFILE=args.profile or "-",
-               PYTHONPATH=os.pathsep.join([str(ws / "src"), str(ws)]))
+               PYTHONPATH=os.pathsep.join([str(ws / "src"), str(ws), *filter(None, [os.environ.get("PYTHONPATH")])]))
     env["PATH"] = f"{Path(py_path).parent}{os.pathsep}{env.get('PATH', '')}"  # `python` in dvc.yaml = $PY
     make_workspace(repo, ws, params, csv, dvc, env)
     log_path = ws / ".bench" / "repro.log"
