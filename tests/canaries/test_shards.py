@@ -193,6 +193,27 @@ def test_batched_shards_beside_the_workers_give_the_one_process_results(tmp_path
             np.testing.assert_array_equal(a[k], b[k])
 
 
+def test_a_shard_runs_blas_on_one_thread_wherever_it_runs(small_fs, monkeypatch) -> None:
+    """Sequential fits add their sums in one order in every process: the stage's own (BLAS on every core
+    before) and the loky workers (BLAS on cores / n_jobs threads) — else compute.n_jobs changed the bits of
+    scikit-learn fits large enough for threaded BLAS (10k x 128 logistic regression: up to 4e-5)."""
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    from privaudit.canaries import runner, shards as shards_module
+
+    seen: list[int] = []
+
+    def record(*args, **kwargs):  # type: ignore[no-untyped-def]
+        seen.extend(lib["num_threads"] for lib in threadpool_info() if lib["user_api"] in ("blas", "openmp"))
+        return {}
+
+    monkeypatch.setattr(runner, "run_trials", record)
+    plan = make_params([LOGREG])
+    with threadpool_limits(2):  # as on a machine with cores to spare
+        shards_module.run_shard(plan, small_fs, plan_shards(plan)[0], "cpu")
+    assert seen and set(seen) == {1}
+
+
 def test_sized_runs_change_only_the_sized_defenders_shards(tmp_path: Path) -> None:
     """The plan stage's sized black-box runs key a defender's own shard directory, not the others'."""
     claim = {"name": "mine", "kind": "logistic_regression"}
