@@ -167,8 +167,8 @@ class ComputeParams(_Strict):
     prune_shards: bool = Field(True, description="after a successful canaries stage, delete stored shards "
                                "of other params/code (the DVC cache keeps their assembled outputs)")
     budget_minutes: float | None = Field(
-        30.0, gt=0, description="wall-clock budget of the timed fits of one audit (privaudit.planning.cost): the "
-        "black-box runs of sequential claiming defenders shrink to fit; null: no budget")
+        30.0, gt=0, description="wall-clock budget of the audit stages (privaudit.planning.cost): a guard, never a "
+        "resizer: over it the plan stage stops, naming a smaller audit and the command; null: no budget")
 
 
 class Game3Params(_Strict):
@@ -316,6 +316,13 @@ class BlackboxParams(_Strict):
         if batched:
             return int(self.runs)
         return int(self.observable_runs if observable else self.sequential_runs)
+
+    @property
+    def default_runs(self) -> dict[str, int]:
+        """The code's default of each runs-per-side key (``blackbox.<key>``): what a smaller audit is measured
+        against (:func:`privaudit.audits.blackbox.reduced_note`)."""
+        return {k: int(type(self).model_fields[k].default)
+                for k in ("runs", "sequential_runs", "runs_no_claim", "observable_runs")}
 
 
 class BoundsParams(_Strict):

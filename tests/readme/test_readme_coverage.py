@@ -46,6 +46,8 @@ COVERAGE: list[tuple[str, tuple[str, ...] | str]] = [
     (r"python -m stages\.<name>", EXCLUDED + "the form of every dvc.yaml `cmd` (a pattern, not a command); run by "
      "every pipeline test"),
     (r"python -m stages\.lidp --self-check 2", (BLOCKS + "test_lidp_self_check_command",)),
+    (r"python -m stages\.<name> --help", ("tests/unit/test_stage_imports.py::"
+                                          "test_stage_start_up_imports_exactly_the_expected_heavy_packages",)),
     # --- verdict
     (r"(\.venv/bin/)?privaudit verdict", ("tests/report/test_cli.py::test_real_process_exit_code",
                                           "tests/pipeline/test_end_to_end.py::test_pipeline_end_to_end")),
