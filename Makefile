@@ -42,20 +42,25 @@ help:
 
 setup: $(STAMP)
 
+# Progress: a line per step, and pip's "Collecting ..." lines while it resolves and downloads (a fresh
+# venv spends minutes there). torch is never imported here: importing it before numpy is installed
+# prints NumPy's "Failed to initialize NumPy" warning; its version comes from the package metadata.
 $(STAMP): pyproject.toml
-	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	@if ! $(BIN)/python -c "import torch" 2>/dev/null; then \
+	@test -x $(BIN)/python || { echo "setup: 1/3 creating $(VENV)"; $(PYTHON) -m venv $(VENV); }
+	@if ! $(BIN)/python -c "import importlib.util, sys; sys.exit(importlib.util.find_spec('torch') is None)"; then \
 	  if ls $${PIP_FIND_LINKS:-/nonexistent}/torch-$(TORCH_VERSION)+cpu-*.whl >/dev/null 2>&1; then \
-	    echo "setup: installing torch==$(TORCH_VERSION) (CPU wheel from $$PIP_FIND_LINKS)"; \
+	    echo "setup: 2/3 installing torch==$(TORCH_VERSION) (CPU wheel from $$PIP_FIND_LINKS)"; \
 	    $(BIN)/pip install -q "torch==$(TORCH_VERSION)"; \
 	  else \
-	    echo "setup: installing torch==$(TORCH_VERSION) from $(TORCH_INDEX)"; \
+	    echo "setup: 2/3 installing torch==$(TORCH_VERSION) from $(TORCH_INDEX) (the largest download)"; \
 	    $(BIN)/pip install -q "torch==$(TORCH_VERSION)" --extra-index-url $(TORCH_INDEX); \
 	  fi; \
 	fi
-	@$(BIN)/python -c "import torch; print('torch==' + torch.__version__)" > $(VENV)/constraints.txt
-	@echo "setup: keeping $$(cat $(VENV)/constraints.txt); installing privaudit[test]"
-	@$(BIN)/pip install -q -c $(VENV)/constraints.txt -e ".[test]"
+	@$(BIN)/python -c "import importlib.metadata as m; print('torch==' + m.version('torch'))" > $(VENV)/constraints.txt
+	@echo "setup: 3/3 keeping $$(cat $(VENV)/constraints.txt); installing privaudit[test] (one line per package)"
+	@set -o pipefail; $(BIN)/pip install --progress-bar off -c $(VENV)/constraints.txt -e ".[test]" 2>&1 \
+	  | grep --line-buffered -E '^(Collecting|Installing collected|Successfully installed|ERROR|WARNING)' \
+	  | sed -u 's/^/setup:   /'
 	@touch $@
 
 # make exits 2 whenever a recipe fails; the verdict's own code (1 = the gate failed, 2 = missing, corrupt

@@ -6,7 +6,9 @@ writing an ``add_arguments`` function and a handler returning an exit code.
 ``privaudit verdict [--gate metrics/gate.json]`` prints the release-gate verdict and exits
 0 on pass, 1 on fail, 2 when the gate file is missing, corrupt or stale. The gate's warnings
 (``warnings`` of ``metrics/gate.json``; they never change the exit code) follow the verdict line,
-each prefixed ``WARNING``.
+each prefixed ``WARNING``. Per defender it prints ``PASS``, ``PASS (no DP claim)`` (nothing certified: only
+the LTU floors were checked), ``FAIL`` or ``NOT AUDITED`` and, for a claiming defender, its strongest gated ε̂
+against the claim (read from ``audit.json`` beside the gate, ``--audit``).
 
 Stale: the gate's ``provenance`` block (written by the report stage,
 :func:`privaudit.repro.provenance.provenance_stamp`) no longer matches the workspace — an input of
@@ -24,13 +26,13 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
 from privaudit.messages import cap
-from privaudit.verdict.metrics_files import GateResult, read_gate
+from privaudit.verdict.metrics_files import AuditEntry, GateResult, read_entries, read_gate
 
 __all__ = ["EXIT_FAIL", "EXIT_PASS", "EXIT_USAGE", "check_fresh", "find_repo", "main", "print_verdict"]
 
@@ -65,6 +67,13 @@ def _verdict_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="repository the gate was computed in (default: the nearest folder holding dvc.yaml "
         "above the gate file, else the current directory)",
+    )
+    parser.add_argument(
+        "--audit",
+        type=Path,
+        default=None,
+        help="metrics/audit.json beside the gate, for each claiming defender's strongest ε̂ against its claim "
+        "(default: audit.json in the gate's folder; absent: the verdict is printed without it)",
     )
     parser.add_argument(
         "--no-check",
@@ -109,20 +118,43 @@ def check_fresh(gate: GateResult, gate_path: Path, repo: Path) -> str | None:
     return cap(f"gate file {gate_path} is stale: " + "; ".join(shown)) + f"; {STALE_HINT}"
 
 
-def _plain_verdict(gate: GateResult, out: TextIO) -> None:
-    """Plain-text verdict: PASS/FAIL line, the gate's warnings, per-defender lines, reasons indented."""
+def _states(gate: GateResult, audit: Mapping[str, AuditEntry]) -> dict[str, tuple[str, str | None]]:
+    """Per defender: its state's words (``PASS``, ``PASS (no DP claim)``, ``FAIL``, ``NOT AUDITED``) and, for a
+    claiming defender, its strongest ε̂ against the claim (:mod:`privaudit.report.first_screen`). Without
+    ``metrics/audit.json`` a defender's claim is unknown: plain ``PASS`` / ``FAIL``."""
+    from privaudit.report.first_screen import defender_state, state_label, strongest_line
+    from privaudit.verdict.gate import NOT_AUDITED
+
+    out: dict[str, tuple[str, str | None]] = {}
+    for name, verdict in gate.defenders.items():
+        if not audit:
+            out[name] = ("PASS" if verdict.passed else "FAIL", None)
+            continue
+        entry = audit.get(name)
+        state = defender_state(entry, verdict, any(NOT_AUDITED in r for r in verdict.reasons))
+        out[name] = (state_label(state), strongest_line(entry))
+    return out
+
+
+def _plain_verdict(gate: GateResult, out: TextIO, audit: Mapping[str, AuditEntry]) -> None:
+    """Plain-text verdict: PASS/FAIL line, the gate's warnings, per-defender lines (state, the strongest ε̂
+    against the claim), reasons indented."""
     out.write(f"privaudit verdict: {'PASS' if gate.passed else 'FAIL'}\n")
     for warning in gate.warnings:
         out.write(f"WARNING: {warning}\n")
+    states = _states(gate, audit)
     for name, verdict in gate.defenders.items():
-        out.write(f"  {'PASS' if verdict.passed else 'FAIL'}  {name}\n")
+        word, strongest = states[name]
+        out.write(f"  {word}  {name}\n")
+        if strongest:
+            out.write(f"        {strongest}\n")
         for reason in verdict.reasons:
             out.write(f"        - {reason}\n")
     for reason in gate.unlisted_reasons():
         out.write(f"  - {reason}\n")
 
 
-def _rich_verdict(gate: GateResult, out: TextIO) -> None:
+def _rich_verdict(gate: GateResult, out: TextIO, audit: Mapping[str, AuditEntry]) -> None:
     """Verdict with rich (colours, a table); user strings are escaped from rich markup."""
     from rich.console import Console
     from rich.markup import escape
@@ -136,20 +168,38 @@ def _rich_verdict(gate: GateResult, out: TextIO) -> None:
     table = Table(show_header=True, header_style="bold")
     table.add_column("Defender")
     table.add_column("Gate")
-    table.add_column("Reasons")
+    table.add_column("Strongest ε̂ vs claim; reasons")
+    states = _states(gate, audit)
     for name, verdict in gate.defenders.items():
-        word = "[green]PASS[/]" if verdict.passed else "[red]FAIL[/]"
-        reasons = "\n".join(f"• {escape(r)}" for r in verdict.reasons) or "[dim]all checks passed[/]"
-        table.add_row(escape(name), word, reasons)
+        label, strongest = states[name]
+        colour = "red" if not verdict.passed else "green" if label == "PASS" else "yellow"
+        word = f"[{colour}]{escape(label)}[/]"
+        lines = ([escape(strongest)] if strongest else []) + [f"• {escape(r)}" for r in verdict.reasons]
+        empty = "[dim]LTU floors hold; no DP claim checked[/]" if label == "PASS (no DP claim)" else "[dim]all checks passed[/]"
+        table.add_row(escape(name), word, "\n".join(lines) or empty)
     if gate.defenders:
         console.print(table)
     for reason in gate.unlisted_reasons():
         console.print(f"[red]•[/] {escape(reason)}")
 
 
-def print_verdict(gate: GateResult, out: TextIO, use_rich: bool) -> None:
-    """Print a gate result to ``out`` (rich or plain)."""
-    (_rich_verdict if use_rich else _plain_verdict)(gate, out)
+def print_verdict(gate: GateResult, out: TextIO, use_rich: bool, audit: Mapping[str, AuditEntry] | None = None) -> None:
+    """Print a gate result to ``out`` (rich or plain); with ``audit`` (``metrics/audit.json``'s entries) each
+    claiming defender shows its strongest ε̂ against its claim and a PASS without a claim reads
+    ``PASS (no DP claim)``."""
+    (_rich_verdict if use_rich else _plain_verdict)(gate, out, audit or {})
+
+
+def _read_audit(path: Path, err: TextIO) -> dict[str, AuditEntry]:
+    """``metrics/audit.json``'s entries, or ``{}`` (with a note on ``err``) when it is absent or unreadable: the
+    verdict and its exit code never depend on it."""
+    if not path.exists():
+        return {}
+    try:
+        return read_entries("audit", path)
+    except ValueError as exc:
+        err.write(f"privaudit verdict: note: {path} not shown ({exc})\n")
+        return {}
 
 
 def _verdict(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
@@ -165,7 +215,8 @@ def _verdict(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             err.write(f"privaudit verdict: error: {stale}\n")
             return EXIT_USAGE
     use_rich = args.rich if args.rich is not None else bool(getattr(out, "isatty", lambda: False)())
-    print_verdict(gate, out, use_rich)
+    audit = _read_audit(args.audit if args.audit is not None else args.gate.parent / "audit.json", err)
+    print_verdict(gate, out, use_rich, audit)
     return EXIT_PASS if gate.passed else EXIT_FAIL
 
 

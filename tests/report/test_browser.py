@@ -153,6 +153,14 @@ def test_report_renders_in_chromium(driver: Any, tmp_path: Path) -> None:
         "const d = document.documentElement; return {scroll: d.scrollWidth, client: d.clientWidth}")
     assert overflow["scroll"] <= overflow["client"], overflow
 
+    # Issue 44: at 1400 px the trade-off plot is shown unscaled, so its legend (LEGEND_PT at 100 dpi) is >= 10 px
+    from privaudit.report.figures import LEGEND_PT
+
+    shown = driver.execute_script(
+        "const i = document.querySelector('img[data-plot=tradeoff]');"
+        "return {client: i.getBoundingClientRect().width, natural: i.naturalWidth}")
+    assert LEGEND_PT * 100 / 72 * shown["client"] / shown["natural"] >= 10, shown
+
     # Full-page screenshot: grow the window to the document height, then capture.
     height = driver.execute_script("return document.documentElement.scrollHeight")
     driver.set_window_size(1280, min(int(height) + 100, 16000))
@@ -163,3 +171,22 @@ def test_report_renders_in_chromium(driver: Any, tmp_path: Path) -> None:
     if keep:  # optional: keep a copy outside pytest's temp dir for review
         Path(keep).mkdir(parents=True, exist_ok=True)
         shutil.copy2(shot, Path(keep) / shot.name)
+
+
+def test_a_pass_without_a_claim_looks_different_from_a_certified_pass(driver: Any, tmp_path: Path) -> None:
+    """Issue 44: "PASS, no DP claim" is a visibly different banner from a certified PASS."""
+    from tests.report.test_first_screen import certified_and_no_claim, inputs_of, no_claim_only
+
+    looks = {}
+    for name, m in (("certified", certified_and_no_claim()), ("no_claim", no_claim_only())):
+        paths = build_report(inputs_of(m, min_privacy=0.0), tmp_path / name)
+        driver.get(paths["html"].resolve().as_uri())
+        looks[name] = driver.execute_script(
+            "const v = document.getElementById('verdict'), w = v.querySelector('.word'), b = getComputedStyle(v);"
+            "return {background: b.backgroundColor, border: b.borderTopStyle, word: w.innerText,"
+            " color: getComputedStyle(w).color, text: v.innerText}")
+    certified, no_claim = looks["certified"], looks["no_claim"]
+    assert certified["word"] == no_claim["word"] == "PASS"
+    assert certified["background"] != no_claim["background"] and no_claim["border"] == "dashed"
+    assert contrast(no_claim["color"], no_claim["background"]) >= 4.5, no_claim
+    assert "no DP claim" in no_claim["text"] and "strongest ε̂ 0.958" in certified["text"]

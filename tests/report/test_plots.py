@@ -255,3 +255,69 @@ def test_most_exposed_ids_do_not_print_over_each_other() -> None:
     assert len(ys) == 4
     span = ax.get_ylim()[1] - ax.get_ylim()[0]
     assert min(b - a for a, b in zip(ys, ys[1:])) >= 0.06 * span
+
+
+# --------------------------------------------------------------------------- trade-off figure legibility
+
+#: the report's content width at a 1400 px window (body max-width 1180 px less 2 × 2rem padding)
+CONTENT_PX = 1116
+
+
+def _tradeoff_axes() -> tuple[Any, Any, Any]:
+    from privaudit.report.figures import tradeoff_plot
+
+    m = synthetic.with_blackbox(synthetic.metrics(), bare=False)  # dp_sgd: certified point at FPR 0.28
+    fig = tradeoff_plot(synthetic.typed(m).audit)
+    assert fig is not None
+    fig.canvas.draw()
+    lin, log = fig.axes
+    return fig, lin, log
+
+
+def test_tradeoff_legend_is_at_least_10px_in_the_report() -> None:
+    from privaudit.report.figures import tradeoff_figure
+
+    fig, _, _ = _tradeoff_axes()
+    legends = [leg for sub in fig.subfigs for leg in sub.legends]
+    assert legends
+    width = png_size(tradeoff_figure(synthetic.typed(synthetic.with_blackbox(synthetic.metrics(), bare=False)).audit)
+                     or b"")[0]
+    shown = min(1.0, CONTENT_PX / width)  # the <img> is scaled to the content width when wider
+    for leg in legends:
+        for text in [*leg.get_texts(), leg.get_title()]:
+            px = text.get_fontsize() * fig.dpi / 72 * shown
+            assert px >= 10, (text.get_text(), px)
+
+
+def test_tradeoff_eps_hat_is_in_the_panel() -> None:
+    _, lin, _ = _tradeoff_axes()
+    boxes = [t for t in lin.texts if t.get_gid() == "eps_hat"]
+    assert len(boxes) == 1 and "black-box ε̂ = 0.189" in boxes[0].get_text() and "claim ε = 1" in boxes[0].get_text()
+    assert boxes[0].get_fontsize() * 100 / 72 >= 10
+
+
+def test_tradeoff_claim_and_ceiling_differ_in_colour_and_line_style() -> None:
+    from matplotlib.colors import to_rgb
+
+    _, lin, log = _tradeoff_axes()
+    for ax in (lin, log):
+        (claim,) = [ln for ln in ax.lines if ln.get_gid() == "claim"]
+        (ceiling,) = [ln for ln in ax.lines if ln.get_gid() == "ceiling"]
+        assert to_rgb(claim.get_color()) != to_rgb(ceiling.get_color())
+        assert claim.get_linestyle() != ceiling.get_linestyle()
+        assert claim.get_linewidth() >= 2 * ceiling.get_linewidth()  # the dashed ceiling shows on the claim band
+
+
+def test_tradeoff_log_panel_is_not_empty_for_a_point_at_fpr_0_3() -> None:
+    import numpy as np
+
+    _, _, log = _tradeoff_axes()
+    (x0, x1), (y0, y1) = log.get_xlim(), log.get_ylim()
+    point = [ln for ln in log.lines if ln.get_marker() == "X"][0]
+    (px,), (py,) = point.get_xdata(), point.get_ydata()
+    # the point is inside the panel, not in its corner: at least a decade from the left edge (log scale)
+    assert x0 < px < x1 and y0 < py < y1 and np.log10(px / x0) >= 1.0
+    (claim,) = [ln for ln in log.lines if ln.get_gid() == "claim"]
+    xs, ys = np.asarray(claim.get_xdata()), np.asarray(claim.get_ydata())
+    inside = (xs >= x0) & (xs <= x1) & (ys >= y0) & (ys <= y1)
+    assert np.log10(xs[inside].max() / xs[inside].min()) >= 1.0  # the claim's curve crosses the panel

@@ -32,6 +32,9 @@ from privaudit.seeding import draw_seeds
 
 #: a first reference fit faster than this (seconds) means the others are fitted in-process too
 SEQUENTIAL_FIT_S = 0.5
+#: in a log (no terminal), a pass of reference fits prints one progress line when it ends, and one every this many
+#: seconds while it runs (with rate and ETA); a terminal shows a bar that advances on every fit
+LOG_EVERY_S = 30.0
 
 
 def joblib_jobs(n_jobs: int | Literal["auto"]) -> int:
@@ -103,14 +106,18 @@ def train_subset_confidences(spec: DefenderSpecBase, n_classes: int, X: np.ndarr
         else:  # slow fits: a progress bar (terminal) or a line per fit, with rate and ETA
             from privaudit.planning.progress import FitProgress, terminal
 
-            with FitProgress(f"{spec.name}: reference models", count, "fit", bar=terminal()) as bar:
-                bar.advance(1, "model 1")
+            # in a log: one line per pass, plus one every LOG_EVERY_S on a slow pass (a bar shows every fit)
+            on_terminal, pending, last = terminal(), 1, time.monotonic()
+            with FitProgress(f"{spec.name}: reference models", count, "fit", bar=on_terminal) as bar:
                 fits = ((_fit_conf(spec, n_classes, X, y, s, int(sd)) for s, sd in rest) if jobs == 1 else
                         Parallel(n_jobs=jobs, return_as="generator")(
                             delayed(_fit_conf)(spec, n_classes, X, y, s, int(sd)) for s, sd in rest))
                 for k, col in enumerate(fits, start=2):
                     cols.append(col)
-                    bar.advance(1, f"model {k}")
+                    pending += 1
+                    if on_terminal or k == count or time.monotonic() - last >= LOG_EVERY_S:
+                        bar.advance(pending, f"model {k}")
+                        pending, last = 0, time.monotonic()
         conf = np.column_stack(cols)
     inside = np.zeros((len(y), count), bool)
     for k, s in enumerate(subsets):

@@ -20,6 +20,7 @@ __all__ = [
     "Section",
     "Table",
     "Verdict",
+    "VerdictLine",
     "cell",
     "num",
     "pm",
@@ -67,13 +68,28 @@ class Note:
 
 
 @dataclass
+class VerdictLine:
+    """One defender under a passing verdict: its state (``pass``, ``pass-noclaim``, ...,
+    :func:`privaudit.report.first_screen.defender_state`), the state's words and one line of why."""
+
+    name: str
+    state: str
+    label: str
+    text: str
+
+
+@dataclass
 class Verdict:
     """The gate verdict: ``passed`` is ``None`` when no gate result is available; ``warnings`` (the
-    gate's, never a failure) are shown right below it."""
+    gate's, never a failure) are shown right below it. ``no_claim``: a PASS in which no defender has a
+    DP claim (nothing is certified; shown differently from a certified PASS). ``lines``: per defender,
+    shown under a PASS (a FAIL lists the failing reasons only)."""
 
     passed: bool | None
     reasons: list[str]
     warnings: list[str] = field(default_factory=list)
+    no_claim: bool = False
+    lines: list[VerdictLine] = field(default_factory=list)
 
 
 Block = Note | Table | Figure | Verdict

@@ -20,7 +20,8 @@ Figures (one PNG each; one panel per defender where it applies):
   it excludes, the certified point (``claim_fpr_upper``, ``claim_fnr_upper``) with its confidence
   box, the GDP view's threshold (observed rates to upper bounds, a diagnostic) and, for DP-SGD
   recipes, the last-iterate ceiling's Gaussian curve G_μ; beside it the low-FPR corner on log-log
-  axes (1 − FNR against FPR), and the legend in a column of its own.
+  axes (1 − FNR against FPR), ranged on the plotted points; ε̂ against the claim in a box in the linear
+  panel; the legend below both panels, at least 12 px in the report (the figure is shown unscaled).
 
 PNG bytes are deterministic for the same inputs and matplotlib version (no timestamp or
 software metadata), so ``dvc`` does not see a change where there is none.
@@ -68,6 +69,7 @@ __all__ = [
     "render_plots",
     "roc_figure",
     "tradeoff_figure",
+    "tradeoff_plot",
 ]
 
 
@@ -369,7 +371,13 @@ def roc_figure(roc: Mapping[str, Mapping[str, Mapping[str, Any]]] | None) -> byt
 _ALPHA = np.unique(np.concatenate([np.logspace(-7, 0, 421), np.linspace(0.0, 1.0, 401)]))
 
 #: colours of the trade-off figure: claim curve, excluded region / refuting point, ceiling, GDP view
-_CLAIM, _REFUTED, _CEILING, _GDP = "#1f77b4", "#d62728", "#ff7f0e", "#9467bd"
+_CLAIM, _REFUTED, _CEILING, _GDP = "#1f77b4", "#d62728", "#a04000", "#9467bd"
+#: the claim's curve is a wide translucent band, so a curve drawn on it (the ceiling, dashed) stays visible
+_CLAIM_WIDTH = 6.0
+#: legend and annotation size in points: at _DPI 100 a point is 100/72 px, and the figure is at most
+#: TRADEOFF_WIDTH_IN wide, so the report (content 1116 px at a 1400 px window) shows it unscaled: >= 12 px
+LEGEND_PT = 9.0
+TRADEOFF_WIDTH_IN = 11.0
 
 #: the log-log panel's lower limit on both axes (lower where a plotted point needs it, down to 1e-6)
 _LOG_LOW = 1e-4
@@ -405,8 +413,9 @@ def _tradeoff_title(name: str, claim: PrivacyClaim, block: BlackboxBlock) -> str
     return "\n".join(_text(line) for line in lines)
 
 
-def _tradeoff_row(axes: tuple[Axes, Axes, Axes], name: str, claim: PrivacyClaim, block: BlackboxBlock) -> None:
-    """One defender: the linear panel, the low-FPR log-log panel and the legend column."""
+def _tradeoff_row(axes: tuple[Axes, Axes, Any], name: str, claim: PrivacyClaim, block: BlackboxBlock) -> None:
+    """One defender: the linear panel with ε̂ in a box, the low-FPR log-log panel and, below both, the legend
+    (on ``leg``, the row's subfigure)."""
     lin, log, leg = axes
     curve, description = _claim_curve(claim)
     if curve is not None:
@@ -414,9 +423,10 @@ def _tradeoff_row(axes: tuple[Axes, Axes, Axes], name: str, claim: PrivacyClaim,
                  if claim.mechanism is None else f"claimed curve: {description}")
         lin.fill_between(_ALPHA, 0.0, curve, color=_REFUTED, alpha=0.07, linewidth=0,
                          label="excluded by the claim (a certified point here refutes it)")
-        lin.plot(_ALPHA, curve, color=_CLAIM, linewidth=2.0, label=_wrap(label))
+        lin.plot(_ALPHA, curve, color=_CLAIM, linewidth=_CLAIM_WIDTH, alpha=0.55, solid_capstyle="butt",
+                 label=_wrap(label), gid="claim")
         log.fill_between(_ALPHA, 1.0 - curve, 1.0, color=_REFUTED, alpha=0.07, linewidth=0)
-        log.plot(_ALPHA, 1.0 - curve, color=_CLAIM, linewidth=2.0)
+        log.plot(_ALPHA, 1.0 - curve, color=_CLAIM, linewidth=_CLAIM_WIDTH, alpha=0.55, gid="claim")
     else:
         lin.text(0.5, 0.5, _wrap(description, 40), ha="center", va="center", fontsize=8, color="#555555",
                  transform=lin.transAxes)
@@ -429,10 +439,12 @@ def _tradeoff_row(axes: tuple[Axes, Axes, Axes], name: str, claim: PrivacyClaim,
         from privaudit.stats.tradeoff import GaussianFamily
 
         g = np.asarray(GaussianFamily(mu).curve(mu, _ALPHA), dtype=float)
-        lin.plot(_ALPHA, g, "--", color=_CEILING, linewidth=1.6,
+        same = curve is not None and float(np.max(np.abs(g - curve))) < 0.01
+        lin.plot(_ALPHA, g, linestyle=(0, (4, 2.5)), color=_CEILING, linewidth=1.8, gid="ceiling",
                  label=_wrap(f"last-iterate ceiling (Gaussian approx.), G_μ with μ = {mu:.3g}: at most what a "
-                             "final-model audit can reach"))
-        log.plot(_ALPHA, 1.0 - g, "--", color=_CEILING, linewidth=1.6)
+                             "final-model audit can reach" + ("; here it runs along the claimed curve (within 0.01)"
+                                                              if same else "")))
+        log.plot(_ALPHA, 1.0 - g, linestyle=(0, (4, 2.5)), color=_CEILING, linewidth=1.8, gid="ceiling")
 
     xs: list[float] = []
     box = gdp_view_box(block)
@@ -454,7 +466,7 @@ def _tradeoff_row(axes: tuple[Axes, Axes, Axes], name: str, claim: PrivacyClaim,
                              f"box{level}): " + ("below the curve, refutes the claim" if refutes
                                                  else "not below the curve")))
         xs.append(a)
-    low = max(1e-6, min([_LOG_LOW, *(0.3 * x for x in xs if x > 0)]))
+    low = _log_low(xs)
     if box is not None:
         fpr, fnr, fpr_u, fnr_u = box
         x0, y0, y1 = max(fpr, low), max(1.0 - fnr_u, low), max(1.0 - fnr, low)
@@ -468,6 +480,9 @@ def _tradeoff_row(axes: tuple[Axes, Axes, Axes], name: str, claim: PrivacyClaim,
                                 linestyle="--", linewidth=1.2))
         log.plot([a], [y0], "X", color=color, markersize=10, markeredgecolor="white", zorder=5, clip_on=False)
 
+    lin.text(0.98, 0.98, _text(_eps_annotation(claim, block)), transform=lin.transAxes, ha="right", va="top",
+             fontsize=LEGEND_PT + 1, gid="eps_hat",
+             bbox={"boxstyle": "round,pad=0.35", "facecolor": "white", "edgecolor": color, "alpha": 0.95})
     lin.set_xlim(0.0, 1.0)
     lin.set_ylim(0.0, 1.0)
     lin.set_aspect("equal")
@@ -484,28 +499,53 @@ def _tradeoff_row(axes: tuple[Axes, Axes, Axes], name: str, claim: PrivacyClaim,
     log.set_ylabel("1 − FNR (= TPR, log)")
     log.set_title("low-FPR corner (log-log; the claim excludes above its curve)", fontsize=9)
     log.grid(True, which="major", alpha=0.3)
-    leg.set_axis_off()
     handles, labels = lin.get_legend_handles_labels()
     if curve is None:
         handles.insert(0, Patch(color="none"))
         labels.insert(0, _wrap(description))
-    leg.legend(handles, labels, loc="upper left", fontsize=7.5, title=_tradeoff_title(name, claim, block),
-               title_fontsize=8, alignment="left", frameon=False, borderaxespad=0.0)
+    leg.legend(handles, labels, loc="outside lower center", ncols=2, fontsize=LEGEND_PT,
+               title=_tradeoff_title(name, claim, block).replace("\n", "  ·  ", 1), title_fontsize=LEGEND_PT + 0.5,
+               frameon=False)
+
+
+def _eps_annotation(claim: PrivacyClaim, block: BlackboxBlock) -> str:
+    """The panel's ε̂ box: gated black-box ε̂ against the claimed ε, and whether the certified point refutes it."""
+    eps = block_value(block, "eps_lower_bound")
+    head = (f"black-box ε̂ = {eps:.3g}" if eps is not None else "black-box ε̂: not computed")
+    lines = [f"{head}  (claim ε = {claim.epsilon:.3g})"]
+    if block.refutes_claimed_curve is not None:
+        lines.append("REFUTES the claimed curve" if block.refutes_claimed_curve else "not below the claimed curve")
+    return "\n".join(lines)
+
+
+def _log_low(xs: list[float]) -> float:
+    """The lower limit of the log-log panel: a decade and a half below the smallest plotted FPR, at least 1e-6,
+    at most 1e-2, so a point at FPR ≈ 0.3 sits inside the panel with the curves around it, not in its corner."""
+    positive = [x for x in xs if x > 0]
+    if not positive:
+        return _LOG_LOW
+    return float(min(1e-2, max(1e-6, min(positive) / 30.0)))
+
+
+def tradeoff_plot(audit: Mapping[str, AuditEntry]) -> Figure | None:
+    """The trade-off figure (see :func:`tradeoff_figure`) as a matplotlib figure, for tests that inspect it."""
+    rows = tradeoff_claims(audit)
+    if not rows:
+        return None
+    fig = Figure(figsize=(TRADEOFF_WIDTH_IN, 7.9 * len(rows)), dpi=_DPI, layout="constrained")
+    FigureCanvasAgg(fig)
+    subfigs = fig.subfigures(len(rows), 1, squeeze=False)[:, 0]
+    for sub, (name, (claim, block)) in zip(subfigs, rows.items()):
+        lin, log = sub.subplots(1, 2)
+        _tradeoff_row((lin, log, sub), name, claim, block)
+    return fig
 
 
 def tradeoff_figure(audit: Mapping[str, AuditEntry]) -> bytes | None:
     """The black-box audit against the claim's trade-off curve (see the module doc), one row per defender
     with a black-box block and a claim comparable with it; ``None`` if there is none."""
-    rows = tradeoff_claims(audit)
-    if not rows:
-        return None
-    fig = Figure(figsize=(13.0, 4.6 * len(rows)), dpi=_DPI, layout="constrained")
-    FigureCanvasAgg(fig)
-    grid = fig.add_gridspec(len(rows), 3, width_ratios=[1.0, 1.0, 0.95])
-    for i, (name, (claim, block)) in enumerate(rows.items()):
-        axes = (fig.add_subplot(grid[i, 0]), fig.add_subplot(grid[i, 1]), fig.add_subplot(grid[i, 2]))
-        _tradeoff_row(axes, name, claim, block)
-    return _png(fig)
+    fig = tradeoff_plot(audit)
+    return None if fig is None else _png(fig)
 
 
 def render_plots(inputs: ReportInputs) -> dict[str, bytes | None]:

@@ -63,11 +63,16 @@ def _html_block(block: Block) -> str:
             )
         word, cls = ("PASS", "verdict-pass") if block.passed else ("FAIL", "verdict-fail")
         lead = "release gate passed" if block.passed else "release gate failed"
+        if block.passed and block.no_claim:
+            cls, lead = "verdict-pass-noclaim", "no DP claim: only the LTU floors were checked, no ε is certified"
         reasons = "".join(f"<li>{_h(r)}</li>" for r in block.reasons)
+        reasons += "".join(
+            f'<li class="defender"><span class="chip chip-{_h(line.state)}">{_h(line.label)}</span> '
+            f"<b>{_h(line.name)}</b>: {_h(line.text)}</li>" for line in block.lines)
         items = f"<ul>{reasons}</ul>" if reasons else ""
         return (
             f'<div class="verdict {cls}" id="verdict"><span class="word">{word}</span>'
-            f'<span class="lead">{lead}</span>{items}</div>'
+            f'<span class="lead">{_h(lead)}</span>{items}</div>'
         ) + _html_warnings(block.warnings)
     if isinstance(block, Note):
         return (
@@ -130,10 +135,13 @@ def _md_block(block: Block, plots_rel: str) -> str:
         if block.passed is None:
             return f"## Verdict: NO VERDICT\n\nRelease gate: {MISSING}."
         word = "PASS" if block.passed else "FAIL"
-        lines = [f"## Verdict: **{word}**", ""]
+        lines = [f"## Verdict: **{word}**" + (" — no DP claim, no ε certified" if block.passed and block.no_claim
+                                               else ""), ""]
         if block.warnings:  # one quoted paragraph per warning, before the reasons
             lines += ["\n>\n".join(f"> **WARNING** {_md(w)}" for w in block.warnings), ""]
-        lines += [f"- {_md(r)}" for r in block.reasons] or ["All gate checks passed."]
+        items = [f"- {_md(r)}" for r in block.reasons]
+        items += [f"- **{_md(line.label)}** {_md(line.name)}: {_md(line.text)}" for line in block.lines]
+        lines += items or ["All gate checks passed."]
         return "\n".join(lines)
     if isinstance(block, Note):
         return f"> _{_md(block.text)}_" if block.missing else _md(block.text)

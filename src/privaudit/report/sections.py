@@ -16,7 +16,7 @@ import pandas as pd
 
 from privaudit.verdict.claim_check import audited_bounds, check_bounds
 from privaudit.verdict.error_budget import BOUND_LABELS
-from privaudit.verdict.metrics_files import AuditEntry, LidpBlock, LtuEntry
+from privaudit.verdict.metrics_files import AuditEntry, DefenderVerdict, LidpBlock, LtuEntry
 from privaudit.report.document import (
     MISSING,
     Cell,
@@ -25,12 +25,14 @@ from privaudit.report.document import (
     Section,
     Table,
     Verdict,
+    VerdictLine,
     cell,
     num,
     pm,
     real,
 )
 from privaudit.report.figures import PLOT_NAMES
+from privaudit.report.first_screen import could_have_seen, defender_state, state_label, strongest_line
 from privaudit.verdict.gate import NOT_AUDITED
 from privaudit.report.inputs import ReportInputs
 from privaudit.report.tables import (
@@ -44,7 +46,7 @@ from privaudit.report.tables import (
 )
 from privaudit.verdict.theory import theory_violations
 
-__all__ = ["build_document"]
+__all__ = ["build_document", "could_have_seen"]
 
 _BOUND_COLUMNS: tuple[tuple[str, str], ...] = (
     ("thudi", "Thudi"),
@@ -80,12 +82,24 @@ def audited_what(inputs: ReportInputs) -> str | None:
     return "Audited: " + ", ".join(parts) + " (params and data hashes: Provenance manifest)."
 
 
-def _what_pass_means(audit: AuditEntry | None) -> str:
+def _flagged_note(inputs: ReportInputs, name: str) -> str | None:
+    """``"8 of 500 training samples flagged by the per-sample risk test"`` (``None`` without risk scores)."""
+    frame = (inputs.privacy_scores or {}).get(name)
+    summary = None if frame is None else risk_summary(frame)
+    if not summary or not summary.get("tested"):
+        return None
+    return f"{summary['flagged']} of {summary['tested']} training samples flagged by the per-sample risk test"
+
+
+def _what_pass_means(inputs: ReportInputs, name: str) -> str:
     """The claim a defender's verdict is about, in words (the verdict table's "Claim" column)."""
+    audit = inputs.metrics.audit.get(name)
     if audit is None or audit.claim is None:
         bb = None if audit is None or audit.blackbox is None else audit.blackbox.eps_lower_bound
         seen = f"; black-box ε̂ {num(real(bb))} is evidence of leakage, checked against nothing" if bb is not None else ""
-        return "no DP claim: PASS means the LTU privacy and utility floors hold" + seen
+        flagged = _flagged_note(inputs, name)
+        return ("no DP claim: PASS means the LTU privacy and utility floors hold, nothing is certified" + seen
+                + (f"; {flagged}" if flagged else ""))
     c = audit.claim
     delta = "pure (δ = 0)" if c.delta == 0 else f"δ = {c.delta:.3g}"
     text = f"ε = {num(c.epsilon, 3)}, {delta}, {c.neighbourhood}"
@@ -93,64 +107,71 @@ def _what_pass_means(audit: AuditEntry | None) -> str:
     return text + (f"; black-box tested against: {tested}" if tested else "")
 
 
-#: the bounds whose blocks carry ``detectable_epsilon`` (privaudit.stats.detectable), as the report names them
-_DETECTABLE = (("blackbox", "black-box"), ("one_run", "one-run"), ("game3", "Game 3"))
+def _why(inputs: ReportInputs, name: str, verdict: DefenderVerdict) -> list[str]:
+    """The "why" of one defender: its strongest ε̂ against its claim first, then the gate's reasons."""
+    strongest = strongest_line(inputs.metrics.audit.get(name))
+    reasons = list(verdict.reasons) or (["all checks passed"] if strongest else ["LTU floors hold; no DP claim checked"])
+    return ([strongest] if strongest else []) + reasons
 
 
-def could_have_seen(audit: AuditEntry | None) -> str:
-    """How much the audit could have seen: the smallest true ε each bound detects with probability >= 0.8 at
-    the size it ran (an ideal canary; a real one needs at least this), the most sensitive first.
-
-    >>> could_have_seen(None)
-    '—'
-    """
-    if audit is None or audit.claim is None:
-        return "—"
-    found: list[tuple[float, str]] = []
-    for key, label in _DETECTABLE:
-        extra = getattr(getattr(audit, key, None), "model_extra", None) or {}
-        if "detectable_epsilon" in extra:
-            value = extra["detectable_epsilon"]
-            found.append((math.inf if value is None else float(value), label))
-    if not found:
-        return "not computed"
-    found.sort()
-    parts = [f"{label}: {'nothing below ε 50' if math.isinf(v) else f'ε ≥ {v:.2f}'}" for v, label in found]
-    if math.isinf(found[0][0]):
-        return "no bound could have caught any true ε below 50 at these sizes"
-    return f"a true ε ≥ {found[0][0]:.2f} is caught with probability ≥ 0.8 ({'; '.join(parts)})"
+def _verdict_line(inputs: ReportInputs, name: str, state: str) -> VerdictLine:
+    """One defender's line under a passing verdict."""
+    entry = inputs.metrics.audit.get(name)
+    strongest = strongest_line(entry)
+    if strongest is not None:
+        seen = could_have_seen(entry)
+        text = strongest + ("" if seen in ("—", "not computed") else f"; could have seen: {seen.split(' (')[0]}")
+    else:
+        flagged = _flagged_note(inputs, name)
+        text = "no DP claim: only the LTU privacy and utility floors were checked" + (f"; {flagged}" if flagged else "")
+    return VerdictLine(name, state, state_label(state), text)  # type: ignore[arg-type]
 
 
 def _verdict_section(inputs: ReportInputs) -> Section:
-    """The verdict: PASS/FAIL with the gate's reasons and warnings, what was audited, and per-defender
-    verdicts with the claim each is about."""
+    """The verdict: PASS/FAIL with the gate's reasons and warnings (under a PASS, one line per defender: its
+    strongest ε̂ against its claim, or that it claims nothing), what was audited, and per-defender verdicts
+    with the claim each is about, the why and what the audit could have seen."""
     gate = inputs.gate
     section = Section("Verdict")
+    states: dict[str, str] = {}
+    if gate is not None:
+        for name, verdict in gate.defenders.items():
+            states[name] = defender_state(inputs.metrics.audit.get(name), verdict,
+                                          any(NOT_AUDITED in r for r in verdict.reasons))
+    no_claim = bool(states) and all(s == "pass-noclaim" for s in states.values())
+    lines = [_verdict_line(inputs, n, s) for n, s in states.items()] if gate is not None and gate.passed else []
     section.blocks.append(Verdict(None if gate is None else gate.passed, list(gate.reasons) if gate else [],
-                                  list(gate.warnings) if gate else []))
+                                  list(gate.warnings) if gate else [],
+                                  no_claim=bool(gate is not None and gate.passed and no_claim), lines=lines))
     if (what := audited_what(inputs)) is not None:
         section.blocks.append(Note(what))
     if gate is not None and gate.defenders:
         rows = []
         for name, verdict in gate.defenders.items():
-            not_audited = any(NOT_AUDITED in r for r in verdict.reasons)
+            state = states[name]
             rows.append(
                 [
                     cell(name),
-                    cell("NOT AUDITED", cls="fail") if not_audited
-                    else cell("PASS" if verdict.passed else "FAIL", cls="pass" if verdict.passed else "fail"),
-                    cell(_what_pass_means(inputs.metrics.audit.get(name))),
-                    Cell(list(verdict.reasons) or ["all checks passed"]),
+                    cell(state_label(state), cls=_STATE_CLASS[state]),  # type: ignore[index]
+                    cell(_what_pass_means(inputs, name)),
+                    Cell(_why(inputs, name, verdict)),
                     cell(could_have_seen(inputs.metrics.audit.get(name))),
                 ]
             )
         section.blocks.append(
             Table(["Defender", "Gate", "Claim", "Reasons", "Could have seen"], rows,
-                  "Release gate per defender. Could have seen: the smallest true ε each gated black-box bound "
-                  "detects with probability ≥ 0.8 at the size it ran, for an ideal canary (a real canary needs at "
-                  "least this): a PASS says nothing about a true ε below it")
+                  "Release gate per defender. Reasons: the strongest gated ε lower bound against the claim, then the "
+                  "gate's reasons. PASS (no DP claim): the LTU floors hold; no ε is certified. Could have seen: "
+                  "per gated bound, the smallest true ε it detects with probability ≥ 0.8 at the size it ran, for "
+                  "an ideal canary (a real canary needs at least this); for the model-based white-box audit, the "
+                  "true ε at which its certified lower end would pass the claim, at the relative width its "
+                  "interval has here. A PASS says nothing about a true ε below these")
         )
     return section
+
+
+#: the CSS class of each defender state's cell
+_STATE_CLASS = {"pass": "pass", "pass-noclaim": "pass-noclaim", "fail": "fail", "not-audited": "fail"}
 
 
 def _privacy_cell(entry: LtuEntry | None) -> Cell:

@@ -22,6 +22,17 @@ h3 { font-size: 1.05rem; margin: 1.4rem 0 .4rem; }
 .verdict.verdict-pass { background: var(--pass); }
 .verdict.verdict-fail { background: var(--fail); }
 .verdict.verdict-unknown { background: #6b7280; }
+.verdict.verdict-pass-noclaim { background: #fff; color: #1d1f23; border: 4px dashed var(--pass); }
+.verdict.verdict-pass-noclaim .word { color: var(--pass); }
+.verdict li.defender { list-style: none; margin-left: -1.3rem; }
+.chip { display: inline-block; font-weight: 800; font-size: .85rem; letter-spacing: .04em; padding: .05rem .5rem;
+        border-radius: 4px; margin-right: .35rem; }
+.chip-pass { background: #fff; color: var(--pass); }
+.chip-pass-noclaim { background: #fff; color: #1d1f23; border: 2px dashed var(--pass); }
+.verdict-pass-noclaim .chip-pass-noclaim { background: #eef6f0; }
+.chip-fail, .chip-not-audited { background: #fff; color: var(--fail); }
+td.pass-noclaim { color: #1d1f23; font-weight: 700; background: #fff; outline: 2px dashed var(--pass);
+                  outline-offset: -4px; }
 .verdict .word { font-size: 2.6rem; font-weight: 800; letter-spacing: .08em; }
 .verdict .lead { font-size: 1.05rem; margin-left: .8rem; }
 .verdict ul { margin: .6rem 0 0; padding-left: 1.3rem; }
