@@ -2,7 +2,7 @@
 # The GPU checks of issue 17 in one command, on a machine with a CUDA GPU and a CUDA build of torch
 # in .venv (`make setup TORCH_INDEX=https://download.pytorch.org/whl/cu126`, or your own torch):
 #
-#   bash benchmarks/gpu_check.sh [STEP ...]      STEP: tests kernels canary many audit (default: all five)
+#   bash benchmarks/gpu_check.sh [STEP ...]      STEP: tests kernels canary many audit scale (default: all six)
 #
 #   tests   the suite's CUDA tests (tests/train/test_devices.py — with issue 43's CUDA-graph test —, the
 #           static-step tests and the device/determinism tests)
@@ -18,6 +18,10 @@
 #           the release verdict, run-to-run identity of every stage output on the GPU, and
 #           `dvc metrics diff` against the committed CPU metrics; the workspace is restored
 #           afterwards (git checkout + dvc checkout), so nothing GPU-made is left to commit by mistake
+#   scale   bench_scale.py --gpu: the default audit's `dvc repro` on a synthetic 50k x 512 x 10 embedding CSV
+#           in a scratch copy (per-stage wall, fits, peak RSS and peak GPU memory), stopped after
+#           SCALE_TIMEOUT seconds (default 330, so the step ends within ~6 minutes; what finished is
+#           written, the cut-off stage named); SCALE_N / SCALE_D change the size
 #
 # Everything goes to benchmarks/results/gpu/<device name>/ (the gate records that folder's hash, like
 # every benchmark result). DEVICE=cpu runs the same steps on the CPU into a temporary folder, to
@@ -31,7 +35,7 @@ PY=${PY:-.venv/bin/python}
 DVC=${DVC:-.venv/bin/dvc}
 DEVICE=${DEVICE:-cuda}
 steps=("$@")
-[ ${#steps[@]} -eq 0 ] && steps=(tests kernels canary many audit)
+[ ${#steps[@]} -eq 0 ] && steps=(tests kernels canary many audit scale)
 
 if [ "$DEVICE" = cuda ]; then
   $PY -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 'no CUDA device visible to torch ' + torch.__version__)"
@@ -103,8 +107,18 @@ PYEOF
         git diff --stat HEAD -- dvc.lock metrics
       } 2>&1 | tee "$out/audit_vs_cpu.txt"
       ;;
+    scale)
+      # on the CPU dry run: a small size, so the step is checked without a GPU
+      if [ "$DEVICE" = cuda ]; then
+        DVC="$DVC" $PY benchmarks/bench_scale.py --device cuda --n "${SCALE_N:-50000}" --d "${SCALE_D:-512}" \
+          --timeout "${SCALE_TIMEOUT:-330}" --out-dir "$out"
+      else
+        DVC="$DVC" $PY benchmarks/bench_scale.py --device cpu --n "${SCALE_N:-600}" --d "${SCALE_D:-16}" \
+          --timeout "${SCALE_TIMEOUT:-60}" --out-dir "$out"
+      fi
+      ;;
     *)
-      echo "gpu_check: unknown step $step (tests kernels canary many audit)" >&2
+      echo "gpu_check: unknown step $step (tests kernels canary many audit scale)" >&2
       exit 2
       ;;
   esac

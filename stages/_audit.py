@@ -14,7 +14,6 @@ from typing import Callable
 from privaudit.artifacts import atomic_dir, ensure_writable, write_json
 from privaudit.verdict.registry import NOT_AUDITED_KEY, audit_line, block_audits
 from privaudit.config import Params
-from privaudit.validation import validate_metrics
 
 
 def audit_arguments(name: str, tables: Path | None = None) -> Callable[[argparse.ArgumentParser], None]:
@@ -39,6 +38,7 @@ def audit_body(name: str) -> Callable[[argparse.Namespace, Params], None]:
     def body(args: argparse.Namespace, params: Params) -> None:
         from privaudit.audits.protocol import AuditInputs, DefenderData
         from privaudit.audits.runner import AuditPlan, run_audit
+        from privaudit.validation import validate_metrics
 
         ensure_writable(*(p for p in (args.out, args.tables) if p is not None))
         device = "cpu"

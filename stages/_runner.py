@@ -10,6 +10,7 @@ message naming the stage and the problem (capped by :func:`privaudit.messages.ca
 from __future__ import annotations
 
 import argparse
+import atexit
 import logging
 import os
 import sys
@@ -23,6 +24,9 @@ os.environ.setdefault("DO_NOT_TRACK", "1")
 os.environ.setdefault("GX_ANALYTICS_ENABLED", "False")
 
 EXPECTED_ERRORS: tuple[type[BaseException], ...] = (ValueError, OSError)
+
+#: seconds from this stage process's start to its body (``None``: not a stage process, e.g. a test in-process)
+STARTUP_SECONDS: float | None = None
 
 
 def run_stage(
@@ -39,18 +43,25 @@ def run_stage(
     trains 18x faster with one thread on 2 cores) and a fixed count keeps CPU results
     independent of the machine's core count. ``PRIVAUDIT_TORCH_THREADS`` overrides it.
     """
-    threads = os.environ.get("PRIVAUDIT_TORCH_THREADS") or torch_threads
-    if threads:
-        import torch
-
-        torch.set_num_threads(int(threads))
+    if os.environ.get("PRIVAUDIT_GPU_PEAK_FILE"):  # benchmarks/bench_scale.py: the stage's peak GPU memory
+        atexit.register(_write_gpu_peak, Path(os.environ["PRIVAUDIT_GPU_PEAK_FILE"]))
     parser = argparse.ArgumentParser(prog=f"python -m stages.{name}", description=body.__doc__)
     parser.add_argument("--params", type=Path, default=Path("params.yaml"), help="params file (default: params.yaml)")
     add_arguments(parser)
     args = parser.parse_args(argv)
+    threads = os.environ.get("PRIVAUDIT_TORCH_THREADS") or torch_threads
+    if threads:  # after parsing: ``--help`` and a usage error pay no torch import
+        import torch
+
+        torch.set_num_threads(int(threads))
     logging.basicConfig(level=logging.WARNING, format=f"[{name}] %(levelname)s %(name)s: %(message)s")
     from privaudit.defenders.user_errors import UserCodeError
 
+    global STARTUP_SECONDS
+    if argv is None:  # a real stage process: its start-up so far (imports, interpreter) is a measurement
+        from privaudit.planning.timings import process_seconds
+
+        STARTUP_SECONDS = process_seconds()
     try:
         params = load_params(args.params)
         body(args, params)
@@ -62,7 +73,29 @@ def run_stage(
     except EXPECTED_ERRORS as err:
         print(f"stage {name} failed: {cap(str(err))}", file=sys.stderr)
         return 1
+    if argv is None:  # a real stage run (not a test calling in-process): its wall informs the next plan
+        _record_wall(name)
     return 0
+
+
+def _record_wall(name: str) -> None:
+    """The stage's wall since its process started, into ``data/.timings/stages.json`` (outside DVC;
+    ``privaudit.planning.timings.record_stage_wall``); a measurement, never a reason to fail."""
+    from privaudit.planning.timings import DEFAULT_TIMINGS, process_seconds, record_stage_wall
+
+    wall = process_seconds()
+    if wall is not None:
+        try:
+            record_stage_wall(name, wall, DEFAULT_TIMINGS.parent)
+        except OSError:
+            pass
+
+
+def _write_gpu_peak(path: Path) -> None:
+    """Write ``torch.cuda.max_memory_allocated()`` in bytes to ``path`` (only when the stage used CUDA)."""
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_initialized():
+        path.write_text(str(torch.cuda.max_memory_allocated()))
 
 
 def progress_enabled() -> bool:

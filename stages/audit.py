@@ -11,7 +11,6 @@ from privaudit.defenders.info_file import read_defender_info
 from privaudit.verdict.registry import block_audits
 from privaudit.verdict.entry import merge_audit_blocks
 from privaudit.config import Params
-from privaudit.validation import validate_metrics
 from stages._runner import run_stage
 
 
@@ -23,6 +22,8 @@ def _args(p: argparse.ArgumentParser) -> None:
 
 def _body(args: argparse.Namespace, params: Params) -> None:
     """Every registered audit's blocks, the claim, the budget split and the gated violations, per defender."""
+    from privaudit.validation import validate_metrics  # pandas and Great Expectations: only when it validates
+
     ensure_writable(args.out)
     built = merge_audit_blocks(
         [s.name for s in params.defenders], audited={s.name for s in params.audited_defenders()},

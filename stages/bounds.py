@@ -11,7 +11,6 @@ from privaudit.defenders.info_file import check_defender_files, read_defender_in
 from privaudit.verdict.theory import compute_bounds
 from privaudit.config import Params
 from privaudit.verdict.metrics_files import read_entries
-from privaudit.validation import validate_metrics
 from stages._runner import run_stage
 
 
@@ -24,6 +23,8 @@ def _args(p: argparse.ArgumentParser) -> None:
 def _body(args: argparse.Namespace, params: Params) -> None:
     """Thudi/Yeom/Erlingsson/Sablayrolles bounds and Izzo's eta next to the LTU accuracy; exceeds_theory by the
     gate's theory check at the defender's share of gate.beta."""
+    from privaudit.validation import validate_metrics  # pandas and Great Expectations: only when it validates
+
     ensure_writable(args.out)
     check_defender_files(args.defenders, [d.name for d in params.defenders])  # model files are data, not code
     infos = {d.name: read_defender_info(args.defenders, d.name) for d in params.defenders}

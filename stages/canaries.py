@@ -21,7 +21,7 @@ from privaudit.canaries.sizes import game3_canaries
 from privaudit.config import Params
 from privaudit.planning.plan_files import read_sized_runs
 from privaudit.planning.progress import FitProgress
-from privaudit.planning.timings import DEFAULT_TIMINGS, record_shard_times
+from privaudit.planning.timings import DEFAULT_TIMINGS, planned_piece_seconds, record_shard_times
 from privaudit.repro.determinism import configure_determinism
 from privaudit.features import resolve_device
 from privaudit.features.feature_set import load_feature_set
@@ -49,15 +49,22 @@ def _body(args: argparse.Namespace, params: Params) -> None:
     check_canary_setup(plan, fs)
     todo, shards = missing_shards(args.shards, plan, fs), plan_shards(plan)
     where = "locally" if params.compute.scheduler == "local" else "on " + params.compute.scheduler
-    jobs = f", {params.compute.n_jobs} worker processes" if where == "locally" and params.compute.n_jobs > 1 else ""
+    workers = params.compute.workers()
+    jobs = f", {workers} worker processes" if where == "locally" and workers > 1 and len(todo) > 1 else ""
     print(f"canaries: {len(shards) - len(todo)} of {len(shards)} shards already finished; running {len(todo)} ({where}{jobs})")
     took: dict[str, list[tuple[int, float]]] = {}  # per defender: trials and seconds of each shard (fit times)
 
+    # the ETA weighs each shard by its planned seconds (a measurement outside DVC; None: every trial the same)
+    planned = planned_piece_seconds(args.timings.parent / "plan.json",
+                                    [(s.defender, s.experiment, s.stop - s.start) for s in todo], plan.trials)
+    planned_of = dict(zip(todo, planned)) if planned is not None else {}
+
     def done(s: Shard, seconds: float) -> None:
         took.setdefault(s.defender, []).append((s.stop - s.start, seconds))
-        bar.advance(s.stop - s.start, f"{s.defender} {s.experiment} {s.start}-{s.stop}")
+        bar.advance(s.stop - s.start, f"{s.defender} {s.experiment} {s.start}-{s.stop}", planned=planned_of.get(s))
 
-    with FitProgress("canaries", sum(s.stop - s.start for s in todo), "trial", bar=progress_enabled()) as bar:
+    with FitProgress("canaries", sum(s.stop - s.start for s in todo), "trial", bar=progress_enabled(),
+                     planned_seconds=None if planned is None else sum(planned)) as bar:
         run_missing_shards(args.shards, plan, fs, todo, device, done)
     fp, n_game3 = inputs_fingerprint(fs), game3_canaries(plan, int(fs.is_defender.sum()))
     meta = canary_meta(plan, fs.n_classes, n_game3, fp)

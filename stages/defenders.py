@@ -1,8 +1,9 @@
 """Stage defenders: train every ``defenders[i]`` → ``data/defenders/<name>/`` (model, outputs, info; for an
 observable defender also the release run's white-box observations, ``privaudit.defenders.release_watch``).
 
-Each release fit is timed; the times go to ``data/.timings/fits.json`` (outside DVC, read by the plan stage:
-``privaudit.planning.timings``)."""
+Each release fit is timed, then what a call of the trainer costs after it (``privaudit.planning.fit_probe``:
+the median of three fits, or of three batched calls of 2 and of 8 models); the times go to
+``data/.timings/fits.json`` (outside DVC, read by the plan stage: ``privaudit.planning.timings``)."""
 
 from __future__ import annotations
 
@@ -38,6 +39,7 @@ def _body(args: argparse.Namespace, params: Params) -> None:
     # the trainers (torch, sklearn, opacus) load only once the inputs have passed their checks
     from privaudit.defenders.trained_files import train_release, write_defender
     from privaudit.features.feature_set import load_feature_set
+    from privaudit.planning.fit_probe import measure_fit_rate
 
     fs = load_feature_set(args.features, args.split)
     # a user's trainer (kind: python) trains first: a broken one fails before the built-in defenders are retrained
@@ -48,8 +50,11 @@ def _body(args: argparse.Namespace, params: Params) -> None:
         for spec in ordered:
             # observable defenders train under privaudit.hooks.recording (same bits; the white-box audit pools it)
             t = train_release(spec, fs, params.base.seed, device, canary_scale=params.whitebox.canary_scale)
+            # timed only (own seeds, results dropped): what the plan estimates every later fit from
+            per_call, per_model, how = measure_fit_rate(spec, *fs.defender, fs.n_classes, device, params.base.seed)
             times.append(FitTime(spec.name, fit_key(spec.model_dump(mode="json"), digests.get(spec.name),
-                                                    int(t.info["n_defender"])), t.fit_seconds, int(t.info["n_defender"])))
+                                                    int(t.info["n_defender"])), t.fit_seconds, int(t.info["n_defender"]),
+                                 model_seconds=per_model, call_seconds=per_call, timed_by=how))
             validate_defender_outputs(t.outputs, fs.n_classes, fs.ids)  # output, before it is moved into place
             write_defender(tmp / spec.name, t.model, t.outputs, t.info, t.watch)
             info = t.info

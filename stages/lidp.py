@@ -6,20 +6,29 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from privaudit.audits.lidp import LidpSettings
-from privaudit.audits.protocol import settings_from
-from privaudit.audits.lidp_self_check import SELF_CHECK_TRIALS, SelfCheckResult, gaussian_self_check
 from privaudit.config import Params
 from privaudit.seeding import rng_for
 from stages._audit import audit_arguments, audit_body, audit_stage
 from stages._runner import run_stage
 
+if TYPE_CHECKING:
+    from privaudit.audits.lidp_self_check import SelfCheckResult
+
+# the self-check's modules (pandas, scipy) are imported where it runs: the audit stage's start-up pays for none of them
+
 
 def self_check_result(params: Params, epsilon: float, dim: int, level: float | None = None,
-                      trials: int = SELF_CHECK_TRIALS) -> SelfCheckResult:
+                      trials: int | None = None) -> SelfCheckResult:
     """The self-check at ``level`` (default ``gate.beta``, the whole error budget: it audits one mechanism)
-    over ``trials`` simulated trial pairs (``lidp.trials`` is sized for trained models: far too few here)."""
+    over ``trials`` simulated trial pairs (default :data:`~privaudit.audits.lidp_self_check.SELF_CHECK_TRIALS`;
+    ``lidp.trials`` is sized for trained models: far too few here)."""
+    from privaudit.audits.lidp import LidpSettings
+    from privaudit.audits.lidp_self_check import SELF_CHECK_TRIALS, gaussian_self_check
+    from privaudit.audits.protocol import settings_from
+
+    trials = SELF_CHECK_TRIALS if trials is None else trials
     if trials < 2:
         raise ValueError(f"--trials must be at least 2 (got {trials}); the default is {SELF_CHECK_TRIALS}")
     # the lidp block with the self-check's trials, validated (K = auto follows them)
@@ -35,6 +44,8 @@ CURVES = Path("data/audit/epsilon_vs_trials")
 
 
 def _self_check_args(p: argparse.ArgumentParser) -> None:
+    from privaudit.audits.lidp_self_check import SELF_CHECK_TRIALS
+
     audit_arguments("lidp", CURVES)(p)
     p.add_argument("--self-check", type=float, default=None, metavar="EPS",
                    help="audit a Gaussian mechanism with known epsilon EPS instead (writes nothing)")

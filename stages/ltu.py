@@ -32,11 +32,11 @@ def _body(args: argparse.Namespace, params: Params) -> None:
     lp, device = params.ltu, resolve_device(params.base.device)
     ensure_writable(args.metrics, args.out)
     configure_determinism(device)  # the retrain/LiRA/RMIA reference models train on it
-    options = AttackerOptions(n_jobs=lp.n_jobs, reference_models=lp.reference_models,
+    options = AttackerOptions(n_jobs=lp.workers(), reference_models=lp.reference_models,
                               reference_fraction=lp.reference_fraction, learned_mode=lp.learned_mode,
                               rmia_a=lp.rmia_a, rmia_gamma=lp.rmia_gamma, device=device)
     risk = (RiskOptions(reference_models=lp.risk_reference_models, level=lp.risk_level,
-                        correction=lp.risk_correction, n_jobs=lp.n_jobs, device=device)
+                        correction=lp.risk_correction, n_jobs=lp.workers(), device=device)
             if lp.risk_reference_models else None)
     audit = ltu_audit(params.defenders, defenders_dir=args.defenders,
                       features=load_feature_set(args.features, args.split), rounds=lp.rounds, attackers=lp.attackers,

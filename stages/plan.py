@@ -1,12 +1,14 @@
 """Stage plan: before any expensive stage, what the audit will cost → ``data/plan/`` (sizes) and a printed plan.
 
-Per defender and stage: the fits planned, the seconds per fit (the mean of the last canaries stage's fits
-of the same trainer, else the release fit the defenders stage timed: ``data/.timings/fits.json``) and the estimated wall time at the configured workers; the black-box runs of
-sequential claiming defenders sized to ``compute.budget_minutes`` (``privaudit.planning.cost``). Over
-budget even at the smallest sizes: exit 1 with one line naming the params to change.
+The sizes (``data/plan/sizes.json``: black-box runs per side) come from the params only. The estimate, per
+defender and stage: the calls of its trainer at the measured cost per call (``data/.timings/fits.json``,
+timed by the defenders stage after each release fit) plus each stage's fixed cost (its last recorded wall
+minus the fits planned for it, ``data/.timings/stages.json``); ``privaudit.planning.cost``. Over
+``compute.budget_minutes``: exit 1 with one line naming the estimate, the budget, the largest
+``blackbox.sequential_runs`` that would fit with the ε it could still detect, and the command; nothing written.
 
 Outputs: ``data/plan/`` (``privaudit.planning.plan_files``). The estimate with its times goes
-to ``data/.timings/plan.json`` (outside DVC: a measurement, not a result).
+to ``data/.timings/plan.json`` (outside DVC: a measurement, not a result; the progress lines' ETA reads it).
 """
 
 from __future__ import annotations
@@ -19,9 +21,9 @@ from privaudit.artifacts import atomic_dir, ensure_writable, write_json
 from privaudit.config import Params
 from privaudit.defenders.info_file import read_defender_info
 from privaudit.defenders.specs import BATCHED_KINDS
-from privaudit.planning.cost import AuditSizes, DefenderInput, plan_audit
+from privaudit.planning.cost import STAGE_STARTUP_S, STAGES, AuditSizes, DefenderInput, FitRate, plan_audit
 from privaudit.planning.plan_files import write_plan_files
-from privaudit.planning.timings import DEFAULT_TIMINGS, fit_key, read_fit_times
+from privaudit.planning.timings import DEFAULT_TIMINGS, fit_key, read_fit_times, read_stage_walls
 from privaudit.repro.user_code import user_code_digests
 from stages._runner import run_stage
 
@@ -36,46 +38,82 @@ def _args(p: argparse.ArgumentParser) -> None:
 
 
 def sizes_of(params: Params) -> AuditSizes:
-    """The fits per defender that the params fix (module docstring of ``privaudit.planning.cost``)."""
-    lp = params.ltu
-    ltu = ((lp.reference_models if set(REFERENCE_ATTACKERS) & set(lp.attackers) else 0) + lp.risk_reference_models
-           + (2 * lp.rounds if "retrain" in lp.attackers else 0))
-    lidp = params.lidp.trials * (1 if params.lidp.neighbourhood == "replace_one" else 2)
+    """The sizes the params fix (module docstring of ``privaudit.planning.cost``)."""
+    lp, lidp = params.ltu, params.lidp
     budget = params.compute.budget_minutes
-    return AuditSizes(ltu_fits=ltu, ltu_jobs=max(1, lp.n_jobs), game3_fits=params.game3.runs, lidp_fits=lidp,
-                      whitebox_runs=params.whitebox.runs, canary_jobs=params.compute.n_jobs,
-                      budget_seconds=None if budget is None else 60.0 * budget)
+    return AuditSizes(
+        reference_models=lp.reference_models if set(REFERENCE_ATTACKERS) & set(lp.attackers) else 0,
+        reference_fraction=lp.reference_fraction, risk_reference_models=lp.risk_reference_models,
+        retrain_mocks=2 * lp.rounds if "retrain" in lp.attackers else 0, ltu_jobs=lp.workers(),
+        game3_runs=params.game3.runs, lidp_trials=lidp.trials,
+        lidp_models_per_trial=1 if lidp.neighbourhood == "replace_one" else 2, lidp_canaries=lidp.k_canaries(),
+        block_trials=params.compute.block_trials, blackbox_block=params.blackbox.block,
+        canary_jobs=params.compute.workers(), whitebox_runs=params.whitebox.runs,
+        budget_seconds=None if budget is None else 60.0 * budget)
+
+
+def _detectable(params: Params, defenders: Path):  # type: ignore[no-untyped-def]
+    """``(defender, runs per side) → ε`` the black-box audit would detect (the over-budget message)."""
+    def at(name: str, runs: int) -> float | None:
+        from privaudit.audits.blackbox import detectable_at
+        from privaudit.audits.runner import AuditPlan, audit_request
+
+        plan = AuditPlan.of("blackbox", params)
+        spec = next(s for s in plan.defenders if s.name == name)
+        request = audit_request(plan, spec, defenders)
+        return None if request is None else detectable_at(request, runs, params.blackbox.tune_fraction)
+    return at
 
 
 def _body(args: argparse.Namespace, params: Params) -> None:
-    """Print what the audit will cost; size the black-box runs to the budget; stop when it cannot fit."""
+    """Print what the audit will cost at the sizes the params ask; stop, naming a smaller audit, over budget."""
+    from stages import _runner
+
+    startup = _runner.STARTUP_SECONDS
     ensure_writable(args.out)
     times = read_fit_times(args.timings)
     specs = params.audited_defenders()
     digests = user_code_digests([s.model_dump(mode="json") for s in specs], Path.cwd())
     inputs = []
     for spec in specs:
-        n_defender = read_defender_info(args.defenders, spec.name).n_defender
+        info = read_defender_info(args.defenders, spec.name)
         t = times.get(spec.name)
-        key = fit_key(spec.model_dump(mode="json"), digests.get(spec.name), n_defender)
+        key = fit_key(spec.model_dump(mode="json"), digests.get(spec.name), info.n_defender)
         batched = spec.kind in BATCHED_KINDS
-        seconds, timed_by = t.planning_seconds() if t is not None and t.key == key else (None, "")
+        rate = None
+        if t is not None and t.key == key:
+            seconds, timed_by = t.planning_seconds()
+            rate = FitRate(seconds, t.call_seconds if batched else 0.0, max(1, info.n_defender), timed_by)
+        claims, observable = spec.claims_epsilon(), spec.observable_training()
         inputs.append(DefenderInput(
-            name=spec.name, kind=spec.kind, batched=batched, claims_epsilon=spec.claims_epsilon(),
-            observable=spec.observable_training(), seconds_per_fit=seconds, timed_by=timed_by,
-            blackbox_runs=params.blackbox.runs_per_side(batched=batched, claims_epsilon=spec.claims_epsilon(),
-                                                        observable=spec.observable_training())))
-    plan = plan_audit(inputs, sizes_of(params))  # OverBudgetError: one line, exit 1, nothing written
+            name=spec.name, kind=spec.kind, batched=batched, claims_epsilon=claims, observable=observable, rate=rate,
+            blackbox_runs=params.blackbox.runs_per_side(batched=batched, claims_epsilon=claims, observable=observable),
+            n_defender=max(1, info.n_defender), n_reserved=max(1, int(info.raw.get("n_reserved") or info.n_defender)),
+            sequential_runs=claims and not batched and not observable))
+    fixed = {}
+    for stage, wall in read_stage_walls(args.timings.parent / "stages.json").items():
+        if (sec := wall.fixed_seconds()) is not None:
+            fixed[stage] = (sec, "its last run's wall minus its planned fits")
+    first = ((startup, "no run recorded yet: the plan stage's own start-up") if startup is not None
+             else (STAGE_STARTUP_S, "no run recorded yet: a guess of its start-up"))
+    fixed = {s: fixed.get(s, first) for s in STAGES}
+    # OverBudgetError: one line, exit 1, nothing written
+    plan = plan_audit(inputs, sizes_of(params), fixed=fixed, detectable=_detectable(params, args.defenders))
     for line in plan.lines():
         print(line)
     with atomic_dir(args.out) as tmp:
-        write_plan_files(tmp, plan)
+        write_plan_files(tmp, plan.runs_per_side())
     args.timings.parent.mkdir(parents=True, exist_ok=True)
     write_json(args.timings.parent / "plan.json", {
         "estimated_seconds": plan.seconds, "budget_seconds": plan.budget_seconds,
-        "defenders": {d.name: {"seconds_per_fit": d.seconds_per_fit, "timed_by": d.timed_by, "fits": d.fits, "seconds": d.seconds,
-                               "blackbox_runs": d.blackbox_runs, "requested_runs": d.requested_runs,
-                               "stages": {s.stage: {"fits": s.fits, "workers": s.workers, "seconds": s.seconds}
+        "stages": {s: {"seconds": fixed_s + plan.stage_fits(s), "fits_seconds": plan.stage_fits(s),
+                       "fixed_seconds": fixed_s} for s, fixed_s, _ in plan.fixed},
+        "defenders": {d.name: {"model_seconds": None if d.rate is None else d.rate.model_seconds,
+                               "call_seconds": None if d.rate is None else d.rate.call_seconds,
+                               "timed_by": None if d.rate is None else d.rate.timed_by,
+                               "fits": d.fits, "seconds": d.seconds, "blackbox_runs": d.blackbox_runs,
+                               "stages": {s.stage: {"fits": s.fits, "calls": s.calls, "workers": s.workers,
+                                                    "seconds": s.seconds, "pieces": dict(s.pieces)}
                                           for s in d.stages}} for d in plan.defenders}})
 
 

@@ -12,8 +12,9 @@ same mapping. Loading params imports no trainer (no torch, scikit-learn, skops o
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, SerializeAsAny, ValidationError, field_validator, model_validator
@@ -25,6 +26,15 @@ from privaudit.messages import MAX_VALUE_CHARS, cap
 
 class ParamsError(ValueError):
     """``params.yaml`` is missing, malformed, or has a bad key/value; the message names it."""
+
+
+def available_cores() -> int:
+    """CPU cores this process may run on: ``os.sched_getaffinity`` (honours taskset and container CPU sets),
+    ``os.cpu_count()`` where the platform has no affinity call. What ``n_jobs: auto`` resolves to."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # macOS, Windows
+        return max(1, os.cpu_count() or 1)
 
 
 class _Strict(BaseModel):
@@ -118,7 +128,9 @@ class LtuParams(_Strict):
     attackers: list[str] = Field(
         default_factory=lambda: ["loss_gap", "score_best", "bounded_loss", "learned", "gradient", "lira", "rmia"],
         min_length=1)
-    n_jobs: int = Field(2, ge=-1, description="joblib workers for retrain / reference-model trainings (-1 = all cores)")
+    n_jobs: Annotated[int, Field(ge=-1)] | Literal["auto"] = Field(
+        "auto", description="joblib workers for retrain / reference-model trainings of sequential kinds (-1 or auto: "
+        "the cores this process may use)")
     reference_models: int = Field(8, ge=1, description="reference models of lira / rmia (trained on Reserved data)")
     reference_fraction: float = Field(0.5, gt=0.0, le=1.0, description="share of D_R per reference model")
     learned_mode: Literal["exact", "one_split"] = "one_split"
@@ -140,10 +152,14 @@ class LtuParams(_Strict):
 
     @field_validator("n_jobs")
     @classmethod
-    def _nonzero_jobs(cls, v: int) -> int:
+    def _nonzero_jobs(cls, v: int | str) -> int | str:
         if v == 0:
-            raise ValueError("must be >= 1 or -1 (all cores), got 0")
+            raise ValueError("must be >= 1, -1 or 'auto' (the cores this process may use), got 0")
         return v
+
+    def workers(self) -> int:
+        """``n_jobs`` as a worker count: ``auto`` and -1 resolve to :func:`available_cores`."""
+        return available_cores() if self.n_jobs in ("auto", -1) else int(self.n_jobs)
 
     @field_validator("risk_reference_models")
     @classmethod
@@ -163,12 +179,18 @@ class ComputeParams(_Strict):
     scheduler: str = Field("local", description="local | a Dask scheduler address (tcp://host:8786)")
     shard_trials: int = Field(32, ge=1, description="trials per shard (rounded up to whole blocks)")
     block_trials: int = Field(16, ge=1, description="trials trained in one batched call (randomness unit)")
-    n_jobs: int = Field(1, ge=1, description="joblib workers for defenders without a batched recipe")
+    n_jobs: Annotated[int, Field(ge=1)] | Literal["auto"] = Field(
+        "auto", description="local worker processes running canary shards (auto: the cores this process may use, "
+        "os.sched_getaffinity); the numbers are the same for any count")
     prune_shards: bool = Field(True, description="after a successful canaries stage, delete stored shards "
                                "of other params/code (the DVC cache keeps their assembled outputs)")
     budget_minutes: float | None = Field(
-        30.0, gt=0, description="wall-clock budget of the timed fits of one audit (privaudit.planning.cost): the "
-        "black-box runs of sequential claiming defenders shrink to fit; null: no budget")
+        30.0, gt=0, description="wall-clock budget of the audit stages (privaudit.planning.cost): a guard, never a "
+        "resizer: over it the plan stage stops, naming a smaller audit and the command; null: no budget")
+
+    def workers(self) -> int:
+        """``n_jobs`` as a worker count: ``auto`` resolves to :func:`available_cores`."""
+        return available_cores() if self.n_jobs == "auto" else int(self.n_jobs)
 
 
 class Game3Params(_Strict):
@@ -316,6 +338,13 @@ class BlackboxParams(_Strict):
         if batched:
             return int(self.runs)
         return int(self.observable_runs if observable else self.sequential_runs)
+
+    @property
+    def default_runs(self) -> dict[str, int]:
+        """The code's default of each runs-per-side key (``blackbox.<key>``): what a smaller audit is measured
+        against (:func:`privaudit.audits.blackbox.reduced_note`)."""
+        return {k: int(type(self).model_fields[k].default)
+                for k in ("runs", "sequential_runs", "runs_no_claim", "observable_runs")}
 
 
 class BoundsParams(_Strict):

@@ -245,6 +245,22 @@ def test_reference_models_reuse_the_batched_trainer_and_skip_joblib(monkeypatch)
     assert conf2.shape == (80, 4) and np.all((conf2 > 0) & (conf2 < 1))
 
 
+def test_sequential_reference_fits_are_the_same_bits_for_any_n_jobs(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """ltu.n_jobs 1, 2 and auto: each reference fit runs single-threaded from its own seed, so the workers
+    change nothing (SEQUENTIAL_FIT_S = 0 sends every fit after the first to the joblib workers)."""
+    data, _, _ = _planted({**OVERFIT_MLP, "epochs": 2}, n=40, planted=2)
+    spec = validate_defender_spec({"name": "lr", "kind": "logistic_regression", "randomness": "unseeded"})
+    subsets = population_subsets(data.y, 40, 4, np.random.default_rng(0))
+    monkeypatch.setattr(mia_reference, "SEQUENTIAL_FIT_S", 0.0)
+    one, _ = mia_reference.train_subset_confidences(spec, 3, data.X, data.y, subsets, np.arange(4), n_jobs=1)
+    for jobs in (2, "auto"):
+        other, _ = mia_reference.train_subset_confidences(spec, 3, data.X, data.y, subsets, np.arange(4), n_jobs=jobs)
+        np.testing.assert_array_equal(one, other)
+    with pytest.raises(ValueError, match="ltu.n_jobs"):
+        mia_reference.joblib_jobs(0)
+    assert mia_reference.joblib_jobs("auto") == -1 and mia_reference.joblib_jobs(3) == 3
+
+
 # --------------------------------------------------------------------------- pieces
 
 

@@ -224,3 +224,8 @@ def test_the_audit_names_a_missing_result_and_reports_the_ceiling(tmp_path: Path
     ceiling = bound.block()["ceiling"]
     assert ceiling is not None and 0.9 < ceiling["eps"] < 1.0  # the digits head claiming 1: ≈ 0.98
     assert bound.epsilon < 1.0 and bound.neighbourhood == "add_remove"
+    # issue 43: 500 runs per side, below blackbox.runs' default of 2000: the block says what that cost
+    reduced = bound.block()["reduced"]
+    assert reduced["params_key"] == "blackbox.runs" and (reduced["runs_per_side"], reduced["default_runs_per_side"]) == (500, 2000)
+    assert reduced["detectable_epsilon"] == bound.block()["detectable_epsilon"]
+    assert 1.0 < reduced["detectable_epsilon_default"] < reduced["detectable_epsilon"]

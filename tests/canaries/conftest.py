@@ -25,7 +25,7 @@ def make_params(defenders: list[dict], **blocks: dict) -> CanaryPlan:
     """The canary plan of a small params set (``blocks`` merged into the defaults below)."""
     raw = {"base": {"seed": 11, "device": "cpu"}, "defenders": defenders,
            "game3": {"canaries": 30, "tau_steps": 4}, "lidp": {"trials": 8, "tau_quantiles": 4},
-           "compute": {"block_trials": 4, "shard_trials": 4},
+           "compute": {"block_trials": 4, "shard_trials": 4, "n_jobs": 1},
            "blackbox": {"runs": 8, "runs_no_claim": 8, "sequential_runs": 8, "block": 8}}
     for k, v in blocks.items():
         raw[k] = {**raw.get(k, {}), **v}

@@ -153,6 +153,46 @@ def test_local_worker_processes_give_the_one_process_results(tmp_path: Path, sma
             np.testing.assert_array_equal(a[k], b[k])
 
 
+def test_n_jobs_auto_gives_the_one_process_results(tmp_path: Path, small_fs, monkeypatch) -> None:
+    """compute.n_jobs: auto uses the process's cores (2 here, whatever the machine): same key, same arrays."""
+    from privaudit import config
+
+    monkeypatch.setattr(config, "available_cores", lambda: 2)
+    sequential = {"name": "knn", "kind": "logistic_regression"}
+    one = make_params([sequential, MLP])
+    auto = make_params([sequential, MLP], compute={"n_jobs": "auto"})
+    assert auto.compute.workers() == 2 and one.compute.workers() == 1
+    assert shard_dir(tmp_path / "a", one).name == shard_dir(tmp_path / "b", auto).name
+    run_missing_shards(tmp_path / "a", one, small_fs, plan_shards(one), "cpu")
+    run_missing_shards(tmp_path / "b", auto, small_fs, plan_shards(auto), "cpu")
+    for shard in plan_shards(one):
+        a, b = load_shard(tmp_path / "a", one, shard), load_shard(tmp_path / "b", auto, shard)
+        assert a.keys() == b.keys()
+        for k in a:
+            np.testing.assert_array_equal(a[k], b[k])
+
+
+def test_batched_shards_beside_the_workers_give_the_one_process_results(tmp_path: Path, small_fs,
+                                                                       monkeypatch) -> None:
+    """On CUDA the batched kinds' shards train in the stage's process while workers run the sequential ones;
+    exercised on the CPU by keeping the MLP's shards here: every shard saved and reported once, same arrays."""
+    from privaudit.canaries import shards as shards_module
+
+    monkeypatch.setattr(shards_module, "_trains_here", lambda plan, shard, device: shard.defender == "mlp")
+    sequential = {"name": "knn", "kind": "logistic_regression"}
+    one = make_params([sequential, MLP])
+    two = make_params([sequential, MLP], compute={"n_jobs": 2})
+    run_missing_shards(tmp_path / "a", one, small_fs, plan_shards(one), "cpu")
+    seen: list[Shard] = []
+    run_missing_shards(tmp_path / "b", two, small_fs, plan_shards(two), "cpu", lambda shard, took: seen.append(shard))
+    assert sorted(seen, key=plan_shards(two).index) == plan_shards(two)
+    assert {s.defender for s in seen} == {"knn", "mlp"}
+    for shard in plan_shards(one):
+        a, b = load_shard(tmp_path / "a", one, shard), load_shard(tmp_path / "b", two, shard)
+        for k in a:
+            np.testing.assert_array_equal(a[k], b[k])
+
+
 def test_sized_runs_change_only_the_sized_defenders_shards(tmp_path: Path) -> None:
     """The plan stage's sized black-box runs key a defender's own shard directory, not the others'."""
     claim = {"name": "mine", "kind": "logistic_regression"}

@@ -48,7 +48,9 @@ def _plan(root: Path) -> CanaryPlan:
            "defenders": [{"name": "mine", "kind": "python", "target": f"{root / 'trainer.py'}:train",
                           "deterministic": True, "order_invariant": True}],
            "game3": {"canaries": 30, "tau_steps": 4}, "lidp": {"trials": 4, "tau_quantiles": 4},
-           "compute": {"block_trials": 2, "shard_trials": 2},
+           # one process: the test edits the trainer between runs in this process, and joblib's reusable
+           # worker processes would keep the module they imported first (a stage runs once per process)
+           "compute": {"block_trials": 2, "shard_trials": 2, "n_jobs": 1},
            "blackbox": {"sequential_runs": 8}}
     return CanaryPlan.of(parse_params(raw), root=root)
 

@@ -1,87 +1,108 @@
-"""The plan before the work: fits, seconds, the budget arithmetic and the stop message."""
+"""The plan before the work: calls, seconds per stage (batched trainers included), the budget as a guard
+and its one-line message (issue 43: the plan never shrinks an audit behind the user's back)."""
 
 from __future__ import annotations
 
-import io
+import re
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from privaudit.planning.cost import (MIN_BLACKBOX_RUNS, STAGE_STARTUP_S, WORKER_STARTUP_S, AuditSizes, DefenderInput, OverBudgetError, grid_runs,
-                                     plan_audit)
-from privaudit.planning.progress import FitProgress
+from privaudit.planning.cost import (MIN_BLACKBOX_RUNS, STAGE_STARTUP_S, WORKER_STARTUP_S, AuditSizes, DefenderInput,
+                                     FitRate, OverBudgetError, grid_runs, plan_audit)
+from privaudit.planning.fit_probe import rate_from_blocks
 
-SIZES = AuditSizes(ltu_fits=40, ltu_jobs=2, game3_fits=1, lidp_fits=64, whitebox_runs=2, canary_jobs=1,
-                   budget_seconds=None)
+N = 900
+SIZES = AuditSizes(reference_models=8, reference_fraction=0.5, risk_reference_models=32, ltu_jobs=2, game3_runs=1,
+                   lidp_trials=32, lidp_canaries=6, block_trials=16, blackbox_block=1000, canary_jobs=1,
+                   whitebox_runs=2)
+FIXED = {s: (10.0, "measured") for s in ("ltu", "canaries", "one_run", "whitebox")}
 
 
 def _user(seconds: float | None = 2.0, runs: int = 320, observable: bool = False) -> DefenderInput:
     return DefenderInput("mine", "python", batched=False, claims_epsilon=True, observable=observable,
-                         seconds_per_fit=seconds, blackbox_runs=runs)
+                         rate=None if seconds is None else FitRate(seconds, n_rows=N), blackbox_runs=runs,
+                         n_defender=N, n_reserved=N, sequential_runs=not observable)
+
+
+def _dpsgd(call: float = 0.4, model: float = 0.03) -> DefenderInput:
+    return DefenderInput("dpsgd", "dp_sgd", batched=True, claims_epsilon=True, observable=True,
+                         rate=FitRate(model, call, N), blackbox_runs=2000, n_defender=N, n_reserved=N)
 
 
 def test_fits_and_seconds_per_stage_follow_the_sizes() -> None:
-    d = plan_audit([_user()], SIZES).defenders[0]
-    stages = {s.stage: s for s in d.stages}
-    # fits x seconds / workers
-    assert (stages["ltu"].fits, stages["ltu"].workers, stages["ltu"].seconds) == (40, 2, 40.0)
-    assert (stages["canaries"].fits, stages["canaries"].seconds) == (1 + 64 + 640, 705 * 2.0)
-    assert stages["one_run"].fits == 1 and stages["whitebox"].fits == 0  # not observable
-    assert d.fits == 746 and d.seconds == pytest.approx(40 + 1410 + 2)
+    d = plan_audit([_user()], SIZES, fixed=FIXED).defenders[0]
+    ltu, canaries = d.stage("ltu"), d.stage("canaries")
+    # 8 reference models on half the Reserved set, 32 risk models on Defender-size sets; 2 s >= 0.5 s: 2 workers
+    assert (ltu.fits, ltu.workers, ltu.seconds) == (40, 2, pytest.approx((8 * 1.0 + 32 * 2.0) / 2))
+    # 1 Game-3 run, 64 LiDP fits on N + 6 rows, 640 black-box fits on N + 1 rows
+    assert canaries.fits == 1 + 64 + 640
+    assert canaries.seconds == pytest.approx(2.0 + 64 * 2.0 * 906 / N + 640 * 2.0 * 901 / N)
+    assert d.stage("one_run").fits == 1 and d.stage("whitebox").fits == 0  # not observable
 
 
-def test_stage_start_up_is_counted_once_per_stage_not_per_defender() -> None:
-    """Each stage is one process that fits every defender: 20 quick defenders pay its start-up once."""
-    many = [DefenderInput(f"d{i}", "logistic_regression", False, False, False, 0.01, 32) for i in range(20)]
-    one = plan_audit(many[:1], SIZES)
-    plan = plan_audit(many, SIZES)
-    startup = 3 * STAGE_STARTUP_S + WORKER_STARTUP_S  # ltu (2 workers), canaries, one_run; no whitebox fits
-    assert one.startup_seconds == plan.startup_seconds == startup
-    assert plan.seconds == pytest.approx(20 * (one.seconds - startup) + startup)
+def test_batched_trainers_are_timed_per_call_and_per_model() -> None:
+    """Issue 43: the plan said "batched trainer, not timed"; a block of 1000 models costs one call + 1000 slopes."""
+    d = plan_audit([_dpsgd()], SIZES, fixed=FIXED).defenders[0]
+    pieces = dict(d.stage("canaries").pieces)
+    assert pieces["blackbox"] == pytest.approx(4 * 0.4 + 4000 * 0.03 * 901 / N)  # 4 calls of 1000 models
+    assert pieces["lidp"] == pytest.approx(2 * 0.4 + 64 * 0.03 * 906 / N)  # 2 blocks of 16 trials x 2 models
+    assert d.stage("ltu").seconds == pytest.approx(2 * 0.4 + (8 * 450 / N + 32) * 0.03)  # one call each
+    assert d.stage("whitebox").fits == 2 and d.seconds is not None and d.seconds > 120
+    assert "0.4 s per call + 0.03 s per model" in plan_audit([_dpsgd()], SIZES, fixed=FIXED).lines()[0]
 
 
-def test_batched_trainers_are_listed_but_not_timed() -> None:
-    dp = DefenderInput("dp", "dp_sgd", batched=True, claims_epsilon=True, observable=True, seconds_per_fit=0.5,
-                       blackbox_runs=2000)
-    plan = plan_audit([dp], SIZES)
-    assert plan.defenders[0].seconds is None and plan.seconds == 0.0
-    assert "batched trainer, not timed" in plan.lines()[0]
-    assert plan.defenders[0].fits == 40 + 1 + 64 + 4000 + 1 + 2
+def test_the_slope_comes_from_two_block_sizes() -> None:
+    call, model = rate_from_blocks(0.46, 0.64)  # 2 and 8 models
+    assert (call, model) == (pytest.approx(0.4), pytest.approx(0.03))
 
 
-def test_the_budget_shrinks_only_the_sequential_claimants_black_box_runs() -> None:
-    logreg = DefenderInput("logreg", "logistic_regression", batched=False, claims_epsilon=False, observable=False,
-                           seconds_per_fit=0.01, blackbox_runs=32)
-    plan = plan_audit([_user(), logreg], AuditSizes(**{**SIZES.__dict__, "budget_seconds": 600.0}))
-    runs = plan.runs_per_side()
-    assert runs["logreg"] == 32 and MIN_BLACKBOX_RUNS <= runs["mine"] < 320
-    assert runs["mine"] == grid_runs(runs["mine"])  # on the grid
-    assert plan.seconds <= 600.0
-    # the next grid count would not have fitted
-    nxt = min(v for v in (m * 2 ** k for k in range(3, 12) for m in (4, 5, 6, 7)) if v > runs["mine"])
-    over = plan_audit([_user(runs=nxt), logreg], SIZES)
-    assert over.seconds > 600.0
-    assert [d.name for d in plan.resized()] == ["mine"] and "sized to compute.budget_minutes" in plan.lines()[0]
+def test_fixed_cost_is_counted_once_per_stage_not_per_defender() -> None:
+    many = [DefenderInput(f"d{i}", "logistic_regression", False, False, False, FitRate(0.01, n_rows=N), 32, N, N)
+            for i in range(20)]
+    one, plan = plan_audit(many[:1], SIZES, fixed=FIXED), plan_audit(many, SIZES, fixed=FIXED)
+    assert one.startup_seconds == plan.startup_seconds == 30.0  # ltu, canaries, one_run (no whitebox fits)
+    assert plan.seconds == pytest.approx(20 * (one.seconds - 30.0) + 30.0)
+    guessed = plan_audit(many[:1], AuditSizes(**{**SIZES.__dict__, "canary_jobs": 2}))
+    assert dict((s, v) for s, v, _ in guessed.fixed) == {"ltu": STAGE_STARTUP_S, "one_run": STAGE_STARTUP_S,
+                                                         "canaries": STAGE_STARTUP_S + WORKER_STARTUP_S}
 
 
-def test_within_budget_nothing_changes() -> None:
-    plan = plan_audit([_user()], AuditSizes(**{**SIZES.__dict__, "budget_seconds": 3600.0}))
-    assert plan.runs_per_side() == {"mine": 320} and plan.resized() == ()
+def test_the_sizes_are_the_params_whatever_the_budget_or_the_timings() -> None:
+    """Issue 43: the budget never shrinks an audit; the same params give the same sizes at any fit time."""
+    for seconds in (0.001, 0.5, 5.0):
+        plan = plan_audit([_user(seconds=seconds), _dpsgd()], SIZES, fixed=FIXED)
+        assert plan.runs_per_side() == {"mine": 320, "dpsgd": 2000}
 
 
-def test_over_budget_even_at_the_smallest_size_stops_naming_the_params() -> None:
+def _over(seconds: float = 2.0, budget_min: float = 15.0) -> str:
+    sizes = AuditSizes(**{**SIZES.__dict__, "budget_seconds": 60.0 * budget_min})
     with pytest.raises(OverBudgetError) as err:
-        plan_audit([_user(seconds=30.0)], AuditSizes(**{**SIZES.__dict__, "budget_seconds": 600.0}))
-    msg = str(err.value)
-    assert "\n" not in msg
-    for key in ("compute.budget_minutes", "compute.n_jobs", "lidp.trials", "ltu.risk_reference_models",
-                "canaries.defenders", "mine", "30 s per fit"):
-        assert key in msg
+        plan_audit([_user(seconds=seconds)], sizes, fixed=FIXED,
+                   detectable=lambda name, runs: {96: 5.7, 320: 3.1}.get(runs, 4.0))
+    return str(err.value)
+
+
+def test_over_budget_stops_in_one_line_naming_the_smaller_audit_its_epsilon_and_the_command() -> None:
+    msg = _over()
+    assert "\n" not in msg and "compute.budget_minutes is 15" in msg
+    runs = int(re.search(r"blackbox\.sequential_runs=(\d+) \(of 320\)", msg).group(1))
+    assert runs == grid_runs(runs) and MIN_BLACKBOX_RUNS <= runs < 320
+    assert f"`dvc exp run -S blackbox.sequential_runs={runs}`" in msg and "instead of 3.1" in msg
+    assert re.search(r"`dvc exp run -S compute.budget_minutes=\d+`", msg)
+    # the proposed count fits the budget; the next grid count up does not
+    at = lambda r: plan_audit([_user(runs=r)], SIZES, fixed=FIXED).seconds  # noqa: E731
+    assert at(runs) <= 900 < at(min(320, grid_runs(runs * 1.3)))
+
+
+def test_over_budget_with_nothing_to_shrink_names_the_budget_and_the_sizes() -> None:
+    msg = _over(seconds=20.0, budget_min=5.0)  # even 32 runs per side do not fit
+    assert "blackbox.sequential_runs=" not in msg and "compute.budget_minutes=" in msg and "lidp.trials" in msg
 
 
 def test_an_untimed_trainer_is_named_and_keeps_its_sizes() -> None:
-    plan = plan_audit([_user(seconds=None)], AuditSizes(**{**SIZES.__dict__, "budget_seconds": 1.0}))
+    plan = plan_audit([_user(seconds=None)], SIZES, fixed=FIXED)
     assert plan.runs_per_side() == {"mine": 320}
     assert any("no fit time recorded for mine" in line for line in plan.lines())
 
@@ -100,26 +121,12 @@ def test_grid_counts_are_on_the_grid_and_below_the_limit(limit: float) -> None:
 @settings(max_examples=40, deadline=None)
 @given(st.floats(min_value=0.05, max_value=10.0), st.floats(min_value=300.0, max_value=20000.0),
        st.integers(min_value=1, max_value=4))
-def test_a_sized_plan_always_fits_its_budget(seconds: float, budget: float, jobs: int) -> None:
+def test_a_proposed_smaller_audit_always_fits_its_budget(seconds: float, budget: float, jobs: int) -> None:
     sizes = AuditSizes(**{**SIZES.__dict__, "budget_seconds": budget, "canary_jobs": jobs})
     try:
-        plan = plan_audit([_user(seconds=seconds)], sizes)
-    except OverBudgetError:
-        smallest = plan_audit([_user(seconds=seconds, runs=MIN_BLACKBOX_RUNS)], AuditSizes(
-            **{**sizes.__dict__, "budget_seconds": None}))
-        assert smallest.seconds > budget
-        return
-    assert plan.seconds <= budget
-
-
-def test_progress_lines_give_rate_and_eta() -> None:
-    now = [0.0]
-    out = io.StringIO()
-    with FitProgress("canaries", 64, "trial", bar=False, out=out, clock=lambda: now[0]) as p:
-        now[0] = 10.0
-        p.advance(16, "mine blackbox 0-16")
-        now[0] = 20.0
-        p.advance(16, "mine blackbox 16-32")
-    lines = out.getvalue().splitlines()
-    assert lines[0] == "canaries: mine blackbox 0-16 done; 16 of 64 trials, 1.6 trials/s, ETA 0:30"
-    assert lines[1].endswith("32 of 64 trials, 1.6 trials/s, ETA 0:20")
+        plan_audit([_user(seconds=seconds)], sizes, fixed=FIXED)
+    except OverBudgetError as err:
+        m = re.search(r"blackbox\.sequential_runs=(\d+) ", str(err))
+        if m:
+            assert plan_audit([_user(seconds=seconds, runs=int(m.group(1)))], AuditSizes(
+                **{**sizes.__dict__, "budget_seconds": None}), fixed=FIXED).seconds <= budget

@@ -47,6 +47,8 @@ COVERAGE: list[tuple[str, tuple[str, ...] | str]] = [
     (r"python -m stages\.<name>", EXCLUDED + "the form of every dvc.yaml `cmd` (a pattern, not a command); run by "
      "every pipeline test"),
     (r"python -m stages\.lidp --self-check 2", (BLOCKS + "test_lidp_self_check_command",)),
+    (r"python -m stages\.<name> --help", ("tests/unit/test_stage_imports.py::"
+                                          "test_stage_start_up_imports_exactly_the_expected_heavy_packages",)),
     # --- verdict
     (r"(\.venv/bin/)?privaudit verdict", ("tests/report/test_cli.py::test_real_process_exit_code",
                                           "tests/pipeline/test_end_to_end.py::test_pipeline_end_to_end")),
@@ -138,6 +140,8 @@ COVERAGE: list[tuple[str, tuple[str, ...] | str]] = [
                                                   "test_user_code_is_tracked_hashed_and_an_audit_can_be_gone_back_to",)),
     (r"pip install -U opacus", ("tests/unit/test_environment.py::test_a_gate_computed_under_other_versions_is_stale",
                                 "tests/unit/test_environment.py::test_changes_name_the_package_and_both_versions")),
+    (r"dvc exp run -S ltu\.rounds=500", ("tests/planning/test_plan_stage.py::test_the_sizes_file_depends_on_neither_ltu_params_nor_timings",
+                                          REVIEW)),
     (r"dvc metrics", EXCLUDED + "DVC's command group named in prose; its subcommands: " + REVIEW),
     (r"python -m flows\.validate", (ONE_SHOT + "test_validate_one_shot_audits_and_records",)),
     (r"block:text flows/ \(Prefect\) .*", EXCLUDED + "a diagram of the layers in docs/architecture.md, not a command"),

@@ -89,3 +89,28 @@ def test_report_table1_takes_one_path_or_a_list() -> None:
     assert parse_params({**MIN, "report": {"table1": None}}).report.table1 is None
     with pytest.raises(ParamsError, match="report.table1"):
         parse_params({**MIN, "report": {"table1": 3}})
+
+
+def test_n_jobs_auto_is_the_cores_this_process_may_use(monkeypatch: pytest.MonkeyPatch) -> None:
+    """compute.n_jobs / ltu.n_jobs: auto → len(os.sched_getaffinity(0)); ints as given; ltu -1 → all cores."""
+    import os
+
+    from privaudit import config
+
+    cores = len(os.sched_getaffinity(0))
+    p = parse_params(MIN)
+    assert p.compute.n_jobs == "auto" and p.compute.workers() == config.available_cores() == cores
+    monkeypatch.setattr(config, "available_cores", lambda: 7)
+    p = parse_params(_with(compute__n_jobs="auto", ltu__n_jobs="auto"))
+    assert p.compute.workers() == 7 and p.ltu.workers() == 7
+    assert parse_params(_with(ltu__n_jobs=-1)).ltu.workers() == 7
+    p = parse_params(_with(compute__n_jobs=3, ltu__n_jobs=1))
+    assert p.compute.workers() == 3 and p.ltu.workers() == 1
+
+
+@pytest.mark.parametrize("raw", [_with(compute__n_jobs=0), _with(compute__n_jobs="all"), _with(ltu__n_jobs=0),
+                                 _with(ltu__n_jobs="many")])
+def test_bad_n_jobs_name_the_key(raw: dict) -> None:
+    block = next(b for b in ("compute", "ltu") if "n_jobs" in raw.get(b, {}))
+    with pytest.raises(ParamsError, match=f"{block}.n_jobs"):
+        parse_params(raw)

@@ -21,7 +21,7 @@ says nothing about which candidate fills it.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 import numpy as np
 
@@ -133,7 +133,7 @@ class RoundBatch:
         m = self.membership(k)
         return np.flatnonzero(m == (1 if side == "defender" else 0))
 
-    def reference_pool(self, count: int, fraction: float, n_jobs: int = 1, device: str = "cpu") -> Any:
+    def reference_pool(self, count: int, fraction: float, n_jobs: int | Literal["auto"] = 1, device: str = "cpu") -> Any:
         """Reference models of T_D on random ``fraction`` subsets of D_R (offline LiRA / RMIA).
 
         Returns a :class:`privaudit.attacks.mia_reference.ReferencePool` that hides, in each

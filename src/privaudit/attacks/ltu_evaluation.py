@@ -24,7 +24,7 @@ from __future__ import annotations
 import time
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Literal, Sequence
 
 import numpy as np
 import pandas as pd
@@ -57,7 +57,7 @@ from privaudit.losses import cross_entropy
 class AttackerOptions:
     """Per-attacker settings (from ``ltu.*`` params)."""
 
-    n_jobs: int = 2
+    n_jobs: int | Literal["auto"] = "auto"
     reference_models: int = 8
     reference_fraction: float = 0.5
     learned_mode: str = "one_split"

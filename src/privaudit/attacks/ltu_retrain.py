@@ -18,13 +18,14 @@ that workers do not oversubscribe the cores).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
-from joblib import Parallel, delayed
+from joblib import Parallel, cpu_count, delayed
 
 from privaudit.attacks.batched_mocks import MAX_MODELS, batched_recipe, retrain_distances
 from privaudit.attacks.ltu import RoundBatch
+from privaudit.attacks.mia_reference import joblib_jobs
 from privaudit.defenders.specs import DefenderSpecBase
 from privaudit.seeding import draw_seeds
 
@@ -80,7 +81,7 @@ class RetrainAttacker:
     how many rounds the batched pass decided in the last call.
 
     Args:
-        n_jobs: joblib workers for the sequential path (−1 = all cores).
+        n_jobs: joblib workers for the sequential path (−1 or ``auto``: every core).
         batched: use the batched trainer when the spec has a recipe (torch_mlp / dp_sgd).
         max_models: at most this many mocks per batched call (memory chunk, >= 2).
         device: torch device of the batched path.
@@ -88,11 +89,11 @@ class RetrainAttacker:
 
     name = "retrain"
 
-    def __init__(self, n_jobs: int = 2, batched: bool = True, max_models: int = MAX_MODELS,
+    def __init__(self, n_jobs: int | Literal["auto"] = 2, batched: bool = True, max_models: int = MAX_MODELS,
                  device: str = "cpu") -> None:
         if int(max_models) < 2:
             raise ValueError(f"max_models must be >= 2, got {max_models}")
-        self.n_jobs = n_jobs
+        self.n_jobs = joblib_jobs(n_jobs)
         self.batched, self.max_models, self.device = batched, int(max_models), device
         self.metrics_extra: dict[str, Any] = {}
         self.last_batched_rounds = 0
@@ -128,7 +129,7 @@ class RetrainAttacker:
         """(len(ks), 2) distances of rounds ``ks``, mocks fitted one by one (joblib workers)."""
         t = batch.table
         jobs = [(batch.train_order(k), int(batch.u1[k]), int(batch.u2[k]), int(seeds[k])) for k in ks]
-        n_chunks = max(1, min(len(jobs), 4 * (self.n_jobs if self.n_jobs > 0 else 8)))
+        n_chunks = max(1, min(len(jobs), 4 * (self.n_jobs if self.n_jobs > 0 else cpu_count())))
         chunks = [c for c in np.array_split(np.arange(len(jobs)), n_chunks) if len(c)]
         if self.n_jobs == 1:
             res = [_mock_distances(t.spec, t.n_classes, t.X, t.y, t.proba, [jobs[i] for i in c]) for c in chunks]

@@ -11,7 +11,7 @@ that never saw x. In LTU rounds the candidate with the larger score is the guess
 from __future__ import annotations
 
 import warnings
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 from scipy.stats import norm
@@ -51,7 +51,7 @@ class LiraAttacker:
 
     name = "lira"
 
-    def __init__(self, count: int = 8, fraction: float = 0.5, n_jobs: int = 1, device: str = "cpu") -> None:
+    def __init__(self, count: int = 8, fraction: float = 0.5, n_jobs: int | Literal["auto"] = 1, device: str = "cpu") -> None:
         self.count, self.fraction, self.n_jobs, self.device = count, fraction, n_jobs, device
         self.pool: ReferencePool | None = None
         self.metrics_extra: dict[str, Any] = {"reference_models": count, "reference_fraction": fraction,

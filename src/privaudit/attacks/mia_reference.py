@@ -20,6 +20,7 @@ evaluator keeps one defender's Reserved-side models for all its attackers
 from __future__ import annotations
 
 import time
+from typing import Literal
 
 import numpy as np
 from joblib import Parallel, delayed
@@ -31,6 +32,16 @@ from privaudit.seeding import draw_seeds
 
 #: a first reference fit faster than this (seconds) means the others are fitted in-process too
 SEQUENTIAL_FIT_S = 0.5
+
+
+def joblib_jobs(n_jobs: int | Literal["auto"]) -> int:
+    """``n_jobs`` for joblib: ``auto`` is joblib's -1 (every core this process may use: ``joblib.cpu_count``
+    honours the CPU affinity and the container's CPU quota); an int as given (>= 1, or -1)."""
+    if n_jobs == "auto":
+        return -1
+    if isinstance(n_jobs, bool) or not isinstance(n_jobs, int) or n_jobs == 0 or n_jobs < -1:
+        raise ValueError(f"n_jobs (ltu.n_jobs) must be >= 1, -1 or 'auto', got {n_jobs!r}")
+    return n_jobs
 
 
 def _fit_conf(spec: DefenderSpecBase, n_classes: int, X: np.ndarray, y: np.ndarray,
@@ -53,7 +64,7 @@ def _fit_conf(spec: DefenderSpecBase, n_classes: int, X: np.ndarray, y: np.ndarr
 
 
 def train_subset_confidences(spec: DefenderSpecBase, n_classes: int, X: np.ndarray, y: np.ndarray,
-                             subsets: list[np.ndarray], seeds: np.ndarray, n_jobs: int = 1, *,
+                             subsets: list[np.ndarray], seeds: np.ndarray, n_jobs: int | Literal["auto"] = 1, *,
                              batched: bool = True, max_models: int = MAX_MODELS,
                              device: str = "cpu") -> tuple[np.ndarray, np.ndarray]:
     """Train one model of T_D per row subset and return every row's label confidence under each.
@@ -63,7 +74,7 @@ def train_subset_confidences(spec: DefenderSpecBase, n_classes: int, X: np.ndarr
     :mod:`privaudit.attacks.sample_risk` (population halves). With ``batched`` and a spec that
     has a batched recipe (``torch_mlp`` / ``dp_sgd``), up to ``max_models`` models train in one
     call of the batched trainer on ``device`` (subsets must then have one size); otherwise
-    ``n_jobs`` joblib workers fit them one by one with ``make_defender`` (the first in-process;
+    ``n_jobs`` joblib workers (``auto``: every core) fit them one by one with ``make_defender`` (the first in-process;
     if it took less than :data:`SEQUENTIAL_FIT_S` the rest too — same numbers either way, every
     fit runs single-threaded from its own seed).
 
@@ -73,7 +84,7 @@ def train_subset_confidences(spec: DefenderSpecBase, n_classes: int, X: np.ndarr
     Returns:
         (conf (n, K): p_y(x) under each model, inside (n, K) bool: row in subset k).
     """
-    count = len(subsets)
+    count, jobs = len(subsets), joblib_jobs(n_jobs)
     if count < 1 or count != len(seeds):
         raise ValueError(f"need >= 1 subsets and one seed each, got {count} subsets, {len(seeds)} seeds")
     sizes = {len(s) for s in subsets}
@@ -94,8 +105,8 @@ def train_subset_confidences(spec: DefenderSpecBase, n_classes: int, X: np.ndarr
 
             with FitProgress(f"{spec.name}: reference models", count, "fit", bar=terminal()) as bar:
                 bar.advance(1, "model 1")
-                fits = ((_fit_conf(spec, n_classes, X, y, s, int(sd)) for s, sd in rest) if n_jobs == 1 else
-                        Parallel(n_jobs=n_jobs, return_as="generator")(
+                fits = ((_fit_conf(spec, n_classes, X, y, s, int(sd)) for s, sd in rest) if jobs == 1 else
+                        Parallel(n_jobs=jobs, return_as="generator")(
                             delayed(_fit_conf)(spec, n_classes, X, y, s, int(sd)) for s, sd in rest))
                 for k, col in enumerate(fits, start=2):
                     cols.append(col)
@@ -109,7 +120,7 @@ def train_subset_confidences(spec: DefenderSpecBase, n_classes: int, X: np.ndarr
 
 def train_reference_confidences(spec: DefenderSpecBase, n_classes: int, X: np.ndarray, y: np.ndarray,
                                 reserved_rows: np.ndarray, count: int, fraction: float,
-                                rng: np.random.Generator, n_jobs: int = 1, *, batched: bool = True,
+                                rng: np.random.Generator, n_jobs: int | Literal["auto"] = 1, *, batched: bool = True,
                                 max_models: int = MAX_MODELS, device: str = "cpu") -> tuple[np.ndarray, np.ndarray]:
     """Train ``count`` reference models on random ``fraction`` subsets of ``reserved_rows``.
 

@@ -11,7 +11,7 @@ of population samples z (the labelled Reserved samples of D_A) with LR(x) / LR(z
 from __future__ import annotations
 
 import warnings
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -38,7 +38,7 @@ class RmiaAttacker:
     name = "rmia"
 
     def __init__(self, count: int = 8, fraction: float = 0.5, a: float = 0.33, gamma: float = 1.0,
-                 n_jobs: int = 1, device: str = "cpu") -> None:
+                 n_jobs: int | Literal["auto"] = 1, device: str = "cpu") -> None:
         if not 0.0 <= a <= 1.0 or gamma <= 0:
             raise ValueError(f"ltu.rmia_a must lie in [0, 1] and ltu.rmia_gamma > 0, got {a}, {gamma}")
         self.count, self.fraction, self.a, self.gamma, self.n_jobs = count, fraction, a, gamma, n_jobs

@@ -151,7 +151,7 @@ class RiskOptions:
     bootstrap: int = 200
     interval: float = 0.9
     calibrate: bool = True
-    n_jobs: int = 2
+    n_jobs: int | Literal["auto"] = "auto"
     batched: bool = True
     max_models: int = MAX_MODELS
     device: str = "cpu"

@@ -43,7 +43,8 @@ below the claim is not a pass of its own.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +53,7 @@ import numpy as np
 from privaudit.declared_mechanism import Neighbourhood
 from privaudit.canaries.stats_files import CANARY_FILES, read_canary_meta, read_canary_stats
 from privaudit.audits.protocol import PURE_DELTA, AuditBound, AuditInputs, AuditRequest, finite_epsilon
+from privaudit.defenders.specs import DefenderSpecBase
 from privaudit.verdict.claims import PrivacyClaim, claim_family
 from privaudit.stats.claim_runs import ClaimRunsBound, certify_claim_scores
 from privaudit.stats.gdp_runs import GdpRunsBound, LastIterateCeiling, certify_scores, last_iterate_epsilon
@@ -122,6 +124,41 @@ def detectable_for(claim: PrivacyClaim | None, family: TradeoffFamily, *, n_in: 
             "detectable_meaning": DETECTABLE_MEANING}
 
 
+def detectable_at(request: AuditRequest, runs_per_side: int, tune_fraction: float) -> float | None:
+    """The ε this audit of ``request``'s defender would detect with ``runs_per_side`` runs per side
+    (:func:`detectable_for`; ``None`` without a finite claim): what the plan stage quotes when a budget
+    calls for a smaller audit."""
+    delta = request.delta(Neighbourhood.ADD_REMOVE)
+    claim = request.claim_for(Neighbourhood.ADD_REMOVE)
+    out = detectable_for(claim, claim_family(claim, delta), n_in=runs_per_side, n_out=runs_per_side,
+                         tune_fraction=tune_fraction, level=request.level, delta=delta)
+    return out["detectable_epsilon"]
+
+
+def default_runs(spec: DefenderSpecBase, defaults: Mapping[str, int]) -> tuple[str, int | None]:
+    """The params key that sets ``spec``'s black-box runs per side and its default (``defaults``: key → the
+    code's default, :attr:`privaudit.config.BlackboxParams.default_runs`)."""
+    from privaudit.defenders.specs import BATCHED_KINDS
+
+    batched, claims, observable = spec.kind in BATCHED_KINDS, spec.claims_epsilon(), spec.observable_training()
+    key = ("runs_no_claim" if not claims else "runs" if batched else "observable_runs" if observable
+           else "sequential_runs")
+    return f"blackbox.{key}", None if key not in defaults else int(defaults[key])
+
+
+def reduced_note(request: AuditRequest, runs_per_side: int, detectable: float | None,
+                 settings: "BlackboxSettings") -> dict[str, Any] | None:
+    """``reduced`` of the block when a defender with an ε claim ran fewer runs per side than the params' default
+    (a user who chose a smaller audit to fit ``compute.budget_minutes``): the key, both sizes and both
+    detectable ε; ``None`` otherwise."""
+    key, default = default_runs(request.spec, settings.default_runs)
+    if default is None or runs_per_side >= default or detectable is None:  # no claim: no ε to detect, nothing lost
+        return None
+    return {"params_key": key, "runs_per_side": runs_per_side, "default_runs_per_side": default,
+            "detectable_epsilon": detectable,
+            "detectable_epsilon_default": detectable_at(request, default, settings.tune_fraction)}
+
+
 def blackbox_block(c: ClaimRunsBound, g: GdpRunsBound, r: GdpRunsBound, *, runs_in: int, runs_out: int,
                    tuning: tuple[int, int], ceiling: LastIterateCeiling | None, delta: float, level: float,
                    meta: dict[str, Any], family: TradeoffFamily, warning: str | None) -> dict[str, Any]:
@@ -153,9 +190,11 @@ def blackbox_block(c: ClaimRunsBound, g: GdpRunsBound, r: GdpRunsBound, *, runs_
 
 @dataclass(frozen=True)
 class BlackboxSettings:
-    """The ``blackbox.*`` param the audit reads (the run counts and the canary shape the canaries stage)."""
+    """The ``blackbox.*`` params the audit reads (the run counts and the canary shape the canaries stage);
+    ``default_runs``: the code's default of each runs-per-side key (a smaller audit is said, with its cost)."""
 
     tune_fraction: float
+    default_runs: Mapping[str, int] = field(default_factory=dict)
 
 
 #: this audit's settings type (:func:`privaudit.audits.protocol.settings_from`)
@@ -190,6 +229,8 @@ def run(request: AuditRequest, inputs: AuditInputs, settings: BlackboxSettings) 
                            ceiling=ceiling, delta=delta, level=request.level, meta=meta, family=family,
                            warning=warning)
     block.update(detectable)
+    block["reduced"] = reduced_note(request, min(int(s_in.size), int(s_out.size)), detectable["detectable_epsilon"],
+                                    settings)
     claimed = request.claim.epsilon if request.claim else None
     ceil = f", last-iterate ceiling {block['ceiling']['eps']:.3f}" if block["ceiling"] else ""
     line = (f"blackbox: {request.name}: eps_hat={block['eps_lower_bound']:.3f} (against the {family.name} curve; "

@@ -27,7 +27,7 @@ from privaudit.seeding import SeededBlock
 from privaudit.verdict.error_budget import BudgetPlan
 from privaudit.verdict.registry import NOT_AUDITED_KEY, audit_line
 
-__all__ = ["AuditPlan", "AuditRun", "run_audit"]
+__all__ = ["AuditPlan", "AuditRun", "audit_request", "run_audit"]
 
 
 class _WithDelta(Protocol):
@@ -122,22 +122,29 @@ def run_audit(plan: AuditPlan, inputs: AuditInputs, *, defenders_dir: Path, devi
         defenders_dir: ``data/defenders`` (each defender's claim, ``info.json``).
         device: the training device of trainer audits.
     """
-    line = audit_line(plan.audit)
     module = _module(plan.audit)
     if not isinstance(plan.settings, module.SETTINGS):
         raise TypeError(f"AuditPlan.settings of {plan.audit!r} is a {type(plan.settings).__name__}, not "
                         f"{module.SETTINGS.__name__}; build the plan with AuditPlan.of")
-    kind = line.bounds[0].kind  # the bounds of one audit share its level
     bounds: dict[str, AuditBound] = {}
     not_audited: dict[str, str] = {}
     for spec in plan.defenders:
-        if not plan.budget.applies(spec.name, kind):
+        request = audit_request(plan, spec, defenders_dir, device)
+        if request is None:
             continue
-        request = AuditRequest(spec=spec, claim=read_defender_info(defenders_dir, spec.name).claim,
-                               level=plan.budget.level(spec.name, kind), default_delta=plan.default_delta,
-                               seed=plan.seed, device=device)
         try:
             bounds[spec.name] = module.run(request, inputs, plan.settings)
         except UnusableScores as exc:  # this defender's scores, not the audit: the others go on
             not_audited[spec.name] = str(exc)
     return AuditRun(plan.audit, bounds, not_audited)
+
+
+def audit_request(plan: AuditPlan, spec: DefenderSpecBase, defenders_dir: Path, device: str = "cpu") -> AuditRequest | None:
+    """The request of audit ``plan.audit`` for defender ``spec`` (its claim, its level), or ``None`` when the audit
+    does not apply to it (also what the plan stage asks to price a smaller black-box audit)."""
+    kind = audit_line(plan.audit).bounds[0].kind  # the bounds of one audit share its level
+    if not plan.budget.applies(spec.name, kind):
+        return None
+    return AuditRequest(spec=spec, claim=read_defender_info(defenders_dir, spec.name).claim,
+                        level=plan.budget.level(spec.name, kind), default_delta=plan.default_delta,
+                        seed=plan.seed, device=device)

@@ -66,7 +66,9 @@ class ComputeSettings(Protocol):
     scheduler: str
     shard_trials: int
     block_trials: int
-    n_jobs: int
+    n_jobs: int | Literal["auto"]
+
+    def workers(self) -> int: ...
 
 
 class _Base(Protocol):
@@ -101,9 +103,9 @@ class CanaryPlan:
         user_code: ``(defender name, digest)`` of every audited ``kind: python`` defender: a hash of
             its :func:`privaudit.repro.user_code.user_code_manifest` entry (target, loader and the local
             modules they import), so an edited trainer never reuses another trainer's shards.
-        sized_runs: ``(defender name, runs per side)`` of the black-box runs the plan stage sized to
-            ``compute.budget_minutes`` (:mod:`privaudit.planning.cost`); a defender not listed runs what
-            its params ask.
+        sized_runs: ``(defender name, runs per side)`` of the black-box runs the plan stage wrote
+            (``data/plan/sizes.json``, from the params only: :mod:`privaudit.planning.cost`); a defender not
+            listed runs what its params ask.
         fits_in_shard_workers: set on the copy handed to local shard workers (``compute.n_jobs`` > 1 runs
             whole shards in parallel, so the fits inside one shard run one after the other there).
     """

@@ -44,9 +44,11 @@ import functools
 import hashlib
 import json
 import os
+import queue
 import shutil
+import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -243,31 +245,43 @@ def run_missing_shards(root: Path, plan: CanaryPlan, fs: FeatureSet, todo: Seque
     seconds it took in the process that ran it.
 
     Locally (``compute.scheduler: local``) one after the other, or on ``compute.n_jobs`` local worker
-    processes (joblib's loky backend; each worker sets the device's deterministic kernels and one torch
-    thread, and the fits inside a shard then run one after the other); otherwise on the Dask cluster at
-    ``compute.scheduler`` (features scattered once). Shards are saved here in the order they finish: a
-    shard's numbers depend only on its trial range (module docstring), so the assembled outputs are the
-    same bits whatever the parallelism, and a killed stage keeps every shard that finished.
+    processes (``auto``: one per core this process may use; joblib's loky backend; each worker sets the
+    device's deterministic kernels and one torch thread, and the fits inside a shard then run one after
+    the other). On a CUDA device only the shards of sequential kinds (scikit-learn, ``kind: python``) go
+    to the workers; the batched kinds' shards train on the GPU in this process meanwhile (one CUDA
+    context, no processes queueing for the GPU). Otherwise on the Dask cluster at ``compute.scheduler``
+    (features scattered once). Shards are saved here in the order they finish: a shard's numbers depend
+    only on its trial range (module docstring), so the assembled outputs are the same bits whatever the
+    parallelism, and a killed stage keeps every shard that finished.
     """
     if plan.compute.scheduler == "local":
-        n_jobs = min(int(plan.compute.n_jobs), len(todo))
+        def run_here(shard: Shard) -> None:
+            arrays, seconds = _timed_shard(plan, fs, shard, device)
+            save_shard(root, plan, shard, arrays)
+            progress(shard, seconds)
+
+        here = [s for s in todo if _trains_here(plan, s, device)]
+        away = [s for s in todo if s not in here]
+        n_jobs = min(plan.compute.workers(), len(away))
         if n_jobs <= 1:
             for shard in todo:
-                arrays, seconds = _timed_shard(plan, fs, shard, device)
-                save_shard(root, plan, shard, arrays)
-                progress(shard, seconds)
+                run_here(shard)
             return
         from joblib import Parallel, delayed
 
         # longest shards first (they are whole blocks; the big ones are the black-box runs) to balance workers;
         # the sort is stable, so shards of one length keep their plan order
-        order = sorted(todo, key=lambda s: -(s.stop - s.start))
+        order = sorted(away, key=lambda s: -(s.stop - s.start))
         inner = dataclasses.replace(plan, fits_in_shard_workers=True)
         runs = Parallel(n_jobs=n_jobs, return_as="generator_unordered")(
             delayed(_run_shard_in_process)(inner, fs, s, device) for s in order)
-        for shard, arrays, seconds in runs:
-            save_shard(root, plan, shard, arrays)
-            progress(shard, seconds)
+        if not here:
+            for shard, arrays, seconds in runs:
+                save_shard(root, plan, shard, arrays)
+                progress(shard, seconds)
+            return
+        _overlap(runs, here, run_here, lambda shard, arrays, seconds: (save_shard(root, plan, shard, arrays),
+                                                                        progress(shard, seconds)))
         return
     from distributed import Client, as_completed
 
@@ -279,6 +293,50 @@ def run_missing_shards(root: Path, plan: CanaryPlan, fs: FeatureSet, todo: Seque
             arrays, seconds = fut.result()
             save_shard(root, plan, shard, arrays)
             progress(shard, seconds)
+
+
+def _trains_here(plan: CanaryPlan, shard: Shard, device: str) -> bool:
+    """A batched kind's shard on a CUDA device: trained in the stage's own process, beside the workers."""
+    kinds = {spec.name: spec.kind for spec in plan.defenders}
+    return device.startswith("cuda") and kinds.get(shard.defender) in BATCHED_KINDS
+
+
+def _overlap(runs: Iterator[tuple[Shard, dict[str, np.ndarray], float]], here: Sequence[Shard],
+             run_here: Callable[[Shard], None], finish: Callable[[Shard, dict[str, np.ndarray], float], object]) -> None:
+    """Run the ``here`` shards in this thread while a helper thread drives the worker processes' ``runs``;
+    their results are saved and reported (``finish``) from this thread, between and after the local shards."""
+    results: queue.Queue[tuple[Shard, dict[str, np.ndarray], float] | BaseException | None] = queue.Queue()
+
+    def drive() -> None:
+        try:
+            for item in runs:
+                results.put(item)
+        except BaseException as exc:  # re-raised in this thread
+            results.put(exc)
+        results.put(None)
+
+    def drain(block: bool) -> bool:
+        """Finish the results that arrived; ``True`` once the workers are done."""
+        while True:
+            try:
+                item = results.get(block=block)
+            except queue.Empty:
+                return False
+            if item is None:
+                return True
+            if isinstance(item, BaseException):
+                raise item
+            finish(*item)
+
+    thread = threading.Thread(target=drive, name="canary-shard-workers", daemon=True)
+    thread.start()
+    workers_done = False
+    for shard in here:
+        run_here(shard)
+        workers_done = workers_done or drain(block=False)
+    while not workers_done:
+        workers_done = drain(block=True)
+    thread.join()
 
 
 def save_shard(root: Path, plan: CanaryPlan, shard: Shard, arrays: dict[str, np.ndarray]) -> Path:

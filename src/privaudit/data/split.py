@@ -7,7 +7,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 from privaudit.seeding import draw_seed
-from sklearn.model_selection import train_test_split
 
 ROLE_DEFENDER = "defender"
 ROLE_RESERVED = "reserved"
@@ -49,6 +48,8 @@ def stratified_split(
             f"split.defender_fraction={defender_fraction} leaves {n_def} of {n} samples for the Defender "
             f"set; both sides need at least one sample of each of the {len(classes)} classes"
         )
+    from sklearn.model_selection import train_test_split  # here: the stages that only read the split need no sklearn
+
     idx = np.arange(n)
     def_idx, _ = train_test_split(
         idx, train_size=n_def, stratify=y, random_state=draw_seed(rng), shuffle=True

@@ -1,59 +1,93 @@
-"""What an audit will cost, before it is paid, and black-box run counts sized to a wall-clock budget.
+"""What an audit will cost, before it is paid; the budget is a guard, never a resizer.
 
-Every audit of a defender that privaudit cannot batch (sklearn kinds, ``kind: python``, PATE, …) is a
-number of ordinary fits of the defender's own trainer, one after the other on a worker:
+**The sizes** of an audit (black-box runs per side, LiDP trials, reference models, …) are a function of the
+params, the code and the data only: the plan stage writes them from the params (``data/plan/sizes.json``,
+:mod:`privaudit.planning.plan_files`), so the same inputs give the same sizes whatever this machine's load or
+timing history, and an ``ltu.*`` experiment never reruns the canary audit.
 
-==========  =====================================================================================
-stage       fits per defender
-==========  =====================================================================================
-ltu         ``ltu.reference_models`` (when ``lira`` or ``rmia`` is an attacker) +
-            ``ltu.risk_reference_models`` + 2 × ``ltu.rounds`` (when ``retrain`` is), on
-            ``ltu.n_jobs`` workers
-canaries    ``game3.runs`` + ``lidp.trials`` × (2 add/remove | 1 replace-one) + 2 × black-box runs
-            per side, on ``compute.n_jobs`` workers
+**The estimate.** Every audit of a defender is a number of *calls* of its trainer, each fitting some models
+on some rows. Per defender the defenders stage measures (:mod:`privaudit.planning.fit_probe`) what one call
+costs: a sequential trainer (sklearn kinds, ``kind: python``, PATE) ``model_seconds`` per fit (its release fit
+is the warm-up — a user trainer that computes σ with an accountant on its first call took 6.2 s there against
+0.017 s per later fit — then the median of three fits); a batched trainer (``torch_mlp``, ``dp_sgd``)
+``call_seconds + k × model_seconds`` for a call of k models (after a warm-up call, the medians of three calls
+of 2 and of 8 models: intercept and per-model slope). A call on r rows is scaled by r / (rows measured).
+The calls of each stage:
+
+==========  ==========================================================================================
+stage       calls per defender (models per call)
+==========  ==========================================================================================
+ltu         ``ltu.reference_models`` on ``ltu.reference_fraction`` of the Reserved set (when ``lira`` or
+            ``rmia`` attack), ``ltu.risk_reference_models`` on Defender-size sets, 2 × ``ltu.rounds``
+            mocks (``retrain``): batched in chunks of 256, else one fit each (on ``ltu.n_jobs`` workers
+            when a fit takes >= 0.5 s, as :mod:`privaudit.attacks.mia_reference` does)
+canaries    ``game3.runs`` and ``lidp.trials`` (× 2 models for add/remove) in blocks of
+            ``compute.block_trials``; 2 × black-box runs per side in blocks of ``blackbox.block``
+            (batched), else one fit each on ``compute.n_jobs`` workers
 one_run     1 (the training run with the canary rows)
 whitebox    ``whitebox.runs`` (observable defenders only)
-==========  =====================================================================================
+==========  ==========================================================================================
 
-The seconds per fit are the mean of the defender's fits in the last canaries stage of the same trainer
-(sustained fits), else its own release fit, timed by the defenders stage (:mod:`privaudit.planning.timings`); the estimate of a stage is fits × seconds / workers, and of the audit
-the sum over defenders and stages (DVC runs the stages one after the other, each fits every defender) plus
-each such stage's start-up, once (:data:`STAGE_STARTUP_S`, and :data:`WORKER_STARTUP_S` for a worker pool). Batched trainers (``torch_mlp``,
-``dp_sgd``: thousands of models per call) are listed with their fits but not timed: their cost is not
-a multiple of one fit.
+A stage also has a fixed cost that is not fits (start-up and imports, loading, the attackers' rounds,
+validation, writing): the wall of its last run minus the fits planned for it then
+(:func:`privaudit.planning.timings.read_stage_walls`); before any run, the plan stage's own measured start-up
+(a lower bound). The estimate of a stage is its fixed cost plus its calls; of the audit, the sum over
+stages (DVC runs them one after the other).
 
-**The budget** (``compute.budget_minutes``) bounds the estimate. Where it is exceeded, the black-box
-runs per side of the sequential defenders that claim an ε — the one size that dominates (640 of the
-about 750 fits of a default audit of such a trainer) — shrink to the largest count on a fixed grid
-(4, 5, 6 or 7 × a power of two, at least :data:`MIN_BLACKBOX_RUNS`) that fits, never above what the
-params ask; what the smaller audit can still see is reported as the detectable ε of each bound
-(:mod:`privaudit.stats.detectable`). The grid keeps the sized count stable under timing noise. When
-even the smallest count does not fit, :func:`plan_audit` raises :class:`OverBudgetError`, a one-line
-message naming the params to change, before any expensive stage has run.
+**The budget** (``compute.budget_minutes``) is a guard: over it, :func:`plan_audit` raises
+:class:`OverBudgetError` before any expensive stage runs, one line naming the estimate, the budget, the
+largest ``blackbox.sequential_runs`` on a fixed grid (4, 5, 6 or 7 × a power of two, at least
+:data:`MIN_BLACKBOX_RUNS`) that would fit, the ε that smaller audit could still detect
+(:mod:`privaudit.stats.detectable`) and the command to run. The user chooses; the plan never shrinks an
+audit behind their back.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-__all__ = ["MIN_BLACKBOX_RUNS", "STAGE_STARTUP_S", "WORKER_STARTUP_S", "AuditCost", "AuditSizes", "CostPlan", "DefenderCost", "DefenderInput",
+__all__ = ["MAX_BATCHED_MODELS", "MIN_BLACKBOX_RUNS", "SEQUENTIAL_FIT_S", "STAGE_STARTUP_S", "STAGES",
+           "WORKER_STARTUP_S", "AuditCost", "AuditSizes", "CostPlan", "DefenderCost", "DefenderInput", "FitRate",
            "OverBudgetError", "grid_runs", "plan_audit"]
 
-#: seconds a stage process takes before its first fit (python, torch, sklearn and privaudit imports, DVC's
-#: own bookkeeping), added once per stage with timed fits; and a local worker pool's start (each worker
-#: imports the same) — measured on 2 shared cores: 3-6 s each
+#: seconds a stage process takes before its first fit when nothing better was measured (benchmarks use it)
 STAGE_STARTUP_S = 5.0
+#: a local worker pool's start (each worker imports the trainer's libraries), when no stage wall was recorded
 WORKER_STARTUP_S = 5.0
+#: the stages whose work the plan estimates, in the order DVC runs them
+STAGES = ("ltu", "canaries", "one_run", "whitebox")
+#: models per call of the batched trainer in the LTU stage (:data:`privaudit.attacks.batched_mocks.MAX_MODELS`)
+MAX_BATCHED_MODELS = 256
+#: a reference fit at least this slow runs on ``ltu.n_jobs`` workers (:data:`privaudit.attacks.mia_reference.SEQUENTIAL_FIT_S`)
+SEQUENTIAL_FIT_S = 0.5
 
-#: fewest black-box runs per side the budget may size an audit down to (below this the certification
-#: share of 80 % leaves too few runs for any claim under ε ≈ 5 to be refuted, whatever the model)
+#: fewest black-box runs per side the over-budget message proposes (below this the certification share of
+#: 80 % leaves too few runs for any claim under ε ≈ 5 to be refuted, whatever the model)
 MIN_BLACKBOX_RUNS = 32
 
 
 class OverBudgetError(ValueError):
-    """The estimated wall time exceeds ``compute.budget_minutes`` even at the smallest sizes."""
+    """The estimated wall time exceeds ``compute.budget_minutes``."""
+
+
+@dataclass(frozen=True)
+class FitRate:
+    """What a call of a defender's trainer costs here: ``call_seconds + k × model_seconds × r / n_rows`` for k
+    models on r rows (``timed_by``: how it was measured)."""
+
+    model_seconds: float
+    call_seconds: float = 0.0
+    n_rows: int = 1
+    timed_by: str = "fits"
+
+    def __post_init__(self) -> None:
+        if not (self.model_seconds >= 0 and self.call_seconds >= 0 and self.n_rows >= 1):
+            raise ValueError(f"a fit rate needs seconds >= 0 and n_rows >= 1, got {self}")
+
+    def seconds(self, calls: int, models: int, rows: int) -> float:
+        return calls * self.call_seconds + models * self.model_seconds * rows / self.n_rows
 
 
 @dataclass(frozen=True)
@@ -62,13 +96,13 @@ class DefenderInput:
 
     Attributes:
         name, kind: the defender's ``name`` and ``kind``.
-        batched: trained by privaudit's batched trainer (many models per call; not timed).
-        claims_epsilon: it claims a DP ε (sizes its black-box runs).
-        observable: its training loop is watched (white-box audit; small black-box cross-check).
-        seconds_per_fit: its measured seconds per fit (``None``: not measured).
-        blackbox_runs: black-box runs per side its params ask for.
-        timed_by: what measured ``seconds_per_fit`` (``"release fit"`` or ``"audit fits"``:
-            :meth:`privaudit.planning.timings.FitTime.planning_seconds`).
+        batched: trained by privaudit's batched trainer (many models per call).
+        claims_epsilon: it claims a DP ε. observable: its training loop is watched (white-box audit).
+        rate: its measured cost per call (``None``: not measured; left out of the estimate, named).
+        blackbox_runs: black-box runs per side (from the params).
+        n_defender, n_reserved: Defender and Reserved set sizes.
+        sequential_runs: its black-box runs come from ``blackbox.sequential_runs`` (what the budget message
+            proposes to lower).
     """
 
     name: str
@@ -76,55 +110,66 @@ class DefenderInput:
     batched: bool
     claims_epsilon: bool
     observable: bool
-    seconds_per_fit: float | None
+    rate: FitRate | None
     blackbox_runs: int
-    timed_by: str = "release fit"
+    n_defender: int = 1
+    n_reserved: int = 1
+    sequential_runs: bool = False
 
 
 @dataclass(frozen=True)
 class AuditSizes:
-    """Fits per defender that do not depend on the defender (read from the params by the plan stage)."""
+    """The sizes the params fix (the plan stage reads them: ``stages.plan.sizes_of``)."""
 
-    ltu_fits: int
-    ltu_jobs: int
-    game3_fits: int
-    lidp_fits: int
-    whitebox_runs: int
-    canary_jobs: int
-    budget_seconds: float | None
+    reference_models: int = 0
+    reference_fraction: float = 0.5
+    risk_reference_models: int = 0
+    retrain_mocks: int = 0
+    ltu_jobs: int = 1
+    game3_runs: int = 1
+    lidp_trials: int = 0
+    lidp_models_per_trial: int = 2
+    lidp_canaries: int = 0
+    block_trials: int = 16
+    blackbox_block: int = 1000
+    canary_jobs: int = 1
+    whitebox_runs: int = 0
+    budget_seconds: float | None = None
 
     def __post_init__(self) -> None:
-        for key in ("ltu_fits", "game3_fits", "lidp_fits", "whitebox_runs"):
+        for key in ("reference_models", "risk_reference_models", "retrain_mocks", "game3_runs", "lidp_trials",
+                    "lidp_canaries", "whitebox_runs"):
             if getattr(self, key) < 0:
                 raise ValueError(f"{key} must be >= 0, got {getattr(self, key)}")
-        if self.ltu_jobs < 1 or self.canary_jobs < 1:
-            raise ValueError(f"worker counts must be >= 1, got ltu {self.ltu_jobs}, canaries {self.canary_jobs}")
+        if min(self.ltu_jobs, self.canary_jobs, self.block_trials, self.blackbox_block) < 1:
+            raise ValueError(f"worker counts and blocks must be >= 1, got {self}")
         if self.budget_seconds is not None and not self.budget_seconds > 0:
             raise ValueError(f"budget_seconds must be > 0 or None, got {self.budget_seconds}")
 
 
 @dataclass(frozen=True)
 class AuditCost:
-    """One stage's fits of one defender: ``fits`` on ``workers`` processes, ``seconds`` of wall time
-    (``None``: not timed)."""
+    """One stage's work for one defender: ``calls`` of the trainer fitting ``fits`` models on ``workers``
+    processes, ``seconds`` of wall time (``None``: not measured); ``pieces``: seconds per experiment
+    (canaries: game3 / lidp / blackbox, for the progress line's ETA)."""
 
     stage: str
     fits: int
     workers: int
     seconds: float | None
+    calls: int = 0
+    pieces: tuple[tuple[str, float], ...] = ()
 
 
 @dataclass(frozen=True)
 class DefenderCost:
-    """The plan of one defender: its stages' costs and the black-box runs per side it will run."""
+    """The plan of one defender: its stages' costs."""
 
     name: str
     kind: str
-    seconds_per_fit: float | None
+    rate: FitRate | None
     blackbox_runs: int
-    requested_runs: int
     stages: tuple[AuditCost, ...]
-    timed_by: str = "release fit"
 
     @property
     def fits(self) -> int:
@@ -132,56 +177,66 @@ class DefenderCost:
 
     @property
     def seconds(self) -> float | None:
-        """Estimated wall time of this defender's fits (``None``: not timed)."""
-        if self.seconds_per_fit is None:
-            return None
-        return sum(s.seconds or 0.0 for s in self.stages)
+        """Estimated wall time of this defender's fits (``None``: not measured)."""
+        return None if self.rate is None else sum(s.seconds or 0.0 for s in self.stages)
+
+    def stage(self, name: str) -> AuditCost:
+        return next(s for s in self.stages if s.stage == name)
 
 
 @dataclass(frozen=True)
 class CostPlan:
-    """The whole audit's plan (:func:`plan_audit`)."""
+    """The whole audit's plan (:func:`plan_audit`): per defender its fits; per stage the fixed cost."""
 
     defenders: tuple[DefenderCost, ...]
     budget_seconds: float | None
+    fixed: tuple[tuple[str, float, str], ...] = ()  # (stage, seconds, where from)
     notes: tuple[str, ...] = field(default=())
-    startup_seconds: float = 0.0
+
+    def stage_fits(self, stage: str) -> float:
+        return sum(d.stage(stage).seconds or 0.0 for d in self.defenders)
+
+    def stage_seconds(self) -> dict[str, float]:
+        """Estimated wall time per stage that runs: fixed cost + the defenders' fits."""
+        return {s: sec + self.stage_fits(s) for s, sec, _ in self.fixed}
 
     @property
     def seconds(self) -> float:
-        """Estimated wall time of every timed fit, plus the start-up of the stages that make them."""
-        return sum(d.seconds or 0.0 for d in self.defenders) + self.startup_seconds
+        """Estimated wall time of the audit stages (:data:`STAGES`)."""
+        return sum(self.stage_seconds().values())
+
+    @property
+    def startup_seconds(self) -> float:
+        return sum(sec for _, sec, _ in self.fixed)
 
     def runs_per_side(self) -> dict[str, int]:
         """Black-box runs per side by defender (what the canaries stage runs)."""
         return {d.name: d.blackbox_runs for d in self.defenders}
 
-    def resized(self) -> tuple[DefenderCost, ...]:
-        """Defenders whose black-box runs the budget shrank."""
-        return tuple(d for d in self.defenders if d.blackbox_runs < d.requested_runs)
-
     def lines(self) -> list[str]:
-        """The plan as printed by the plan stage: one line per defender, then the total."""
+        """The plan as printed by the plan stage: one line per defender, one per stage, then the total."""
         out = []
         for d in self.defenders:
             parts = ", ".join(f"{s.stage} {s.fits}" + (f" on {s.workers} workers" if s.workers > 1 else "")
                               for s in d.stages if s.fits)
-            if d.seconds_per_fit is None:
-                cost = "batched trainer, not timed" if d.kind in _BATCHED_NOTE else "fit time not measured"
+            if d.rate is None:
+                cost = "fit time not measured"
+            elif d.rate.call_seconds:
+                cost = (f"{d.rate.call_seconds:.3g} s per call + {d.rate.model_seconds:.3g} s per model "
+                        f"({d.rate.timed_by}), about {_duration(d.seconds or 0.0)}")
             else:
-                cost = f"{d.seconds_per_fit:.3g} s per fit ({d.timed_by}), about {_duration(d.seconds or 0.0)}"
-            runs = (f"; black-box runs {d.blackbox_runs} per side (asked {d.requested_runs}, sized to "
-                    f"compute.budget_minutes)" if d.blackbox_runs < d.requested_runs else "")
-            out.append(f"plan: {d.name} ({d.kind}): {d.fits} fits ({parts}); {cost}{runs}")
+                cost = f"{d.rate.model_seconds:.3g} s per fit ({d.rate.timed_by}), about {_duration(d.seconds or 0.0)}"
+            out.append(f"plan: {d.name} ({d.kind}): {d.fits} fits ({parts}); {cost}; black-box runs "
+                       f"{d.blackbox_runs} per side")
+        for stage, fixed, source in self.fixed:
+            out.append(f"plan: stage {stage}: about {_duration(fixed + self.stage_fits(stage))} "
+                       f"(fits {_duration(self.stage_fits(stage))} + {_duration(fixed)} fixed: {source})")
         budget = ("no budget (compute.budget_minutes: null)" if self.budget_seconds is None
                   else f"budget {_duration(self.budget_seconds)} (compute.budget_minutes)")
-        out.append(f"plan: estimated {_duration(self.seconds)} of timed fits (with {self.startup_seconds:.0f} s of "
-                   f"stage start-up); {budget}")
+        out.append(f"plan: estimated {_duration(self.seconds)} for the audit stages ({', '.join(s for s, _, _ in self.fixed)}); "
+                   f"{budget}")
         out.extend(f"plan: {n}" for n in self.notes)
         return out
-
-
-_BATCHED_NOTE = ("torch_mlp", "dp_sgd")
 
 
 def _duration(seconds: float) -> str:
@@ -210,80 +265,120 @@ def grid_runs(limit: float) -> int:
     return best
 
 
+def _chunks(models: int, per_call: int) -> int:
+    return -(-models // per_call) if models else 0
+
+
 def _stages(d: DefenderInput, sizes: AuditSizes, runs: int) -> tuple[AuditCost, ...]:
-    s = d.seconds_per_fit
+    r, n = d.rate, d.n_defender
+    ref_rows = max(2, int(round(sizes.reference_fraction * d.n_reserved)))
 
-    def cost(stage: str, fits: int, workers: int) -> AuditCost:
-        w = max(1, min(workers, fits))
-        return AuditCost(stage, fits, w, None if s is None or d.batched else fits * s / w)
+    def work(stage: str, pieces: Sequence[tuple[str, int, int, int]], workers: int) -> AuditCost:
+        """pieces: (name, calls, models, rows per model)."""
+        fits = sum(m for _, _, m, _ in pieces)
+        w = 1 if d.batched else max(1, min(workers, fits))
+        timed = None if r is None else tuple((p, r.seconds(c, m, rows) / w) for p, c, m, rows in pieces)
+        return AuditCost(stage, fits, w, None if timed is None else sum(s for _, s in timed),
+                         sum(c for _, c, _, _ in pieces), timed or ())
 
-    return (cost("ltu", sizes.ltu_fits, sizes.ltu_jobs),
-            cost("canaries", sizes.game3_fits + sizes.lidp_fits + 2 * runs, sizes.canary_jobs),
-            cost("one_run", 1, 1),
-            cost("whitebox", sizes.whitebox_runs if d.observable else 0, 1))
+    def calls(models: int, per_call: int) -> int:
+        return _chunks(models, per_call) if d.batched else models
+
+    ltu = [("reference", calls(sizes.reference_models, MAX_BATCHED_MODELS), sizes.reference_models, ref_rows),
+           ("risk", calls(sizes.risk_reference_models, MAX_BATCHED_MODELS), sizes.risk_reference_models, n),
+           ("retrain", calls(sizes.retrain_mocks, MAX_BATCHED_MODELS), sizes.retrain_mocks, n)]
+    ltu_workers = sizes.ltu_jobs if r is not None and r.model_seconds >= SEQUENTIAL_FIT_S else 1
+    lidp_models = sizes.lidp_trials * sizes.lidp_models_per_trial
+    bt, bb = sizes.block_trials, sizes.blackbox_block
+    canaries = [("game3", calls(sizes.game3_runs, bt), sizes.game3_runs, n),
+                ("lidp", _chunks(sizes.lidp_trials, bt) if d.batched else lidp_models, lidp_models,
+                 n + sizes.lidp_canaries),
+                ("blackbox", calls(2 * runs, bb), 2 * runs, n + 1)]
+    white = sizes.whitebox_runs if d.observable else 0
+    return (work("ltu", ltu, ltu_workers),
+            work("canaries", canaries, sizes.canary_jobs),
+            work("one_run", [("one_run", 1, 1, n)], 1),
+            work("whitebox", [("whitebox", white, white, n)], 1))
 
 
-def _startup(costs: Sequence[tuple[AuditCost, ...]]) -> float:
-    """Start-up of the stages that make timed fits: once per stage (one process fits every defender), plus a
-    worker pool's where one is used."""
-    total = 0.0
-    for stage in ("ltu", "canaries", "one_run", "whitebox"):
-        timed = [c for stages in costs for c in stages if c.stage == stage and c.fits and c.seconds is not None]
-        if timed:
-            total += STAGE_STARTUP_S + (WORKER_STARTUP_S if max(c.workers for c in timed) > 1 else 0.0)
-    return total
-
-
-def plan_audit(defenders: Sequence[DefenderInput], sizes: AuditSizes) -> CostPlan:
-    """The plan of an audit: per defender and stage, the fits, the workers and the estimated seconds;
-    black-box runs sized to ``sizes.budget_seconds`` (module docstring).
+def plan_audit(defenders: Sequence[DefenderInput], sizes: AuditSizes, *,
+               fixed: Mapping[str, tuple[float, str]] | None = None,
+               detectable: Callable[[str, int], float | None] | None = None) -> CostPlan:
+    """The plan of an audit at the sizes the params ask: per defender and stage the fits, workers and seconds,
+    per stage the fixed cost (``fixed``: stage → (seconds, where from); a stage not in it costs
+    :data:`STAGE_STARTUP_S`, plus :data:`WORKER_STARTUP_S` with a worker pool).
 
     Raises:
-        OverBudgetError: naming ``compute.budget_minutes`` and the sizes to lower, when the timed fits
-            exceed the budget even with the black-box runs at :data:`MIN_BLACKBOX_RUNS` per side.
+        OverBudgetError: one line (module docstring) when the estimate exceeds ``sizes.budget_seconds``;
+            ``detectable(defender, runs per side)`` gives the ε a smaller black-box audit could detect.
 
-    >>> d = DefenderInput("mine", "python", False, True, False, 2.0, 320)
-    >>> sizes = AuditSizes(ltu_fits=40, ltu_jobs=1, game3_fits=1, lidp_fits=64, whitebox_runs=2, canary_jobs=2,
-    ...                    budget_seconds=600.0)
-    >>> plan = plan_audit([d], sizes)
+    >>> d = DefenderInput("mine", "python", False, True, False, FitRate(2.0, n_rows=900), 320, 900, 900, True)
+    >>> sizes = AuditSizes(reference_models=40, game3_runs=1, lidp_trials=32, canary_jobs=2, budget_seconds=1200.0)
+    >>> plan = plan_audit([d], sizes, fixed={s: (5.0, "measured") for s in ("ltu", "canaries", "one_run")})
     >>> plan.runs_per_side(), round(plan.seconds)
-    ({'mine': 192}, 551)
+    ({'mine': 320}, 763)
     """
-    sized = [d for d in defenders if d.claims_epsilon and not d.batched and d.seconds_per_fit is not None
-             and d.blackbox_runs > MIN_BLACKBOX_RUNS]
-    runs = {d.name: d.blackbox_runs for d in defenders}
+    fixed = dict(fixed or {})
+    costs = [DefenderCost(d.name, d.kind, d.rate, d.blackbox_runs, _stages(d, sizes, d.blackbox_runs))
+             for d in defenders]
 
-    def total(r: dict[str, int]) -> float:
-        costs = [_stages(d, sizes, r[d.name]) for d in defenders]
-        return sum(c.seconds or 0.0 for stages in costs for c in stages) + _startup(costs)
+    def stage_fixed(costs: Sequence[DefenderCost]) -> tuple[tuple[str, float, str], ...]:
+        out = []
+        for stage in STAGES:
+            here = [c.stage(stage) for c in costs if c.stage(stage).fits]
+            if not here:
+                continue
+            if stage in fixed:
+                out.append((stage, *fixed[stage]))
+            else:
+                pool = WORKER_STARTUP_S if max(c.workers for c in here) > 1 else 0.0
+                out.append((stage, STAGE_STARTUP_S + pool, "not measured yet: a guess of its start-up"))
+        return tuple(out)
 
     notes = []
-    untimed = [d.name for d in defenders if d.seconds_per_fit is None and not d.batched]
+    untimed = [d.name for d in defenders if d.rate is None]
     if untimed:
         notes.append(f"no fit time recorded for {', '.join(untimed)} (data/.timings/ is kept outside DVC: a "
                      "defenders stage restored from the DVC cache did not time its fits); not in the estimate")
+    plan = CostPlan(tuple(costs), sizes.budget_seconds, stage_fixed(costs), tuple(notes))
     budget = sizes.budget_seconds
-    if budget is not None and total(runs) > budget:
-        if sized:
-            # one common count for every sized defender (water-filling: one already below it keeps its own)
-            fixed = total({**runs, **{d.name: 0 for d in sized}})
-            slope = sum(2 * (d.seconds_per_fit or 0.0) / max(1, min(sizes.canary_jobs, 2 * d.blackbox_runs))
-                        for d in sized)
-            common = grid_runs((budget - fixed) / slope) if slope > 0 and budget > fixed else 0
-            common = max(common, MIN_BLACKBOX_RUNS)
-            runs.update({d.name: min(d.blackbox_runs, common) for d in sized})
-            while total(runs) > budget and common > MIN_BLACKBOX_RUNS:
-                common = grid_runs(common - 1) or MIN_BLACKBOX_RUNS
-                runs.update({d.name: min(d.blackbox_runs, common) for d in sized})
-        need = total(runs)
-        if need > budget:
-            worst = max(defenders, key=lambda d: sum(c.seconds or 0.0 for c in _stages(d, sizes, runs[d.name])))
-            raise OverBudgetError(
-                f"the audit's timed fits need about {_duration(need)} ({worst.name}: {worst.seconds_per_fit:.3g} s per "
-                f"fit) but compute.budget_minutes is {budget / 60:g}"
-                + (f" even with {MIN_BLACKBOX_RUNS} black-box runs per side" if sized else "")
-                + ": raise compute.budget_minutes or compute.n_jobs, or lower lidp.trials, ltu.risk_reference_models "
-                  "or ltu.reference_models, or restrict canaries.defenders")
-    out = tuple(DefenderCost(d.name, d.kind, None if d.batched else d.seconds_per_fit, runs[d.name], d.blackbox_runs,
-                             _stages(d, sizes, runs[d.name]), d.timed_by) for d in defenders)
-    return CostPlan(out, budget, tuple(notes), _startup([d.stages for d in out]))
+    if budget is not None and plan.seconds > budget:
+        raise OverBudgetError(_over_budget(plan, list(defenders), sizes, budget, stage_fixed, detectable))
+    return plan
+
+
+def _over_budget(plan: CostPlan, defenders: list[DefenderInput], sizes: AuditSizes, budget: float,
+                 stage_fixed: Callable[[Sequence[DefenderCost]], tuple[tuple[str, float, str], ...]],
+                 detectable: Callable[[str, int], float | None] | None) -> str:
+    """The one-line message: estimate, budget, the largest ``blackbox.sequential_runs`` that fits (with its
+    detectable ε) and the command."""
+    def at(runs: int) -> CostPlan:
+        costs = [DefenderCost(d.name, d.kind, d.rate, min(d.blackbox_runs, runs) if d.sequential_runs else d.blackbox_runs,
+                              _stages(d, sizes, min(d.blackbox_runs, runs) if d.sequential_runs else d.blackbox_runs))
+                 for d in defenders]
+        return CostPlan(tuple(costs), budget, stage_fixed(costs))
+
+    slowest = max(plan.stage_seconds().items(), key=lambda kv: kv[1])
+    head = (f"the audit needs about {_duration(plan.seconds)} (longest stage {slowest[0]}: about "
+            f"{_duration(slowest[1])}) but compute.budget_minutes is {budget / 60:g}")
+    raise_to = f"compute.budget_minutes={math.ceil(plan.seconds / 60 * 1.1)}"
+    sequential = [d for d in defenders if d.sequential_runs and d.rate is not None and d.blackbox_runs > MIN_BLACKBOX_RUNS]
+    if sequential:
+        asked = max(d.blackbox_runs for d in sequential)
+        runs = grid_runs(asked - 1) if asked > MIN_BLACKBOX_RUNS else 0
+        while runs >= MIN_BLACKBOX_RUNS and at(runs).seconds > budget:
+            runs = grid_runs(runs - 1)
+        if runs >= MIN_BLACKBOX_RUNS:
+            eps = []
+            for d in sequential:
+                e = detectable(d.name, runs) if detectable else None
+                full = detectable(d.name, d.blackbox_runs) if detectable else None
+                if e is not None:
+                    eps.append(f"{d.name} detects eps >= {e:.3g}"
+                               + (f" instead of {full:.3g}" if full is not None else ""))
+            return (f"{head}. With blackbox.sequential_runs={runs} (of {asked}) it takes about "
+                    f"{_duration(at(runs).seconds)}" + (f" and {'; '.join(eps)}" if eps else "")
+                    + f": run `dvc exp run -S blackbox.sequential_runs={runs}` for that smaller audit, or "
+                      f"`dvc exp run -S {raise_to}` for the full one")
+    return (f"{head}: run `dvc exp run -S {raise_to}`, or lower lidp.trials, ltu.risk_reference_models, "
+            "ltu.reference_models or blackbox.runs, or restrict canaries.defenders")

@@ -16,15 +16,15 @@ import dataclasses
 import hashlib
 import json
 import statistics
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from privaudit.artifacts import read_json, write_json
 
-__all__ = ["DEFAULT_TIMINGS", "MIN_AUDIT_FITS", "FitTime", "fit_key", "read_fit_times", "record_audit_fit_time",
-           "record_fit_time", "record_shard_times"]
+__all__ = ["DEFAULT_TIMINGS", "MIN_AUDIT_FITS", "FitTime", "StageWall", "fit_key", "process_seconds", "read_fit_times",
+           "planned_piece_seconds", "read_stage_walls", "record_audit_fit_time", "record_fit_time", "record_shard_times", "record_stage_wall"]
 
 #: where the measured fit times are kept (ignored by git and DVC)
 DEFAULT_TIMINGS = Path("data/.timings/fits.json")
@@ -35,21 +35,29 @@ MIN_AUDIT_FITS = 8
 
 @dataclass(frozen=True)
 class FitTime:
-    """One measured release fit: ``seconds`` of wall time for defender ``name`` on ``n_defender`` samples;
-    ``audit_seconds``: the seconds per fit of the last canaries stage's shards (median over shards) of the same key (``None``:
-    none recorded yet)."""
+    """The measured fits of defender ``name`` on ``n_defender`` samples: ``seconds`` of its release fit (one
+    call, one-off costs included); ``model_seconds`` / ``call_seconds``: what a call of k models costs after a
+    warm-up (``call_seconds + k × model_seconds``; :mod:`privaudit.planning.fit_probe`, ``timed_by`` says how);
+    ``audit_seconds``: the seconds per fit of the last canaries stage's shards (median over shards) of the same
+    key (``None``: none recorded yet)."""
 
     name: str
     key: str
     seconds: float
     n_defender: int
     audit_seconds: float | None = None
+    model_seconds: float | None = None
+    call_seconds: float = 0.0
+    timed_by: str = ""
 
     def planning_seconds(self) -> tuple[float, str]:
         """The seconds per fit the plan uses and where they come from: the audit fits' time when recorded
-        (sustained fits, the better estimate of a loop of fits), else the release fit."""
+        (sustained fits, the better estimate of a loop of fits), else the measured fits after a warm-up,
+        else the release fit."""
         if self.audit_seconds is not None:
             return self.audit_seconds, "audit fits"
+        if self.model_seconds is not None:
+            return self.model_seconds, self.timed_by or "fits after a warm-up"
         return self.seconds, "release fit"
 
 
@@ -71,9 +79,13 @@ def read_fit_times(path: Path = DEFAULT_TIMINGS) -> dict[str, FitTime]:
     for name, entry in (raw.items() if isinstance(raw, dict) else []):
         try:
             audit = entry.get("audit_seconds")
+            model = entry.get("model_seconds")
             out[name] = FitTime(name=name, key=str(entry["key"]), seconds=float(entry["seconds"]),
                                 n_defender=int(entry["n_defender"]),
-                                audit_seconds=None if audit is None else float(audit))
+                                audit_seconds=None if audit is None else float(audit),
+                                model_seconds=None if model is None else float(model),
+                                call_seconds=float(entry.get("call_seconds", 0.0)),
+                                timed_by=str(entry.get("timed_by", "")))
         except (KeyError, TypeError, ValueError):
             continue
     return out
@@ -117,6 +129,8 @@ def _write(times: dict[str, FitTime], path: Path) -> None:
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     write_json(path, {n: {"key": t.key, "seconds": t.seconds, "n_defender": t.n_defender}
                       | ({} if t.audit_seconds is None else {"audit_seconds": t.audit_seconds})
+                      | ({} if t.model_seconds is None else {"model_seconds": t.model_seconds,
+                                                             "call_seconds": t.call_seconds, "timed_by": t.timed_by})
                       for n, t in sorted(times.items())})
 
 
@@ -150,3 +164,90 @@ def record_shard_times(specs: Sequence[Mapping[str, Any]], shards: Mapping[str, 
         if record_audit_fit_time(name, fit_key(spec, digests.get(name), n_defender), per_fit, path):
             recorded[name] = per_fit
     return recorded
+
+
+@dataclass(frozen=True)
+class StageWall:
+    """The last run of one stage: ``wall_seconds`` from its process start to its end, and the seconds of fits
+    the plan had planned for it then (``None``: no plan was recorded); the difference is the stage's fixed cost
+    (start-up, loading, attackers, validation, writing: :mod:`privaudit.planning.cost`)."""
+
+    stage: str
+    wall_seconds: float
+    planned_fit_seconds: float | None
+
+    def fixed_seconds(self) -> float | None:
+        if self.planned_fit_seconds is None:
+            return None
+        return max(0.0, self.wall_seconds - self.planned_fit_seconds)
+
+
+def process_seconds() -> float | None:
+    """Seconds since this process started (Linux ``/proc``; ``None`` elsewhere): a stage's start-up included."""
+    import os
+
+    try:
+        stat = Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()
+        start = int(stat[19]) / os.sysconf("SC_CLK_TCK")
+        uptime = float(Path("/proc/uptime").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+    return max(0.0, uptime - start)
+
+
+def read_stage_walls(path: Path) -> dict[str, StageWall]:
+    """Recorded stage walls by stage (``{}`` when none or unreadable: a hint for the plan, never a reason to stop)."""
+    try:
+        raw = read_json(path)
+    except (FileNotFoundError, ValueError):
+        return {}
+    out = {}
+    for stage, e in (raw.items() if isinstance(raw, dict) else []):
+        try:
+            planned = e.get("planned_fit_seconds")
+            out[stage] = StageWall(stage, float(e["wall_seconds"]), None if planned is None else float(planned))
+        except (KeyError, TypeError, ValueError, AttributeError):
+            continue
+    return out
+
+
+def record_stage_wall(stage: str, wall_seconds: float, timings_dir: Path) -> None:
+    """Record the wall of ``stage``'s run in ``<timings_dir>/stages.json`` with the fits the last plan
+    (``<timings_dir>/plan.json``) planned for it; other stages' records are kept."""
+    planned = None
+    try:
+        plan = read_json(Path(timings_dir) / "plan.json")
+        planned = float(plan["stages"][stage]["fits_seconds"])
+    except (FileNotFoundError, ValueError, KeyError, TypeError):
+        pass
+    walls = read_stage_walls(Path(timings_dir) / "stages.json")
+    walls[stage] = StageWall(stage, float(wall_seconds), planned)
+    Path(timings_dir).mkdir(parents=True, exist_ok=True)
+    write_json(Path(timings_dir) / "stages.json", {s: {"wall_seconds": w.wall_seconds,
+                                                       "planned_fit_seconds": w.planned_fit_seconds}
+                                                   for s, w in sorted(walls.items())})
+
+
+def planned_piece_seconds(plan_json: Path, pieces: Sequence[tuple[str, str, int]],
+                          trials: Callable[[str, str], int]) -> list[float] | None:
+    """The planned seconds of each piece ``(defender, experiment, trials in it)`` of the canaries stage, from the
+    last plan's seconds per experiment (``plan.json``) spread evenly over ``trials(experiment, defender)``;
+    ``None`` when the plan lacks one of them (the progress then weighs every trial the same).
+
+    >>> import tempfile
+    >>> path = Path(tempfile.mkdtemp()) / "plan.json"
+    >>> write_json(path, {"defenders": {"a": {"stages": {"canaries": {"pieces": {"lidp": 6.0, "blackbox": 40.0}}}}}})
+    >>> planned_piece_seconds(path, [("a", "lidp", 16), ("a", "blackbox", 1000)], lambda e, d: {"lidp": 32}.get(e, 4000))
+    [3.0, 10.0]
+    >>> planned_piece_seconds(path, [("b", "lidp", 16)], lambda e, d: 32) is None
+    True
+    """
+    try:
+        raw = read_json(plan_json)
+        out = []
+        for defender, experiment, n in pieces:
+            total = float(raw["defenders"][defender]["stages"]["canaries"]["pieces"][experiment])
+            out.append(total * n / max(1, trials(experiment, defender)))
+    except (FileNotFoundError, ValueError, KeyError, TypeError):
+        return None
+    return out

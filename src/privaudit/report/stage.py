@@ -20,18 +20,20 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any, Protocol
 
 from privaudit.artifacts import ensure_writable, read_json, write_json
 from privaudit.repro.provenance import build_manifest, provenance_stamp
 from privaudit.seeding import SeededBlock
 from privaudit.verdict.gate import GateSettings, evaluate_gate
 from privaudit.verdict.metrics_files import GateResult, read_metrics
-from privaudit.report.inputs import EPSILON_TRIALS_COLUMNS, ReportInputs
-from privaudit.report.render import build_report
 from privaudit.report.summary import build_summary
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+# pandas, matplotlib (the renderer) and the report's inputs are imported inside the functions that use them,
+# so importing this module (the report stage's --help, its argument errors) pays for none of them.
 
 __all__ = ["ReportPaths", "ReportPlan", "read_epsilon_curves", "read_ltu_tables", "read_table1", "run_report", "select_table1",
            "write_gate"]
@@ -119,6 +121,8 @@ class ReportPlan:
 def read_ltu_tables(folder: Path, defenders: Iterable[str]) -> tuple[dict[str, pd.DataFrame], dict[str, Any]]:
     """The ``ltu`` stage's per-sample scores and ROC curves of each defender that has them:
     ``(scores, roc)``; a defender without a file is left out, as is an empty ROC file."""
+    import pandas as pd
+
     scores: dict[str, pd.DataFrame] = {}
     roc: dict[str, Any] = {}
     for name in defenders:
@@ -131,6 +135,10 @@ def read_ltu_tables(folder: Path, defenders: Iterable[str]) -> tuple[dict[str, p
 
 def read_epsilon_curves(folder: Path, defenders: Iterable[str]) -> dict[str, pd.DataFrame]:
     """LiDP ε̂ vs trials (``<defender>.csv``) of each defender that has one."""
+    import pandas as pd
+
+    from privaudit.report.inputs import EPSILON_TRIALS_COLUMNS
+
     return {name: pd.read_csv(folder / f"{name}.csv")[list(EPSILON_TRIALS_COLUMNS)]
             for name in defenders if (folder / f"{name}.csv").is_file()}
 
@@ -141,6 +149,8 @@ def read_table1(paths: Iterable[str]) -> dict[str, pd.DataFrame]:
     Raises:
         FileNotFoundError: a listed file does not exist (the message says how to make it or drop it).
     """
+    import pandas as pd
+
     tables = {}
     for entry in paths:
         path = Path(entry)
@@ -169,6 +179,8 @@ def run_report(paths: ReportPaths, plan: ReportPlan) -> GateResult:
     Returns:
         The gate's verdict (as written to ``paths.gate``, without the provenance stamp).
     """
+    from privaudit.report.inputs import ReportInputs
+    from privaudit.report.render import build_report
     from privaudit.validation import validate_metrics
 
     ensure_writable(paths.gate, paths.summary, paths.out / "audit.html")

@@ -23,7 +23,6 @@ from typing import Literal
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy import stats
 
 from ._checks import check_int, check_nonneg, check_prob
 
@@ -129,6 +128,8 @@ def sample_mip_noise(
     >>> x.shape
     (4, 3)
     """
+    from scipy import stats  # here, not at the top: mip_eta (the bounds stage) needs no scipy
+
     s = np.asarray(sigma, dtype=np.float64)
     if s.ndim != 1 or s.size == 0 or np.any(~np.isfinite(s)) or np.any(s <= 0):
         raise ValueError(f"sigma must be a non-empty (d,) array of positive numbers, got {sigma!r}")

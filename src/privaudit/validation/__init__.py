@@ -14,28 +14,42 @@ validate_defender_...  ``defender_outputs`` defenders (output), ltu (input)
 validate_canary_stats  ``canaries``        canaries (output), game3/lidp (input)
 validate_metrics       ``metrics``         ltu, game3, lidp, bounds, report (outputs)
 =====================  ==================  ===========================================
+
+Importing the package imports none of its suites (nor pandas or Great Expectations): each name below
+is imported from its module on first use, so a stage that only reads JSON starts without them.
 """
 
-from privaudit.validation.canary_suite import validate_canary_stats
-from privaudit.validation.core import check_suite
-from privaudit.validation.outcomes import ExpectationFailure, ValidationFailed
-from privaudit.validation.defender_suite import validate_defender_outputs
-from privaudit.validation.features_suite import validate_features
-from privaudit.validation.metrics_suite import validate_metrics
-from privaudit.validation.model_files import ModelFileError, check_model_file
-from privaudit.validation.source_suite import validate_source
-from privaudit.validation.split_suite import validate_membership
+from __future__ import annotations
 
-__all__ = [
-    "ExpectationFailure",
-    "ModelFileError",
-    "ValidationFailed",
-    "check_model_file",
-    "check_suite",
-    "validate_canary_stats",
-    "validate_defender_outputs",
-    "validate_features",
-    "validate_membership",
-    "validate_metrics",
-    "validate_source",
-]
+import importlib
+from typing import Any
+
+# Lazy exports (name -> module): the suites import pandas, and running one imports Great Expectations.
+_EXPORTS: dict[str, str] = {
+    "ExpectationFailure": "privaudit.validation.outcomes",
+    "ModelFileError": "privaudit.validation.model_files",
+    "ValidationFailed": "privaudit.validation.outcomes",
+    "check_model_file": "privaudit.validation.model_files",
+    "check_suite": "privaudit.validation.core",
+    "validate_canary_stats": "privaudit.validation.canary_suite",
+    "validate_defender_outputs": "privaudit.validation.defender_suite",
+    "validate_features": "privaudit.validation.features_suite",
+    "validate_membership": "privaudit.validation.split_suite",
+    "validate_metrics": "privaudit.validation.metrics_suite",
+    "validate_source": "privaudit.validation.source_suite",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    """Import an exported name from its submodule on first use."""
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'privaudit.validation' has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)
+
+
+def __dir__() -> list[str]:
+    """Exported names, for completion."""
+    return sorted([*globals(), *_EXPORTS])

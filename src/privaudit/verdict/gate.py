@@ -50,7 +50,8 @@ theoretical bounds while claiming DP (when theory violations are gated).
 Warnings (``warnings`` of ``metrics/gate.json``, ``"defender <name>: <text>"``): every non-null
 ``blackbox.gdp_warning`` of ``metrics/audit.json`` (the black-box GDP view exceeds a claim that
 declares no mechanism: a refutation if the trainer adds Gaussian noise, nothing for other
-mechanisms). A warning never changes pass/fail; ``privaudit verdict`` and the report's verdict
+mechanisms), and every ``blackbox.reduced`` (the audit ran fewer runs per side than the params'
+default, chosen to fit ``compute.budget_minutes``: the ε it can still detect, and at the default size). A warning never changes pass/fail; ``privaudit verdict`` and the report's verdict
 show it right after the verdict.
 """
 
@@ -266,12 +267,16 @@ def _theory_reasons(
 
 
 def _warnings(defender: str, metrics: AuditMetrics) -> list[str]:
-    """The defender's warnings (never a failure): its black-box GDP-view warning, if any."""
+    """The defender's warnings (never a failure): its black-box GDP-view warning, and a black-box audit
+    smaller than the params' default (with the ε it can still detect), if any."""
     entry = metrics.audit.get(defender)
     blackbox = entry.blackbox if entry is not None else None
-    if blackbox is None or not blackbox.gdp_warning:
+    if blackbox is None:
         return []
-    return [f"defender {defender}: {blackbox.gdp_warning}"]
+    out = [f"defender {defender}: {blackbox.gdp_warning}"] if blackbox.gdp_warning else []
+    if blackbox.reduced is not None:
+        out.append(f"defender {defender}: {blackbox.reduced.text()}")
+    return out
 
 
 def _evaluate_defender(defender: str, metrics: AuditMetrics, params: GateSettings) -> list[str]:

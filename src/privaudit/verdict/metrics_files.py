@@ -194,6 +194,27 @@ class LastIterateCeilingBlock(_Open):
     method: str | None = None
 
 
+class ReducedAuditBlock(_Open):
+    """A black-box audit that ran fewer runs per side than the params' default (``blackbox.reduced`` of
+    ``metrics/audit.json``, :func:`privaudit.audits.blackbox.reduced_note`)."""
+
+    params_key: str
+    runs_per_side: Number
+    default_runs_per_side: Number
+    detectable_epsilon: Number | None = None
+    detectable_epsilon_default: Number | None = None
+
+    def text(self) -> str:
+        """The warning the verdict and the report's first screen show."""
+        eps = ""
+        if self.detectable_epsilon is not None:
+            eps = f": it detects only eps >= {self.detectable_epsilon:.3g}"
+            if self.detectable_epsilon_default is not None:
+                eps += f" (at the default size: eps >= {self.detectable_epsilon_default:.3g})"
+        return (f"smaller black-box audit: {self.runs_per_side:g} runs per side ({self.params_key}; default "
+                f"{self.default_runs_per_side:g}){eps}")
+
+
 class BlackboxBlock(EpsilonBlock):
     """The many-run black-box audit (:mod:`privaudit.audits.blackbox`): GDP view, assumption-free bound, ceiling."""
 
@@ -208,6 +229,7 @@ class BlackboxBlock(EpsilonBlock):
     runs_in: Number | None = None
     runs_out: Number | None = None
     ceiling: LastIterateCeilingBlock | None = None
+    reduced: ReducedAuditBlock | None = None
 
 
 class Budget(_Closed):

@@ -1,0 +1,59 @@
+"""``benchmarks/bench_scale.py``: its CSV is one the csv source reads, its report names a cut-off stage,
+and (slow) a small run records every stage it ran with wall, CPU, peak RSS and the output digests."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from benchmarks import bench_scale
+from privaudit.data.sources.csv_table import load_csv
+from tests.pipeline.conftest import pipeline_env
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_the_synthetic_csv_is_a_valid_source(tmp_path: Path) -> None:
+    path = tmp_path / "m.csv"
+    bench_scale.write_csv(path, n=300, d=5, k=3, seed=1, sep=6.0)
+    src = load_csv(path, "label")
+    assert src.X.shape == (300, 5) and src.X.dtype == np.float32 and set(np.unique(src.y)) == {0, 1, 2}
+    again = tmp_path / "again.csv"
+    bench_scale.write_csv(again, n=300, d=5, k=3, seed=1, sep=6.0)
+    assert again.read_bytes() == path.read_bytes()  # seeded
+
+
+def test_a_cut_off_run_names_the_stage_it_stopped_in() -> None:
+    stages = [{"stage": "ltu", "wall_s": 12.0, "user_s": 10.0, "sys_s": 1.0, "max_rss_mib": 700.0, "rc": 0,
+               "gpu_peak_mib": 512.0},
+              {"stage": "canaries", "start": 0.0, "cut_off_after_s": 42.0}]
+    text = bench_scale.render({
+        "size": {"n": 10, "d": 2, "k": 2, "seed": 0, "sep": 6.0}, "dataset": {"name": "csv"}, "target": None,
+        "device": "cuda", "device_name": "GPU", "cores": 16, "host": "h", "load_before": (0, 0, 0),
+        "load_after": (1, 1, 1), "repo": "r", "overrides": [], "dvc_rc": -15, "cut_off": True, "timeout_s": 60,
+        "total_wall_s": 61.0, "stages": stages, "fits_per_stage": {"ltu": 40}, "plan_seconds_per_stage": {"ltu": 9.0},
+        "plan_estimated_seconds": 100.0, "digests": {}, "profile_top25_cumulative": None, "profile_stage": None,
+        "repro_tail": ["canaries: 3 of 40 trials"]})
+    assert "CUT OFF by --timeout 60 s" in text and "cut off after 42 s" in text
+    ltu = next(line for line in text.splitlines() if line.startswith("ltu"))
+    assert ltu.split()[:5] == ["ltu", "12.0", "11.0", "40", "9"] and "512" in ltu
+    assert "canaries: 3 of 40 trials" in text
+
+
+@pytest.mark.slow
+def test_a_small_run_records_every_stage(tmp_path: Path) -> None:
+    proc = subprocess.run([sys.executable, "benchmarks/bench_scale.py", "--n", "400", "--d", "4", "--k", "3",
+                           "--target", "featurize", "--profile", "split", "--out-dir", str(tmp_path)],
+                          cwd=ROOT, env=pipeline_env(), capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    result = json.loads((tmp_path / "scale_400x4_cpu.json").read_text())
+    ran = {s["stage"]: s for s in result["stages"]}
+    assert {"ingest", "split", "featurize"} <= set(ran)
+    assert all(s["rc"] == 0 and s["wall_s"] > 0 and s["max_rss_mib"] > 0 for s in ran.values())
+    assert ran["split"]["profiled"] and "cumtime" in result["profile_top25_cumulative"]
+    assert "data/features" in result["digests"]

@@ -1,0 +1,106 @@
+"""Issue 43: ETA lines print no ETA before they can know it (10 % of the units done, the first piece left out of
+the rate) and are then within 2x of the truth, also for a stage whose pieces differ in cost per unit."""
+
+from __future__ import annotations
+
+import io
+import re
+
+import pytest
+
+from privaudit.planning.progress import FitProgress
+
+
+def _eta_seconds(line: str) -> float | None:
+    m = re.search(r"ETA (?:(\d+):)?(\d+):(\d+)$", line)
+    if m is None:
+        assert line.endswith("ETA --"), line
+        return None
+    h, mm, ss = (int(g) if g else 0 for g in m.groups())
+    return 3600 * h + 60 * mm + ss
+
+
+def test_progress_lines_give_rate_and_eta_once_known() -> None:
+    now = [0.0]
+    out = io.StringIO()
+    with FitProgress("canaries", 64, "trial", bar=False, out=out, clock=lambda: now[0]) as p:
+        now[0] = 10.0
+        p.advance(16, "mine blackbox 0-16")
+        now[0] = 20.0
+        p.advance(16, "mine blackbox 16-32")
+    lines = out.getvalue().splitlines()
+    # the first piece carries the one-off costs: no rate from it alone
+    assert lines[0] == "canaries: mine blackbox 0-16 done; 16 of 64 trials, 1.6 trials/s, ETA --"
+    assert lines[1] == "canaries: mine blackbox 16-32 done; 32 of 64 trials, 1.6 trials/s, ETA 0:20"
+
+
+def test_no_eta_before_a_tenth_of_the_units_is_done() -> None:
+    now = [0.0]
+    out = io.StringIO()
+    p = FitProgress("ltu", 100, "fit", bar=False, out=out, clock=lambda: now[0])
+    for k in range(1, 12):
+        now[0] = float(k)
+        p.advance(1, f"model {k}")
+    etas = [_eta_seconds(line) for line in out.getvalue().splitlines()]
+    assert etas[:9] == [None] * 9 and all(e is not None for e in etas[9:])
+    assert etas[9] == pytest.approx(90, abs=1)  # 10 done, 1 s per fit after the first
+
+
+def _simulate(pieces: list[tuple[str, int, float, float]], planned: bool) -> list[tuple[float, float | None]]:
+    """(true seconds left, printed ETA) after each piece; pieces: (name, units, true seconds, planned seconds)."""
+    now = [0.0]
+    out = io.StringIO()
+    total_units = sum(u for _, u, _, _ in pieces)
+    p = FitProgress("canaries", total_units, "trial", bar=False, out=out, clock=lambda: now[0],
+                    planned_seconds=sum(s for *_, s in pieces) if planned else None)
+    true_total = sum(t for _, _, t, _ in pieces)
+    res = []
+    for name, units, seconds, plan in pieces:
+        now[0] += seconds
+        p.advance(units, name, planned=plan if planned else None)
+        res.append((true_total - now[0], _eta_seconds(out.getvalue().splitlines()[-1])))
+    return res
+
+
+def _stage() -> list[tuple[str, int, float, float]]:
+    """A canaries stage as on the default audit: a sequential trainer whose first shard pays a 12 s warm-up
+    (1 trial each, 0.3 s per fit after it), then batched trainers (hundreds of trials per second) — the plan
+    knows each piece's seconds only to within ±30 %."""
+    pieces = [("logreg game3", 1, 12.0, 0.3)]
+    pieces += [(f"logreg lidp {i}", 16, 16 * 0.3 * 1.3, 16 * 0.3) for i in range(4)]
+    pieces += [(f"logreg blackbox {i}", 16, 16 * 0.3 * 0.8, 16 * 0.3) for i in range(4)]
+    pieces += [("mlp game3", 1, 1.0, 1.2), ("mlp lidp", 32, 3.0, 2.5), ("mlp blackbox", 64, 2.0, 2.2)]
+    pieces += [(f"dpsgd blackbox {i}", 1000, 8.0, 6.5) for i in range(4)]
+    return pieces
+
+
+def _user_stage() -> list[tuple[str, int, float, float]]:
+    """A user trainer whose first fit computes sigma with an accountant (6.2 s, then 0.3 s per fit; shards of 16
+    fits, 640 of them), then a batched DP-SGD head's 4000 black-box models in 4 calls."""
+    pieces = [("mine game3", 1, 6.2, 0.3)]
+    pieces += [(f"mine blackbox {i}", 16, 16 * 0.3 * (1.2 if i % 3 else 0.85), 16 * 0.3) for i in range(40)]
+    pieces += [(f"dpsgd blackbox {i}", 1000, 8.0, 6.0) for i in range(4)]
+    return pieces
+
+
+@pytest.mark.parametrize("stage", [_stage, _user_stage])
+def test_eta_after_a_tenth_is_within_2x_of_the_truth_with_a_slow_first_piece_and_mixed_costs(stage) -> None:
+    shown = [(left, eta) for left, eta in _simulate(stage(), planned=True) if eta is not None]
+    assert shown, "an ETA once a tenth is done"
+    for left, eta in shown:
+        if left > 5:  # the printed ETA has 1 s resolution
+            assert left / 2 <= eta <= 2 * left, (left, eta)
+
+
+@pytest.mark.parametrize("stage", [_stage, _user_stage])
+def test_without_planned_seconds_a_unit_mean_over_mixed_trainers_is_off_by_more(stage) -> None:
+    """The old way (every unit weighs the same) is off by more than 2x on the same stages."""
+    worst = max(max(eta / left, left / eta) for left, eta in _simulate(stage(), planned=False)
+                if eta is not None and left > 5 and eta > 0)
+    assert worst > 2
+
+
+def test_planned_progress_needs_each_piece_planned() -> None:
+    p = FitProgress("x", 4, "fit", bar=False, out=io.StringIO(), planned_seconds=4.0)
+    with pytest.raises(ValueError, match="planned"):
+        p.advance(1, "a")
