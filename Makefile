@@ -37,7 +37,7 @@ help:
 	@echo "make audit    - set up .venv if needed, run 'dvc repro', print the release verdict"
 	@echo "make test     - set up .venv if needed, run the test suite"
 	@echo "make test-all - also the slow simulations and the Prefect server test"
-	@echo "make schedule - register and serve the Prefect deployments (see README)"
+	@echo "make schedule - register and serve the Prefect deployments (see docs/howto/scheduled-audits.md)"
 	@echo "make setup    - only create/refresh .venv"
 
 setup: $(STAMP)
@@ -88,7 +88,7 @@ browser: setup
 	@bash tests/report/install_browser.sh $(BIN)/pip $(VENV)/constraints.txt \
 	  || echo "browser: could not install chromium; tests/report/test_browser.py will skip"
 
-# register and serve the Prefect deployments (start `prefect server` first; README "Scheduled audits")
+# register and serve the Prefect deployments (start `prefect server` first; docs/howto/scheduled-audits.md)
 schedule: setup
 	$(BIN)/python -m flows.deploy $(DEPLOY_ARGS)
 

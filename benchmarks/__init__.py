@@ -1,2 +1,2 @@
-"""Benchmarks of privaudit (scripts; see README "Tests"), run as ``python -m benchmarks.<name>``. The trainers and
+"""Benchmarks of privaudit (scripts; results and the machines they ran on: docs/results.md), run as ``python -m benchmarks.<name>``. The trainers and
 simulations they share with the tests are ``privaudit.testing``."""

@@ -8,7 +8,7 @@ Scores are drawn from the **last-iterate mechanism** of the default digits head 
 §3, the ground truth of ``tests/blackbox/test_blackbox_audit.py``): score = Σ_t B_t + N(0, Tσ²),
 B_t ~ Bernoulli(q) with the canary, N(0, Tσ²) without; q = 64/899, T = 280, σ the recipe's at each
 claim. This is a simulation of the final-model statistic, not trained models: the trained-model
-numbers of README "Honest DP-SGD" come from ``bench_blackbox_honest.py``.
+numbers of docs/results.md "Many-run black-box audit" come from ``bench_blackbox_honest.py``.
 
 Per claim, ``--audits`` audits of ``--runs`` scores per side (the pipeline's 2,000), tune share 0.2,
 level 0.05/6 (the default budget's share): mean ε̂/ε of the GDP view and of the claim-curve bound,
@@ -31,7 +31,7 @@ from privaudit.stats.gdp_runs import certify_scores
 from privaudit.stats.tradeoff import SubsampledGaussianFamily
 
 T, Q, DELTA = 280, 64 / 899, 1e-5
-#: (opacus PRV claim, σ) of the digits dp_sgd head at targets 1, 2, 4, 8 (README "Honest DP-SGD")
+#: (opacus PRV claim, σ) of the digits dp_sgd head at targets 1, 2, 4, 8 (docs/results.md, "Many-run black-box audit")
 ROWS = ((0.997, 4.648), (1.998, 2.578), (3.994, 1.538), (7.998, 1.015))
 
 

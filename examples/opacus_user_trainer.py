@@ -2,8 +2,7 @@
 
 The one privaudit line is ``privaudit.hooks.watch(opt, dataset_size=len(X))``: outside an audit it
 returns the optimizer untouched; during the white-box audit it records what this loop's sampling,
-clipping and noise really do. Declare the defender with ``observable: true`` (README, "Auditing a
-DP claim").
+clipping and noise really do. Declare the defender with ``observable: true`` (docs/howto/own-trainer.md).
 """
 
 from __future__ import annotations

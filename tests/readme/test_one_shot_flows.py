@@ -25,14 +25,14 @@ import yaml
 
 from tests.flows.conftest import git_commit, micro_params
 from tests.pipeline.conftest import make_workspace
-from tests.readme.commands import readme_snippets
+from tests.readme.commands import doc_snippets
 
 pytestmark = pytest.mark.slow  # three micro pipelines through the real flows: ~5-10 min on 2 cores
 
 
 def _readme_command(prefix: str) -> list[str]:
     """The README's command starting with ``prefix``, split, optional ``[...]`` parts dropped."""
-    [text] = {s.text for s in readme_snippets() if s.text.startswith(prefix)}
+    [text] = {s.text for s in doc_snippets() if s.text.startswith(prefix)}
     return [word for word in text.split() if not word.startswith("[") and not word.endswith("]")]
 
 
@@ -94,7 +94,7 @@ def test_validate_one_shot_audits_and_records(ws: Path, tmp_path: Path) -> None:
 
 
 def test_canary_trials_one_shot_after_removing_the_shards(ws: Path, tmp_path: Path) -> None:
-    [rm] = {s.text for s in readme_snippets() if s.text == "rm -r data/.shards"}
+    [rm] = {s.text for s in doc_snippets() if s.text == "rm -r data/.shards"}
     subprocess.run(rm.split(), cwd=ws, check=False)
     assert not (ws / "data" / ".shards").exists()
     proc = _one_shot([*_readme_command("python -m flows.canary_trials"), "--workers", "1"], ws, tmp_path / "home")

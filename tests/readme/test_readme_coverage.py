@@ -1,4 +1,4 @@
-"""Every command and code block of README.md is run by a test, or excluded here with the reason (issue 28).
+"""Every command and code block of README.md and of the user guide (docs/) is run by a test, or excluded here with the reason.
 
 :data:`COVERAGE` maps each README command (a regex over the whitespace-collapsed text, see
 :mod:`tests.readme.commands`) to the tests that run it, or to ``EXCLUDED`` with why no test can.
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.readme.commands import readme_snippets
+from tests.readme.commands import doc_snippets, readme_snippets
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -29,6 +29,7 @@ MAKE = (EXCLUDED + "a Makefile target (make setup + the tested command; CI runs 
         + BLOCKS + "test_every_make_target_the_readme_names_exists")
 BENCH = (EXCLUDED + "a benchmark prints measurements and runs minutes to hours (README: benchmarks are never timed "
          "tests; outputs in benchmarks/results/); its flags are checked by " + BLOCKS + "test_readme_benchmark_commands_parse")
+DOCS = "tests/docs/test_doc_blocks.py::"
 GPU = EXCLUDED + "needs a CUDA machine (benchmarks/gpu_check.sh; results in benchmarks/results/gpu/)"
 
 #: (regex over a README command or "block:<lang> <first line>", the tests that run it or EXCLUDED: why)
@@ -118,6 +119,34 @@ COVERAGE: list[tuple[str, tuple[str, ...] | str]] = [
     (r"python benchmarks/bench_blackbox_catalogue\.py --claims 1 4 --seeds 5 --ladder 40 320 --scale 30 --level 0\.00833 --curves gdp eps_delta declared", BENCH),
     (r"python benchmarks/(ltu_table1|bench_ltu_retrain|bench_sample_risk)\.py( --dataset digits)?", BENCH),
     (r"(DEVICE=cpu )?bash benchmarks/gpu_check\.sh( tests audit)?", GPU),
+    # --- the user guide (docs/): defender keys with -S, the Defender-set size, the site itself
+    (r"dvc exp run -S '\+?defenders(\.1|\[1\])\.\w+=\S+'", (DOCS + "test_defender_key_overrides_as_dvc_applies_them",
+                                                       REVIEW)),
+    (r"dvc repro split", EXCLUDED + "`dvc repro` of one stage and what it needs (a partial repro; `dvc repro`: "
+     "tests/pipeline/test_end_to_end.py::test_pipeline_end_to_end); the count printed after it: "
+     + DOCS + "test_the_n_defender_command_counts_the_defender_rows"),
+    (r"python -c \"import pandas as pd; print\(\(pd\.read_parquet\('data/split/membership\.parquet'\)\.role == "
+     r"'defender'\)\.sum\(\)\)\"", (DOCS + "test_the_n_defender_command_counts_the_defender_rows",)),
+    (r"block:yaml dataset:", (DOCS + "test_dataset_block_is_valid_params",)),
+    (r"mkdocs build --strict", ("tests/docs/test_mkdocs.py::test_the_guide_builds_strictly",)),
+    (r"mkdocs serve", EXCLUDED + "serves the site until stopped; what it serves is built by "
+     "tests/docs/test_mkdocs.py::test_the_guide_builds_strictly"),
+    (r"pip install -e '\.\[test\]'", EXCLUDED + "installs packages (network); `make setup` runs it, and CI runs "
+     "the suite in the venv it made; the extra's mkdocs pins: tests/docs/test_mkdocs.py::test_the_guide_builds_strictly"),
+    (r"python -m stages\.lidp --self-check", EXCLUDED + "the architecture names the flag (an ε argument follows); "
+     "the full command: " + BLOCKS + "test_lidp_self_check_command"),
+    (r"git add <files>", (GO_BACK,)),
+    (r"git checkout <rev> -- dvc\.lock metrics", ("tests/pipeline/test_user_code_and_go_back.py::"
+                                                  "test_user_code_is_tracked_hashed_and_an_audit_can_be_gone_back_to",)),
+    (r"pip install -U opacus", ("tests/unit/test_environment.py::test_a_gate_computed_under_other_versions_is_stale",
+                                "tests/unit/test_environment.py::test_changes_name_the_package_and_both_versions")),
+    (r"dvc exp run -S ltu\.rounds=500", ("tests/planning/test_plan_stage.py::test_the_sizes_file_depends_on_neither_ltu_params_nor_timings",
+                                          REVIEW)),
+    (r"dvc metrics", EXCLUDED + "DVC's command group named in prose; its subcommands: " + REVIEW),
+    (r"python -m flows\.validate", (ONE_SHOT + "test_validate_one_shot_audits_and_records",)),
+    (r"block:text flows/ \(Prefect\) .*", EXCLUDED + "a diagram of the layers in docs/architecture.md, not a command"),
+    (r"block:yaml # params\.yaml: your opacus loop, audited white-box",
+     (BLOCKS + "test_readme_defenders_yaml_block_is_valid_params",)),
     # --- code blocks
     (r"block:python import numpy as np, torch", (BLOCKS + "test_readme_opacus_trainer_block_trains",
                                                 "tests/whitebox/test_user_example.py::test_readme_user_trainer_is_audited_tightly_and_passes")),
@@ -138,16 +167,16 @@ def _entries_for(key: str) -> list[int]:
 
 
 def test_every_readme_command_is_covered_or_excluded_with_a_reason() -> None:
-    snippets = readme_snippets()
+    snippets = doc_snippets()
     assert len(snippets) > 40 and any(s.kind == "block:python" for s in snippets)
     uncovered = [str(s) for s in snippets if not _entries_for(_key(s))]
-    assert not uncovered, "README commands no test runs (add a test and a COVERAGE entry):\n" + "\n".join(uncovered)
+    assert not uncovered, "README/guide commands no test runs (add a test and a COVERAGE entry):\n" + "\n".join(uncovered)
 
 
 def test_no_stale_entries() -> None:
-    keys = {_key(s) for s in readme_snippets()}
+    keys = {_key(s) for s in doc_snippets()}
     stale = [pattern for pattern, _ in COVERAGE if not any(re.fullmatch(pattern, k) for k in keys)]
-    assert not stale, f"COVERAGE entries that match no README command: {stale}"
+    assert not stale, f"COVERAGE entries that match no README or guide command: {stale}"
 
 
 @pytest.mark.parametrize("pattern, covered_by", COVERAGE, ids=[p for p, _ in COVERAGE])

@@ -21,7 +21,7 @@ import yaml
 
 from tests.flows.conftest import git_commit, micro_params
 from tests.pipeline.conftest import make_workspace, pipeline_env, run
-from tests.readme.commands import readme_snippets
+from tests.readme.commands import doc_snippets
 
 pytestmark = pytest.mark.slow  # a micro pipeline and four partial reruns: ~3-6 min on 2 cores
 
@@ -30,7 +30,7 @@ SMALLER = {"ltu.rounds=3000": "ltu.rounds=80", "ltu.rounds=2000": "ltu.rounds=60
 
 def readme(prefix: str) -> str:
     """The one README command starting with ``prefix`` (numbers made smaller)."""
-    found = {s.text for s in readme_snippets() if s.kind == "command" and s.text.startswith(prefix)}
+    found = {s.text for s in doc_snippets() if s.kind == "command" and s.text.startswith(prefix)}
     assert len(found) == 1, (prefix, found)
     text = found.pop()
     for big, small in SMALLER.items():
@@ -40,7 +40,7 @@ def readme(prefix: str) -> str:
 
 def exact(command: str) -> str:
     """``command``, which the README gives exactly so."""
-    assert command in {s.text for s in readme_snippets() if s.kind == "command"}, command
+    assert command in {s.text for s in doc_snippets() if s.kind == "command"}, command
     return command
 
 

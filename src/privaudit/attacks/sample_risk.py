@@ -534,7 +534,7 @@ class SampleRisk:
         })
 
     def summary(self) -> dict[str, Any]:
-        """The ``metrics/ltu.json`` ``sample_risk`` block (documented in the README)."""
+        """The ``metrics/ltu.json`` ``sample_risk`` block (documented in docs/concepts/membership.md)."""
         return dict(self.info)
 
 

@@ -26,8 +26,9 @@ The spec also declares what the recipe guarantees, since privaudit cannot know:
 ``deterministic``, ``order_invariant`` (for LTU Theorem 3) and an optional ``claimed_epsilon``/
 ``claimed_delta``. The target module is imported when the spec is validated
 (:class:`privaudit.defenders.specs.PythonSpec`, :mod:`privaudit.defenders.user_target`), so a typo fails
-before any work (``defenders[i].target``). Add the module to the defenders stage's ``deps`` in
-``dvc.yaml`` so DVC retrains when it changes. Stages run from the repository root
+before any work (``defenders[i].target``). The ``user_code`` stage hashes the target, the loader and
+the local modules they import (:mod:`privaudit.repro.user_code`), so DVC retrains when one of them
+changes; nothing goes into ``dvc.yaml``. Stages run from the repository root
 (``python -m stages.defenders``), so repository modules are importable; prefer the file form
 (``examples/user_trainer.py:train``) for files outside a package (opacus installs a top-level
 ``examples`` package that shadows ``examples.user_trainer``).

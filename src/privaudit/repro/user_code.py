@@ -15,7 +15,7 @@ Besides the target and loader files, the user's **local modules they import** ar
 conditional ones included) is resolved, without executing anything, to a source file under the
 repository root (the stages' working directory, first on ``sys.path``) or next to the importing
 file, and followed recursively; a package's ``__init__.py`` files count too. Not seen (the limit,
-documented in the README): imports by computed names (``importlib.import_module(name)``,
+documented in docs/howto/own-trainer.md): imports by computed names (``importlib.import_module(name)``,
 ``__import__``), ``sys.path`` edits, installed packages outside the repository (their versions are
 the environment's business), non-Python files the trainer reads, and ``privaudit`` itself (a DVC
 dependency of every stage already).

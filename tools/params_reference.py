@@ -1,0 +1,118 @@
+"""The params reference of the user guide, generated from the pydantic models of :mod:`privaudit.config`.
+
+``params_markdown()`` renders one table per ``params.yaml`` section (key, type, default, allowed range,
+description) and one per defender kind (:data:`privaudit.defenders.specs.SPEC_MODELS`). As an mkdocs hook
+(``mkdocs.yml``: ``hooks: [tools/params_reference.py]``) it replaces the marker ``<!-- params-reference -->``
+in ``docs/reference/params.md``, so the page always lists the keys the code accepts, with their defaults.
+``tests/docs/test_params_reference.py`` checks that every key of ``params.yaml`` is in it.
+"""
+
+from __future__ import annotations
+
+import re
+import typing
+from typing import Any
+
+MARKER = "<!-- params-reference -->"
+_BOUNDS = {"ge": "≥", "gt": ">", "le": "≤", "lt": "<"}
+
+
+def _type_name(annotation: Any) -> str:
+    origin = typing.get_origin(annotation)
+    if origin is typing.Literal:
+        return " | ".join(f"`{a}`" if isinstance(a, str) else repr(a) for a in typing.get_args(annotation))
+    if origin in (typing.Union, getattr(__import__("types"), "UnionType", None)):
+        return " | ".join(_type_name(a) for a in typing.get_args(annotation))
+    if origin is not None:
+        args = ", ".join(_type_name(a) for a in typing.get_args(annotation))
+        return f"{getattr(origin, '__name__', str(origin))}[{args}]"
+    if annotation is type(None):
+        return "null"
+    name = getattr(annotation, "__name__", str(annotation))
+    return re.sub(r"^typing\.", "", name)
+
+
+def _constraints(field: Any) -> str:
+    parts = []
+    for meta in field.metadata:
+        for attr, symbol in _BOUNDS.items():
+            value = getattr(meta, attr, None)
+            if value is not None:
+                parts.append(f"{symbol} {value}")
+        if getattr(meta, "min_length", None) is not None:
+            parts.append(f"at least {meta.min_length} item(s)")
+    return ", ".join(parts)
+
+
+def _default(field: Any) -> str:
+    from pydantic_core import PydanticUndefined
+
+    if field.default_factory is not None:
+        value = field.default_factory()
+    elif field.default is PydanticUndefined:
+        return "required"
+    else:
+        value = field.default
+    if hasattr(value, "model_dump"):
+        return "(section)"
+    text = "null" if value is None else str(value).replace("'", "")
+    return f"`{text}`"
+
+
+def _cell(text: str) -> str:
+    return " ".join(text.split()).replace("|", "\\|")
+
+
+def _table(model: Any, prefix: str, skip: tuple[str, ...] = ()) -> list[str]:
+    rows = ["| key | type | default | allowed | description |", "| --- | --- | --- | --- | --- |"]
+    for name, field in model.model_fields.items():
+        if name in skip:
+            continue
+        rows.append(f"| `{prefix}{name}` | {_cell(_type_name(field.annotation))} | {_cell(_default(field))} | "
+                    f"{_cell(_constraints(field))} | {_cell(field.description or '')} |")
+    return rows
+
+
+def params_keys() -> set[str]:
+    """Every dotted key the reference lists (``ltu.rounds``, ``defenders[].epsilon``, …)."""
+    from privaudit.config import Params
+    from privaudit.defenders.specs import SPEC_MODELS
+
+    keys = set()
+    for section, field in Params.model_fields.items():
+        if section == "defenders":
+            keys |= {f"defenders[].{k}" for model in SPEC_MODELS.values() for k in model.model_fields}
+        else:
+            keys |= {f"{section}.{k}" for k in field.annotation.model_fields}
+    return keys
+
+
+def params_markdown() -> str:
+    """The generated tables (Markdown) of every params section and every defender kind."""
+    from privaudit.config import Params
+    from privaudit.defenders.specs import SPEC_MODELS
+
+    out: list[str] = []
+    for section, field in Params.model_fields.items():
+        if section == "defenders":
+            continue
+        out += [f"### `{section}`", ""]
+        if field.annotation.__doc__ and "Create a new model" not in field.annotation.__doc__:
+            out += [" ".join(field.annotation.__doc__.split()), ""]
+        out += _table(field.annotation, f"{section}.") + [""]
+    out += ["### `defenders[i]`, by kind", "",
+            "Every entry has `name` (unique; letters, digits, `_.-`) and `kind`. The keys of each kind:", ""]
+    for kind in sorted(SPEC_MODELS):
+        model = SPEC_MODELS[kind]
+        out += [f"#### `kind: {kind}`", ""]
+        if model.__doc__:
+            out += [" ".join(model.__doc__.split()), ""]
+        out += _table(model, "", skip=("name", "kind")) + [""]
+    return "\n".join(out)
+
+
+def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
+    """mkdocs hook: fill the marker of the params reference page."""
+    if MARKER not in markdown:
+        return markdown
+    return markdown.replace(MARKER, params_markdown())
