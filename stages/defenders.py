@@ -16,7 +16,14 @@ from privaudit.config import Params
 from privaudit.features.feature_set import read_feature_files
 from privaudit.repro.determinism import configure_determinism
 from privaudit.features import resolve_device
-from privaudit.planning.timings import DEFAULT_TIMINGS, FitTime, fit_key, record_fit_time
+from privaudit.planning.timings import (
+    DEFAULT_TIMINGS,
+    FitTime,
+    fit_key,
+    process_seconds,
+    record_fit_time,
+    record_heavy_startup,
+)
 from privaudit.repro.user_code import user_code_digests
 from privaudit.defenders.info_file import check_defender_files
 from privaudit.validation import validate_defender_outputs, validate_features, validate_membership
@@ -42,6 +49,11 @@ def _body(args: argparse.Namespace, params: Params) -> None:
     from privaudit.planning.fit_probe import measure_fit_rate
 
     fs = load_feature_set(args.features, args.split)
+    from stages import _runner
+
+    startup = process_seconds() if _runner.STARTUP_SECONDS is not None else None  # a real stage process only
+    if startup is not None:  # a heavy stage's start-up to its first fit: the plan's prior for the audit stages
+        record_heavy_startup("defenders", startup, args.timings.parent)
     # a user's trainer (kind: python) trains first: a broken one fails before the built-in defenders are retrained
     ordered = sorted(params.defenders, key=lambda s: s.kind != "python")
     digests = user_code_digests([s.model_dump(mode="json") for s in ordered], Path.cwd())

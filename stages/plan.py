@@ -23,7 +23,7 @@ from privaudit.defenders.info_file import read_defender_info
 from privaudit.defenders.specs import BATCHED_KINDS
 from privaudit.planning.cost import STAGE_STARTUP_S, STAGES, AuditSizes, DefenderInput, FitRate, plan_audit
 from privaudit.planning.plan_files import write_plan_files
-from privaudit.planning.timings import DEFAULT_TIMINGS, fit_key, read_fit_times, read_stage_walls
+from privaudit.planning.timings import DEFAULT_TIMINGS, fit_key, read_fit_times, read_heavy_startup, read_stage_walls
 from privaudit.repro.user_code import user_code_digests
 from stages._runner import run_stage
 
@@ -94,7 +94,10 @@ def _body(args: argparse.Namespace, params: Params) -> None:
     for stage, wall in read_stage_walls(args.timings.parent / "stages.json").items():
         if (sec := wall.fixed_seconds()) is not None:
             fixed[stage] = (sec, "its last run's wall minus its planned fits")
-    first = ((startup, "no run recorded yet: the plan stage's own start-up") if startup is not None
+    heavy = read_heavy_startup(args.timings.parent)
+    first = ((heavy[0], f"no run recorded yet: the {heavy[1]} stage's start-up (imports, loading, checks)")
+             if heavy is not None else
+             (startup, "no run recorded yet: the plan stage's own start-up") if startup is not None
              else (STAGE_STARTUP_S, "no run recorded yet: a guess of its start-up"))
     fixed = {s: fixed.get(s, first) for s in STAGES}
     # OverBudgetError: one line, exit 1, nothing written

@@ -165,3 +165,52 @@ def test_the_gate_fails_closed_through_the_real_pipeline(repo_root: Path, tmp_pa
     _stale(ws, "data/external changed")
     run(DVC + ["repro"], ws)
     _fresh(ws)
+
+
+NAN_TRAINER = '''"""A trainer whose models trained on an odd number of rows output NaN: the release model is fine, canary runs not."""
+import numpy as np
+
+
+class Means:
+    def __init__(self, means, broken):
+        self.means, self.broken = np.asarray(means, np.float64), bool(broken)
+
+    def predict_proba(self, X):
+        z = -((np.asarray(X, np.float64)[:, None, :] - self.means[None]) ** 2).sum(2) / 30.0
+        z -= z.max(1, keepdims=True)
+        p = np.exp(z)
+        p /= p.sum(1, keepdims=True)
+        return np.full_like(p, np.nan) if self.broken else p
+
+    def state_dict(self):
+        return {"means": self.means, "broken": np.array([float(self.broken)])}
+
+
+def train(X, y, n_classes, seed):
+    means = np.stack([X[y == c].mean(0) if np.any(y == c) else np.zeros(X.shape[1]) for c in range(n_classes)])
+    return Means(means, len(y) % 2 == 1)
+
+
+def load(state, n_classes):
+    return Means(state["means"], state["broken"][0] > 0)
+'''
+
+
+def test_a_trainer_with_non_finite_scores_ends_not_audited(repo_root: Path, tmp_path: Path) -> None:
+    """Never a traceback, never PASS: the pipeline finishes and the gate fails the defender as NOT AUDITED, naming
+    the defender and each audit whose scores were unusable."""
+    params = merged_params({**{k: v for k, v in PARAMS.items() if k != "defenders"},
+                            "defenders": [{**MINE, "target": "trainers/mine.py:train",
+                                           "claimed_epsilon": 2.0, "claimed_delta": 1e-5}]})
+    ws = make_workspace(repo_root, tmp_path / "ws", params)
+    (ws / "trainers").mkdir()
+    (ws / "trainers" / "__init__.py").write_text("")
+    (ws / "trainers" / "mine.py").write_text(NAN_TRAINER)
+    run(["git", "add", "-A"], ws)
+    out = run(DVC + ["repro"], ws).stdout  # every stage runs to the end
+    assert "will be NOT AUDITED" in out and "Traceback" not in out
+    rc, verdict = _verdict(ws)
+    assert rc == 1, verdict
+    lines = [line for line in verdict.splitlines() if "could not run" in line]
+    assert lines and all("[NOT AUDITED]" in line and "defender 'mine'" in line for line in lines), verdict
+    assert any("the blackbox audit could not run" in line for line in lines), verdict

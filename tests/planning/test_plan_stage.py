@@ -179,3 +179,23 @@ def test_the_canaries_stage_records_its_fits_and_the_next_plan_uses_them(
     line = next(l for l in capsys.readouterr().out.splitlines() if l.startswith("plan: mine (python)"))
     assert f"{times['mine'].audit_seconds:.3g} s per fit (audit fits)" in line
     assert read_json(trained / "timings" / "plan.json")["defenders"]["mine"]["timed_by"] == "audit fits"
+
+
+def test_before_any_audit_stage_ran_the_plan_takes_a_heavy_stages_start_up(
+        trained: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """A first plan once put the plan stage's own start-up (light: no torch, no Great Expectations) as every audit
+    stage's fixed cost and estimated one_run and whitebox at 0.16-0.20 of their wall: the defenders stage's measured
+    start-up to its first fit is the prior now."""
+    from privaudit.planning.timings import read_heavy_startup, record_heavy_startup
+
+    monkeypatch.chdir(trained)
+    _params(trained)
+    assert not (trained / "timings" / "stages.json").exists()  # no audit stage has recorded its wall
+    record_heavy_startup("defenders", 42.0, trained / "timings")
+    assert read_heavy_startup(trained / "timings") == (42.0, "defenders")
+    assert _plan(trained, "plan-heavy") == 0
+    out = capsys.readouterr().out
+    line = next(l for l in out.splitlines() if l.startswith("plan: stage one_run:"))
+    assert "+ 42 s fixed: no run recorded yet: the defenders stage's start-up" in line, line
+    (trained / "timings" / "startup.json").unlink()
+    assert read_heavy_startup(trained / "timings") is None

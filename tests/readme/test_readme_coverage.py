@@ -119,6 +119,9 @@ COVERAGE: list[tuple[str, tuple[str, ...] | str]] = [
     (r"python benchmarks/bench_blackbox_catalogue\.py --claims 1 4 --seeds 5 --ladder 40 320 --scale 30 --level 0\.00833 --curves gdp eps_delta declared", BENCH),
     (r"python benchmarks/(ltu_table1|bench_ltu_retrain|bench_sample_risk)\.py( --dataset digits)?", BENCH),
     (r"(DEVICE=cpu )?bash benchmarks/gpu_check\.sh( tests audit)?", GPU),
+    (r"python benchmarks/bench_scale\.py \[--n 10000 --d 128 --k 10\] \[--device cuda\] \[--timeout S\] \[--profile STAGE\]",
+     ("tests/pipeline/test_bench_scale.py::test_a_small_run_records_every_stage",
+      "tests/pipeline/test_bench_scale.py::test_a_cut_off_run_names_the_stage_it_stopped_in")),
     # --- the user guide (docs/): defender keys with -S, the Defender-set size, the site itself
     (r"dvc exp run -S '\+?defenders(\.1|\[1\])\.\w+=\S+'", (DOCS + "test_defender_key_overrides_as_dvc_applies_them",
                                                        REVIEW)),

@@ -24,7 +24,8 @@ from typing import Any
 from privaudit.artifacts import read_json, write_json
 
 __all__ = ["DEFAULT_TIMINGS", "MIN_AUDIT_FITS", "FitTime", "StageWall", "fit_key", "process_seconds", "read_fit_times",
-           "planned_piece_seconds", "read_stage_walls", "record_audit_fit_time", "record_fit_time", "record_shard_times", "record_stage_wall"]
+           "planned_piece_seconds", "read_heavy_startup", "read_stage_walls", "record_audit_fit_time", "record_fit_time",
+           "record_heavy_startup", "record_shard_times", "record_stage_wall"]
 
 #: where the measured fit times are kept (ignored by git and DVC)
 DEFAULT_TIMINGS = Path("data/.timings/fits.json")
@@ -209,6 +210,31 @@ def read_stage_walls(path: Path) -> dict[str, StageWall]:
         except (KeyError, TypeError, ValueError, AttributeError):
             continue
     return out
+
+
+#: the measured start-up of a stage that trains (``<timings_dir>/startup.json``): interpreter, torch, scikit-learn and
+#: Great Expectations imports, loading the features and checking them — what an audit stage pays before its first fit
+STARTUP_FILE = "startup.json"
+
+
+def record_heavy_startup(stage: str, seconds: float, timings_dir: Path) -> None:
+    """Record ``stage``'s seconds from its process start to its first fit (the defenders stage records it)."""
+    Path(timings_dir).mkdir(parents=True, exist_ok=True)
+    write_json(Path(timings_dir) / STARTUP_FILE, {"stage": stage, "seconds": float(seconds)})
+
+
+def read_heavy_startup(timings_dir: Path) -> tuple[float, str] | None:
+    """``(seconds, stage that measured it)`` of :func:`record_heavy_startup`; ``None`` when none or unreadable.
+
+    The plan's fixed cost of an audit stage that has not run yet: a measured lower bound of what such a stage pays
+    before its first fit (it also validates and writes its outputs after it), far closer than the plan stage's own
+    start-up, which imports none of torch, scikit-learn or Great Expectations.
+    """
+    try:
+        raw = read_json(Path(timings_dir) / STARTUP_FILE)
+        return float(raw["seconds"]), str(raw["stage"])
+    except (FileNotFoundError, ValueError, KeyError, TypeError):
+        return None
 
 
 def record_stage_wall(stage: str, wall_seconds: float, timings_dir: Path) -> None:
