@@ -368,3 +368,19 @@ def test_an_input_missing_when_the_gate_was_stamped_is_never_fresh(repo: Path) -
     (repo / "metrics" / "score.json").unlink()
     stamp = _stamp(repo)
     assert "metrics/score.json was missing when the gate was computed" in provenance_drift(stamp, repo)
+
+
+def test_a_rerun_whose_outputs_did_not_change_leaves_the_gate_fresh(repo: Path) -> None:
+    """`dvc repro` after a new file in data/external reruns ingest (prep here), whose output is byte-identical, so
+    nothing downstream reruns and the report keeps its gate: that must read fresh (a refusal `dvc repro` cannot
+    clear would be a false alarm). Found by the real-pipeline test: the stamp once hashed whole lock entries."""
+    (repo / "data" / "external").mkdir(parents=True)
+    (repo / "data" / "external" / "a.csv").write_text("a\n1\n")
+    write_consistent_lock(repo)
+    stamp = _stamp(repo)
+    assert provenance_drift(stamp, repo) == []
+    (repo / "data" / "external" / "notes.csv").write_text("not read by prep\n")
+    assert provenance_drift(stamp, repo) == [
+        "data/external changed since the gate's pipeline ran (a dependency of stage(s) 'prep')"]
+    write_consistent_lock(repo)  # prep reran (its dep moved), its output is the same: nothing else reran
+    assert provenance_drift(stamp, repo) == []

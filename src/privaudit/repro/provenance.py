@@ -352,8 +352,8 @@ def provenance_stamp(
 
 
 def pipeline_lock_sha256(repo: Path, stages: Sequence[str], *, own_stage: str, lock_file: str = "dvc.lock") -> str | None:
-    """sha256 of ``dvc.lock``'s entries for ``stages`` except ``own_stage`` (canonical JSON; a stage without an
-    entry counts as ``null``); None without a lock or stages.
+    """sha256 of the outputs (path, md5) ``dvc.lock`` records for ``stages`` except ``own_stage`` (canonical JSON; a
+    stage without an entry counts as ``null``); None without a lock or stages.
 
     The report stage stamps it (the upstream entries are final when it runs; its own entry is written after
     it), and :func:`provenance_drift` recomputes it: a ``dvc.lock`` that is not the one the gate was
@@ -364,7 +364,11 @@ def pipeline_lock_sha256(repo: Path, stages: Sequence[str], *, own_stage: str, l
     if not upstream or not lock.is_file():
         return None
     entries = (load_yaml(lock) or {}).get("stages") or {}
-    return canonical_sha256({name: entries.get(name) for name in upstream})
+    # the outputs only: a rerun whose deps moved but whose outputs are byte-identical (a new file in data/external
+    # that ingest does not read) rewrites a stage's entry without rerunning the report, and must stay fresh
+    return canonical_sha256({name: None if entries.get(name) is None else sorted(
+        (_norm(o.get("path", "")), _hash_value(o)) for o in (entries.get(name) or {}).get("outs") or [])
+        for name in upstream})
 
 
 def _files_of(pairs: Any) -> dict[str, list[str] | None]:
