@@ -149,12 +149,14 @@ def build_manifest(repo: Path, params: dict[str, Any], seed: int, data_paths: di
 #    (:func:`output_drift`: the gate and the report on disk are the ones the lock records).
 #
 # 4. fail closed: evidence that is missing, unreadable, of the wrong schema or written by another run than
-#    the gate's is "cannot prove fresh", never "nothing changed". The stamp records the hash of ``dvc.lock``'s
-#    entries for the gate's upstream stages (final when the report stage runs), so a lock replaced by an
-#    earlier run's is refused; every output of every stage in the gate's pipeline must be on disk as
-#    ``dvc.lock`` records it (:func:`output_drift`), so a manifest, plan or metrics file deleted by a failed
-#    stage, truncated, or swapped for an earlier run's is refused; a gate with no pipeline (computed outside
-#    ``dvc repro``) or an input that was missing when it was stamped cannot be proved fresh either.
+#    the gate's is "cannot prove fresh", never "nothing changed". Every output of every stage in the gate's
+#    pipeline must be on disk as ``dvc.lock`` records it (:func:`output_drift`), so a manifest, plan or metrics
+#    file deleted by a failed stage, truncated, or swapped for an earlier run's is refused, and so is a
+#    ``dvc.lock`` swapped for an earlier run's (its outputs are not the ones on disk; its params not the ones
+#    in params.yaml: :func:`lock_drift`); a gate with no pipeline (computed outside ``dvc repro``) or an input
+#    that was missing when it was stamped cannot be proved fresh either. (The stamp does not hash ``dvc.lock``
+#    itself: a rerun whose deps moved but whose outputs did not rewrites upstream entries without rerunning
+#    the report, and DVC does not promise an entry is final when a later stage reads it.)
 #
 # Not covered: a raw data set outside ``data/external`` (``dataset.path`` elsewhere: not a DVC dep).
 
@@ -347,28 +349,7 @@ def provenance_stamp(
         "params_sha256": _params_digest(repo, files),
         "inputs": [[p, h] for p, h in sorted(stamped.items())],
         "pipeline": pipeline,
-        "lock_sha256": pipeline_lock_sha256(repo, pipeline, own_stage=stage),
     }
-
-
-def pipeline_lock_sha256(repo: Path, stages: Sequence[str], *, own_stage: str, lock_file: str = "dvc.lock") -> str | None:
-    """sha256 of the outputs (path, md5) ``dvc.lock`` records for ``stages`` except ``own_stage`` (canonical JSON; a
-    stage without an entry counts as ``null``); None without a lock or stages.
-
-    The report stage stamps it (the upstream entries are final when it runs; its own entry is written after
-    it), and :func:`provenance_drift` recomputes it: a ``dvc.lock`` that is not the one the gate was
-    computed under (replaced by an earlier run's, edited, or rewritten by a later partial run) is refused.
-    """
-    lock = Path(repo) / lock_file
-    upstream = sorted(s for s in stages if s != own_stage)
-    if not upstream or not lock.is_file():
-        return None
-    entries = (load_yaml(lock) or {}).get("stages") or {}
-    # the outputs only: a rerun whose deps moved but whose outputs are byte-identical (a new file in data/external
-    # that ingest does not read) rewrites a stage's entry without rerunning the report, and must stay fresh
-    return canonical_sha256({name: None if entries.get(name) is None else sorted(
-        (_norm(o.get("path", "")), _hash_value(o)) for o in (entries.get(name) or {}).get("outs") or [])
-        for name in upstream})
 
 
 def _files_of(pairs: Any) -> dict[str, list[str] | None]:
@@ -456,7 +437,6 @@ def provenance_drift(provenance: Any, repo: Path) -> list[str]:
         stamped_params = provenance["params_sha256"]
         inputs = {str(p): h for p, h in provenance["inputs"]}
         pipeline = [str(s) for s in provenance["pipeline"]]
-        stamped_lock = provenance["lock_sha256"]
     except (KeyError, TypeError, ValueError) as exc:
         raise ValueError(f"its provenance block is malformed ({exc!r})") from None
     repo = Path(repo)
@@ -475,9 +455,6 @@ def provenance_drift(provenance: Any, repo: Path) -> list[str]:
     if _params_digest(repo, files) != stamped_params:
         keys = ", ".join(k for f, ks in files.items() for k in (ks or [f]))
         problems.append(f"the gate's params changed since it was computed ({keys})")
-    if pipeline and pipeline_lock_sha256(repo, pipeline, own_stage=stage) != stamped_lock:
-        problems.append("dvc.lock is not the one the gate was computed under (replaced, edited or rewritten by a "
-                        "later run of the gate's upstream stages)")
     return (problems + lock_drift(repo, pipeline) + dependency_drift(repo, pipeline, ignore=ignore)
             + user_code_drift(repo, pipeline) + environment_drift(repo, pipeline)
             + output_drift(repo, pipeline, ignore=ignore))
