@@ -130,3 +130,58 @@ def test_a_proposed_smaller_audit_always_fits_its_budget(seconds: float, budget:
         if m:
             assert plan_audit([_user(seconds=seconds, runs=int(m.group(1)))], AuditSizes(
                 **{**sizes.__dict__, "budget_seconds": None}), fixed=FIXED).seconds <= budget
+
+
+def test_a_truncated_call_model_is_recovered_from_three_timed_calls() -> None:
+    """A long batched recipe is timed on truncated calls (fit_probe): f + u (c + M s) is recovered exactly."""
+    from privaudit.planning.fit_probe import rate_from_truncated
+
+    f, c, s, k, full = 0.7, 0.004, 0.0009, 64, 7820
+    t = lambda m, u: f + u * (c + m * s)  # noqa: E731
+    call, model = rate_from_truncated(t(2, k), t(8, k), t(2, 2 * k), k, full)
+    assert call == pytest.approx(f + full * c) and model == pytest.approx(full * s)
+
+
+@given(st.floats(0, 2), st.floats(0, 0.1), st.floats(0, 0.1), st.floats(-0.5, 0.5), st.floats(-0.5, 0.5))
+@settings(max_examples=60, deadline=None)
+def test_truncated_rates_are_never_negative_whatever_the_noise(f: float, c: float, s: float, e1: float,
+                                                              e2: float) -> None:
+    from privaudit.planning.fit_probe import rate_from_truncated
+
+    t = lambda m, u: f + u * (c + m * s)  # noqa: E731
+    call, model = rate_from_truncated(t(2, 10) + e1, t(8, 10), t(2, 20) + e2, 10, 1000)
+    assert call >= 0 and model >= 0
+
+
+def test_a_long_dp_sgd_recipe_is_timed_on_truncated_calls_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """At 50 000 x 512 the probe timed seven whole 7 820-step calls (minutes on an H200): now every timed call
+    runs a few graphs' worth of steps, and a short recipe is still timed whole."""
+    import numpy as np
+
+    import privaudit.train as train
+    from privaudit.defenders.recipes import recipe_from_spec
+    from privaudit.defenders.specs import DpSgdSpec
+    from privaudit.planning import fit_probe
+    from privaudit.train.static_steps import STEPS_PER_GRAPH
+
+    assert fit_probe.PROBE_DP_STEPS >= 2 * STEPS_PER_GRAPH  # a truncated call on CUDA takes the graph path too
+    seen: list[tuple[int, int]] = []
+
+    def fake(recipe, data, n_classes, gen):  # noqa: ANN001, ANN202
+        seen.append((recipe.dp.steps, data.n_models))
+
+    monkeypatch.setattr(train, "train_heads", fake)
+    rng = np.random.default_rng(0)
+    for n, whole in ((20000, False), (300, True)):
+        seen.clear()
+        X, y = rng.normal(size=(n, 4)).astype(np.float32), rng.integers(0, 2, n)
+        spec = DpSgdSpec(name="dp", kind="dp_sgd", epsilon=1.0, epochs=20, batch_size=64)
+        full = recipe_from_spec(spec, n, 2).dp.steps
+        _, _, how = fit_probe.measure_fit_rate(spec, X, y, 2, "cpu", 0)
+        steps = {s for s, _ in seen}
+        if whole:
+            assert len(steps) == 1 and "truncated" not in how
+        else:
+            assert steps == {fit_probe.PROBE_DP_STEPS, 2 * fit_probe.PROBE_DP_STEPS}, steps
+            assert f"scaled to {full} steps" in how
+            assert len(seen) == 1 + 3 * 3  # a warm-up, then three medians of three

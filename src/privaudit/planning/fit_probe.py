@@ -7,7 +7,12 @@
 * A batched trainer (``torch_mlp``, ``dp_sgd``: :func:`privaudit.train.train_heads`): one warm-up call of
   :data:`SMALL` models, then :data:`REPEATS` calls of :data:`SMALL` and of :data:`LARGE` models on the
   Defender set; from the two medians the per-model slope and the per-call intercept, so that a block of a
-  thousand models is planned as ``call + 1000 × slope``, not as a thousand release fits.
+  thousand models is planned as ``call + 1000 × slope``, not as a thousand release fits. A long recipe is
+  timed on a truncated run (:func:`truncated_lengths`): its cost is linear in its length (a DP-SGD step, an
+  SGD epoch: the same work at any index), so three lengths-by-sizes — (SMALL, k), (LARGE, k), (SMALL, 2k) —
+  give a per-call, a per-step and a per-model-step cost (:func:`rate_from_truncated`) and the full length is
+  planned from them. Timing seven whole calls cost seven release fits: at 50 000 × 512 on an H200 the
+  DP-SGD head's 7 820 launch-bound steps made the defenders stage's probe run for minutes.
 
 The fits here use their own seeds and leave every result untouched; they run only to be timed.
 """
@@ -16,17 +21,25 @@ from __future__ import annotations
 
 import statistics
 import time
+from dataclasses import replace
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-__all__ = ["LARGE", "REPEATS", "SMALL", "measure_fit_rate", "rate_from_blocks"]
+__all__ = ["LARGE", "PROBE_DP_STEPS", "REPEATS", "SMALL", "measure_fit_rate", "rate_from_blocks", "rate_from_truncated",
+           "truncated_lengths"]
 
 #: timed repetitions of each measurement (the median is kept)
 REPEATS = 3
 #: models per call of the batched trainer's two measured block sizes
 SMALL, LARGE = 2, 8
+#: DP-SGD steps of a truncated timed call: at least two CUDA graphs' worth
+#: (``2 × privaudit.train.static_steps.STEPS_PER_GRAPH``), so that a truncated call on CUDA takes the same
+#: path (captured static steps) as the full one
+PROBE_DP_STEPS = 64
+#: SGD epochs of a truncated timed call
+PROBE_EPOCHS = 1
 
 
 def _median_seconds(fn: Callable[[], Any], repeats: int = REPEATS) -> float:
@@ -50,6 +63,36 @@ def rate_from_blocks(small: float, large: float, n_small: int = SMALL, n_large: 
     return round(max(0.0, small - n_small * slope), 9), round(slope, 9)
 
 
+def truncated_lengths(full: int, probe: int) -> tuple[int, int] | None:
+    """(k, 2k) lengths of the truncated timed calls, or None when the recipe is short enough to time whole
+    (its full length is below four probe lengths: truncating would save little and time a larger share of
+    one-off cost).
+
+    >>> truncated_lengths(7820, 64), truncated_lengths(200, 64), truncated_lengths(30, 1)
+    ((64, 128), None, (1, 2))
+    """
+    return (probe, 2 * probe) if full >= 4 * probe else None
+
+
+def rate_from_truncated(t_small_k: float, t_large_k: float, t_small_2k: float, k: int, full: int,
+                        n_small: int = SMALL, n_large: int = LARGE) -> tuple[float, float]:
+    """(per-call, per-model) seconds of a call of ``full`` length, from three truncated calls' medians.
+
+    The model: a call of M models and u steps costs ``f + u (c + M s)`` (f once per call: set-up, graph
+    capture; c per step: launches, the batch draw; s per model and step). From (SMALL, k), (LARGE, k) and
+    (SMALL, 2k): s, c and f (each clipped at 0 against noise); the full call then costs ``f + full c`` plus
+    ``full s`` per model.
+
+    >>> rate_from_truncated(0.2 + 10 * (0.01 + 2 * 0.001), 0.2 + 10 * (0.01 + 8 * 0.001),
+    ...                     0.2 + 20 * (0.01 + 2 * 0.001), k=10, full=1000)
+    (10.2, 1.0)
+    """
+    s = max(0.0, (t_large_k - t_small_k) / ((n_large - n_small) * k))
+    c = max(0.0, (t_small_2k - t_small_k) / k - n_small * s)
+    f = max(0.0, t_small_k - k * (c + n_small * s))
+    return round(f + full * c, 9), round(full * s, 9)
+
+
 def measure_fit_rate(spec: Any, X: np.ndarray, y: np.ndarray, n_classes: int, device: str,
                      seed: int) -> tuple[float, float, str]:
     """(per-call seconds, per-model seconds, how) of ``spec``'s trainer on (X, y) (module docstring); the
@@ -71,12 +114,26 @@ def measure_fit_rate(spec: Any, X: np.ndarray, y: np.ndarray, n_classes: int, de
     Xt = torch.as_tensor(np.ascontiguousarray(X), dtype=torch.float32, device=device)
     yt = torch.as_tensor(np.asarray(y), dtype=torch.int64, device=device)
 
-    def call(models: int) -> Callable[[], Any]:
-        # as the canaries stage's blocks: ``models`` heads on the whole Defender set in one call
-        return lambda: train_heads(recipe, TrainData(Xt, yt, n_models=models), n_classes,
+    def call(models: int, length: int | None = None) -> Callable[[], Any]:
+        # as the canaries stage's blocks: ``models`` heads on the whole Defender set in one call (``length``: the
+        # recipe cut to that many DP-SGD steps or SGD epochs)
+        r = recipe if length is None else (replace(recipe, dp=replace(recipe.dp, steps=length))
+                                           if recipe.dp is not None else replace(recipe, epochs=length))
+        return lambda: train_heads(r, TrainData(Xt, yt, n_models=models), n_classes,
                                    torch.Generator(device=device).manual_seed(seed + models))
 
-    call(SMALL)()  # warm-up: kernels, allocator, the accountant's σ (cached per recipe)
-    small, large = _median_seconds(call(SMALL)), _median_seconds(call(LARGE))
-    per_call, per_model = rate_from_blocks(small, large)
-    return per_call, per_model, f"medians of {REPEATS} calls of {SMALL} and {LARGE} models after a warm-up"
+    full, probe = (recipe.dp.steps, PROBE_DP_STEPS) if recipe.dp is not None else (recipe.epochs, PROBE_EPOCHS)
+    lengths = truncated_lengths(full, probe)
+    if lengths is None:
+        call(SMALL)()  # warm-up: kernels, allocator, the accountant's σ (cached per recipe)
+        small, large = _median_seconds(call(SMALL)), _median_seconds(call(LARGE))
+        per_call, per_model = rate_from_blocks(small, large)
+        return per_call, per_model, f"medians of {REPEATS} calls of {SMALL} and {LARGE} models after a warm-up"
+    k, k2 = lengths
+    call(SMALL, k)()  # warm-up
+    t_small, t_large, t_small_2k = (_median_seconds(call(SMALL, k)), _median_seconds(call(LARGE, k)),
+                                    _median_seconds(call(SMALL, k2)))
+    per_call, per_model = rate_from_truncated(t_small, t_large, t_small_2k, k, full)
+    unit = "steps" if recipe.dp is not None else "epochs"
+    return per_call, per_model, (f"medians of {REPEATS} truncated calls ({SMALL} and {LARGE} models x {k} {unit}, "
+                                 f"{SMALL} x {k2}) after a warm-up, scaled to {full} {unit}")
