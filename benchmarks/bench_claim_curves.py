@@ -4,7 +4,7 @@ Every row draws ``--audits`` independent audits of ``--runs`` final-model scores
 without the canary) from an **exact honest mechanism** claiming ε, and runs the production statistic
 :func:`privaudit.stats.claim_runs.certify_claim_scores` (``blackbox.tune_fraction`` 0.2, level 0.05)
 against the claim, once in its **declared** form (the mechanism's own family of trade-off curves,
-:mod:`privaudit.declared_mechanism`) and once as a bare **(ε, δ)** claim (the polygon,
+:mod:`privaudit.claims.mechanisms`) and once as a bare **(ε, δ)** claim (the polygon,
 :class:`~privaudit.stats.tradeoff.EpsDeltaFamily`; δ = 1e-5, and δ = 0 for the pure mechanisms).
 A sound statistic flags an honest claim in at most ``level`` of the audits (within binomial noise:
 "bound" = level + 3 s.e.). The last column is the old GDP view on the same scores

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from privaudit.claims.composition import ComposedClaim, compose
-from privaudit.declared_mechanism import (GaussianMechanism, GdpMechanism, LaplaceMechanism,
+from privaudit.claims.mechanisms import (GaussianMechanism, GdpMechanism, LaplaceMechanism,
                                           RandomizedResponseMechanism, SubsampledGaussianMechanism)
 from privaudit.verdict.claims import PrivacyClaim
 

@@ -20,7 +20,7 @@ from privaudit.defenders.info_file import read_defender_info
 from tests.info_files import write_info
 from privaudit.audits.protocol import AuditInputs, AuditRequest
 from privaudit.testing.blackbox_runs import BlackboxAuditConfig, audit_trainer
-from privaudit.declared_mechanism import LaplaceMechanism, parse_mechanism
+from privaudit.claims.mechanisms import LaplaceMechanism, parse_mechanism
 from privaudit.defenders.registry import make_defender
 from privaudit.defenders.specs import validate_defender_spec
 from privaudit.stats.tradeoff import EpsDeltaFamily, LaplaceFamily, SubsampledGaussianFamily

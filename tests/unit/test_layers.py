@@ -20,7 +20,7 @@ MAX_PARTS = 25
 MAX_LAYERS = 8
 
 #: part -> parts it must never import
-_ALL = {"artifacts", "attacks", "audits", "canaries", "cli", "compat", "config", "data", "declared_mechanism",
+_ALL = {"artifacts", "attacks", "audits", "canaries", "cli", "compat", "config", "data", "claims",
         "defenders", "features", "hooks", "losses", "mechanisms", "messages", "planning", "report", "repro",
         "seeding", "stats", "testing", "train", "validation", "verdict"}
 FORBIDDEN: dict[str, set[str]] = {

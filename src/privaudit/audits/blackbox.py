@@ -50,7 +50,7 @@ from typing import Any
 
 import numpy as np
 
-from privaudit.declared_mechanism import Neighbourhood
+from privaudit.claims.neighbourhood import Neighbourhood
 from privaudit.canaries.stats_files import CANARY_FILES, read_canary_meta, read_canary_stats
 from privaudit.audits.protocol import PURE_DELTA, AuditBound, AuditInputs, AuditRequest, finite_epsilon
 from privaudit.defenders.specs import DefenderSpecBase

@@ -57,7 +57,7 @@ from typing import Any, Callable, Literal, Protocol, Sequence
 
 import numpy as np
 
-from privaudit.declared_mechanism import Neighbourhood
+from privaudit.claims.neighbourhood import Neighbourhood
 from privaudit.audits.protocol import PURE_DELTA, AuditBound, AuditInputs, AuditRequest, finite_epsilon
 from privaudit.verdict.claims import claim_family
 from privaudit.canaries.input_canaries import INPUT_DESIGNS, LABEL_RULES, cell_capacity, make_input_canaries

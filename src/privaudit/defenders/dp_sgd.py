@@ -32,7 +32,7 @@ import torch
 from torch import nn
 
 from privaudit.compat.opacus_warnings import opacus_noise_filtered
-from privaudit.declared_mechanism import SubsampledGaussianMechanism
+from privaudit.claims.mechanisms import SubsampledGaussianMechanism
 from privaudit.defenders.registry import register
 from privaudit.defenders.specs import DpSgdSpec
 from privaudit.defenders.torch_head import TorchHeadDefender, build_mlp

@@ -28,7 +28,7 @@ import torch
 from scipy.special import softmax
 from torch import nn
 
-from privaudit.declared_mechanism import Neighbourhood
+from privaudit.claims.neighbourhood import Neighbourhood
 from privaudit.defenders.registry import register
 from privaudit.defenders.simplex import project_simplex
 from privaudit.defenders.specs import AgibiSpec, AlibiSpec, TorchMLPSpec
@@ -124,7 +124,7 @@ class _SoftLabelHead(TorchHeadDefender[AlibiSpecT]):
 
     def claimed_mechanism(self) -> Any:
         """ALIBI: Laplace of scale 2/ε on the one-hot label (L1 sensitivity 2): scale/sensitivity 1/ε."""
-        from privaudit.declared_mechanism import LaplaceMechanism
+        from privaudit.claims.mechanisms import LaplaceMechanism
 
         return LaplaceMechanism(kind="laplace", scale=1.0 / float(self.spec.epsilon))
 
@@ -158,7 +158,7 @@ class AgibiDefender(_SoftLabelHead[AgibiSpec]):
 
     def claimed_mechanism(self) -> Any:
         """Gaussian of σ on the one-hot label (L2 sensitivity √2): noise multiplier σ/√2."""
-        from privaudit.declared_mechanism import GaussianMechanism
+        from privaudit.claims.mechanisms import GaussianMechanism
 
         return GaussianMechanism(kind="gaussian", noise_multiplier=self.noise_scale() / math.sqrt(2.0))
 

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from privaudit.declared_mechanism import Neighbourhood
+from privaudit.claims.neighbourhood import Neighbourhood
 from privaudit.verdict.claims import PrivacyClaim
 from privaudit.verdict.metrics_files import AuditEntry, BlackboxBlock, LtuEntry
 

@@ -22,7 +22,7 @@ from typing import Literal
 
 import numpy as np
 
-from privaudit.declared_mechanism import Neighbourhood
+from privaudit.claims.neighbourhood import Neighbourhood
 from privaudit.verdict.entry import assemble_entry
 from privaudit.audits.protocol import audit_delta
 from privaudit.verdict.claims import PrivacyClaim

@@ -35,7 +35,7 @@ from pydantic import BaseModel, ConfigDict, Field, PlainValidator, StrictBool, V
 from privaudit.artifacts import read_json
 from privaudit.verdict.registry import block_audits
 from privaudit.verdict.claims import Neighbourhood, PrivacyClaim
-from privaudit.declared_mechanism import DeclaredMechanism
+from privaudit.claims.mechanisms import DeclaredMechanism
 
 __all__ = [
     "MI_ACCURACY_BOUNDS",

@@ -20,7 +20,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from privaudit.declared_mechanism import Neighbourhood
+from privaudit.claims.neighbourhood import Neighbourhood
 from privaudit.verdict.claims import PrivacyClaim
 from privaudit.verdict.metrics_files import MI_ACCURACY_BOUNDS as KINDS
 from privaudit.verdict.metrics_files import AttackerResult, BoundsEntry, LtuEntry, parse_entry

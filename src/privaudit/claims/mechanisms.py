@@ -1,5 +1,5 @@
-"""A claim's mechanism: what a DP claim says beyond its (ε, δ) point — and the neighbourhood it is made for
-(:class:`Neighbourhood`).
+"""A claim's mechanism: what a DP claim says beyond its (ε, δ) point (the neighbourhood it is made for is
+:class:`privaudit.claims.neighbourhood.Neighbourhood`).
 
 A recipe that knows its mechanism declares it, and every gated black-box bound is then tested
 against that mechanism's whole trade-off curve (:mod:`privaudit.stats.tradeoff`) instead of the
@@ -15,15 +15,16 @@ without a mechanism is tested against its polygon only (assumption-free).
     mechanism: {kind: gdp, mu: 0.5}
     mechanism: {kind: randomized_response, epsilon: 1.0, classes: 10}
 
-Each model is pydantic only (loading params imports no numpy-heavy accountant); :meth:`family`
-imports the statistics. :func:`check_against_claim` refuses a mechanism weaker than the claim it
+Each model is pydantic only (loading params imports no numpy-heavy accountant) and an immutable event
+consumed whole, the way dp_accounting's ``DpEvent`` is: consumers call :meth:`family` (the trade-off curves,
+importing the statistics), :meth:`epsilon_at`, :meth:`dp_event` and :meth:`pld` (dp_accounting, imported
+inside), never unpack (σ, q, T) at a call site. :func:`check_against_claim` refuses a mechanism weaker than the claim it
 comes with, naming both ε.
 """
 
 from __future__ import annotations
 
 import math
-from enum import StrEnum
 from functools import lru_cache
 from typing import TYPE_CHECKING, Annotated, Any, Literal, Union
 
@@ -32,18 +33,8 @@ from pydantic import BaseModel, ConfigDict, Field
 if TYPE_CHECKING:
     from privaudit.stats.tradeoff import TradeoffFamily
 
-__all__ = ["DeclaredMechanism", "Neighbourhood", "GaussianMechanism", "GdpMechanism", "LaplaceMechanism", "MECHANISM_KINDS",
+__all__ = ["DeclaredMechanism", "GaussianMechanism", "GdpMechanism", "LaplaceMechanism", "MECHANISM_KINDS",
            "RandomizedResponseMechanism", "SubsampledGaussianMechanism", "check_against_claim", "parse_mechanism"]
-
-
-class Neighbourhood(StrEnum):
-    """What two neighbouring data sets differ in, the one name of each relation (its value is what
-    ``params.yaml`` and the metrics files say): one record added or removed (DP-SGD's unit), one record
-    replaced, or one record's label replaced (label DP)."""
-
-    ADD_REMOVE = "add_remove"
-    REPLACE_ONE = "replace_one"
-    REPLACE_LABEL = "replace_label"
 
 
 class _Mechanism(BaseModel):
