@@ -7,7 +7,7 @@ import pytest
 
 from privaudit.audits.blackbox import detectable_for
 from privaudit.audits.one_run import detectable_one_run
-from privaudit.verdict.claims import PrivacyClaim, claim_family
+from privaudit.claims.claim import PrivacyClaim, claim_family
 from privaudit.claims.mechanisms import parse_mechanism
 from privaudit.verdict.metrics_files import AuditEntry
 from privaudit.report.sections import could_have_seen

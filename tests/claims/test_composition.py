@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from privaudit.claims.composition import ComposedClaim, compose
 from privaudit.claims.mechanisms import (GaussianMechanism, GdpMechanism, LaplaceMechanism,
                                           RandomizedResponseMechanism, SubsampledGaussianMechanism)
-from privaudit.verdict.claims import PrivacyClaim
+from privaudit.claims.claim import PrivacyClaim
 
 GAUSS = GaussianMechanism(kind="gaussian", noise_multiplier=3.0)
 SG = SubsampledGaussianMechanism(kind="subsampled_gaussian", noise_multiplier=1.1, sample_rate=0.01, steps=500)

@@ -147,7 +147,7 @@ def test_an_honest_laplace_trainer_is_not_refuted_declared_or_not(tmp_path: Path
 
 
 def test_polygon_family_without_a_claim_is_the_assumption_free_bound() -> None:
-    from privaudit.verdict.claims import claim_family
+    from privaudit.claims.claim import claim_family
     from privaudit.stats.gdp_runs import rate_epsilon
 
     fam = claim_family(None, 1e-5)

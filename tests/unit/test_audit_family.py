@@ -91,7 +91,7 @@ def test_a_new_audit_is_one_registry_line_away_from_the_gate(monkeypatch: pytest
     from privaudit.verdict import registry as audit_registry
     from privaudit.verdict.registry import AuditLine, BoundLine
     from privaudit.verdict.claim_check import audited_bounds, check_bounds
-    from privaudit.verdict.claims import PrivacyClaim
+    from privaudit.claims.claim import PrivacyClaim
     from privaudit.verdict.metrics_files import AuditEntry
 
     new = AuditLine("blackbox_new", "privaudit.audits.blackbox_new",

@@ -33,7 +33,7 @@ from typing import Any, Protocol, TypeVar
 
 import numpy as np
 
-from privaudit.verdict.claims import PrivacyClaim
+from privaudit.claims.claim import PrivacyClaim
 
 from privaudit.defenders.specs import DefenderSpecBase
 from privaudit.seeding import int_seed, rng_for

@@ -41,7 +41,7 @@ Jälkö & Honkela 2020; Doroshenko et al. 2022, "Connect the dots", pessimistic 
 * **A claim without DP** (ε = ∞) composes to ε = ∞ at every δ < 1.
 
 Only claims of the same neighbourhood compose: a mix is refused, naming both (convert one first with
-:meth:`privaudit.verdict.claims.PrivacyClaim.implied_for` if that is what is meant).
+:meth:`privaudit.claims.claim.PrivacyClaim.implied_for` if that is what is meant).
 
 Pure: numpy only, dp_accounting imported lazily where a PLD is needed.
 """
@@ -59,7 +59,7 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy import special
 
-from privaudit.verdict.claims import PrivacyClaim
+from privaudit.claims.claim import PrivacyClaim
 
 __all__ = ["ComposedClaim", "MAX_EXACT_ATOMS", "compose"]
 

@@ -81,7 +81,7 @@ class Defender(ABC, Generic[SpecT]):
         return None
 
     def claimed_neighbourhood(self) -> str:
-        """What the claim protects (:mod:`privaudit.verdict.claims`): ``add_remove`` unless overridden."""
+        """What the claim protects (:mod:`privaudit.claims.claim`): ``add_remove`` unless overridden."""
         return Neighbourhood.ADD_REMOVE
 
     def claimed_mechanism(self) -> Any:

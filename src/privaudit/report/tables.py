@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from privaudit.claims.neighbourhood import Neighbourhood
-from privaudit.verdict.claims import PrivacyClaim
+from privaudit.claims.claim import PrivacyClaim
 from privaudit.verdict.metrics_files import AuditEntry, BlackboxBlock, LtuEntry
 
 __all__ = [

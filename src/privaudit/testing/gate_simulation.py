@@ -25,7 +25,7 @@ import numpy as np
 from privaudit.claims.neighbourhood import Neighbourhood
 from privaudit.verdict.entry import assemble_entry
 from privaudit.audits.protocol import audit_delta
-from privaudit.verdict.claims import PrivacyClaim
+from privaudit.claims.claim import PrivacyClaim
 from privaudit.config import GateParams
 from privaudit.verdict.error_budget import plan_budget
 from privaudit.mechanisms.gaussian import gaussian_mechanism_sigma, simulate_gaussian_scores

@@ -1,6 +1,6 @@
 """The verdict: what a claim is, how the error budget is shared, which audits exist, and the release gate.
 
-- :mod:`privaudit.verdict.claims`: a privacy claim and the mechanism it carries (its trade-off curve);
+- :mod:`privaudit.claims.claim`: a privacy claim and the mechanism it carries (its trade-off curve);
 - :mod:`privaudit.verdict.error_budget`: ``gate.beta`` planned once and shared over the gated bounds as
   each audit's ``level``;
 - :mod:`privaudit.verdict.registry`: the registry of audits (one line per audit, the only list of them);

@@ -62,7 +62,7 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from privaudit.verdict.claim_check import audited_bounds, check_bounds
-from privaudit.verdict.claims import PrivacyClaim
+from privaudit.claims.claim import PrivacyClaim
 from privaudit.verdict.error_budget import EPSILON_BOUNDS
 from privaudit.verdict.registry import AUDITS
 from privaudit.verdict.metrics_files import (

@@ -34,7 +34,7 @@ from pydantic import BaseModel, ConfigDict, Field, PlainValidator, StrictBool, V
 
 from privaudit.artifacts import read_json
 from privaudit.verdict.registry import block_audits
-from privaudit.verdict.claims import Neighbourhood, PrivacyClaim
+from privaudit.claims.claim import Neighbourhood, PrivacyClaim
 from privaudit.claims.mechanisms import DeclaredMechanism
 
 __all__ = [

@@ -33,11 +33,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from privaudit.claims.neighbourhood import Neighbourhood
 
 if TYPE_CHECKING:
+    from privaudit.claims.mechanisms import DeclaredMechanism
     from privaudit.stats.tradeoff import TradeoffFamily
 
 NEIGHBOURHOODS: tuple[str, ...] = tuple(n.value for n in Neighbourhood)
@@ -73,7 +74,7 @@ class PrivacyClaim:
     delta: float
     neighbourhood: Neighbourhood
     #: the declared mechanism (a :mod:`privaudit.claims.mechanisms` model) or ``None``: the point only
-    mechanism: Any = None
+    mechanism: "DeclaredMechanism | None" = None
 
     def family(self) -> "TradeoffFamily":
         """The trade-off curves this claim is tested against: the declared mechanism's family, else the
