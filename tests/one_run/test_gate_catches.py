@@ -14,7 +14,7 @@ from privaudit.audits.protocol import AuditInputs, AuditRequest, DefenderData, s
 from privaudit.claims.claim import PrivacyClaim
 from privaudit.config import GateParams, OneRunParams
 from privaudit.defenders.registry import validate_defender_spec
-from privaudit.verdict.error_budget import applicable_bounds, plan_budget
+from privaudit.claims.error_budget import applicable_bounds, plan_budget
 from privaudit.verdict.metrics_files import AuditMetrics
 from privaudit.verdict.gate import evaluate_gate
 
