@@ -97,7 +97,7 @@ def plan_budget(beta: float, gated: Sequence[str], applicable: Sequence[str]) ->
 
     >>> b = plan_budget(0.05, DEFAULT_GATED, applicable_bounds(observable=True, canary_audited=True, theory=True))
     >>> b.gated, b.diagnostic, round(b.level("lidp"), 4), round(b.level("lidp_k1"), 4)
-    (('whitebox', 'one_run', 'lidp', 'game3', 'theory'), ('lidp_k1',), 0.01, 0.01)
+    (('whitebox', 'one_run', 'blackbox', 'lidp', 'game3', 'theory'), ('blackbox_rate', 'lidp_k1'), 0.0083, 0.0083)
     >>> round(sum(b.levels[k] for k in b.gated), 12)
     0.05
     """
