@@ -183,3 +183,19 @@ def test_never_below_the_largest_claim_nor_above_basic_composition(pairs) -> Non
     sum_eps, sum_delta = c.basic()
     assert c.epsilon_at(sum_delta) <= sum_eps * (1 + 1e-9) + 1e-12
     assert c.delta_at(sum_eps) <= sum_delta * (1 + 1e-9) + 1e-15
+
+
+def test_mechanisms_are_events_taken_whole() -> None:
+    """Consumers call methods, never unpack (sigma, q, T): a fit that ran another number of steps is a new event;
+    every kind gives its dp_accounting event and its PLD (cached: the model is immutable)."""
+    from dp_accounting import dp_event
+
+    longer = SG.with_steps(2 * SG.steps)
+    assert longer.steps == 2 * SG.steps and SG.steps == 500 and longer.epsilon_at(1e-5) > SG.epsilon_at(1e-5)
+    with pytest.raises(ValueError, match="steps"):
+        SG.with_steps(0)
+    assert isinstance(SG.dp_event(), dp_event.SelfComposedDpEvent) and SG.dp_event().count == 500
+    assert GDP.dp_event() == dp_event.GaussianDpEvent(2.0)
+    for m in (GAUSS, SG, LAP, GDP, RR):
+        assert m.pld() is m.pld()
+        assert m.pld(1e-3).get_epsilon_for_delta(1e-5) >= m.pld(1e-4).get_epsilon_for_delta(1e-5) * (1 - 1e-3)

@@ -149,6 +149,10 @@ class SubsampledGaussianMechanism(_Mechanism):
 
         return SubsampledGaussianFamily(1.0 / self.noise_multiplier, sample_rate=self.sample_rate, steps=self.steps)
 
+    def with_steps(self, steps: int) -> "SubsampledGaussianMechanism":
+        """The same mechanism run for ``steps`` steps (a fit that stopped early, or ran on): a new event."""
+        return SubsampledGaussianMechanism.model_validate({**self.model_dump(), "steps": steps})
+
     def dp_event(self) -> Any:
         from dp_accounting import dp_event
 
