@@ -21,12 +21,15 @@ MAX_LAYERS = 8
 
 #: part -> parts it must never import
 _ALL = {"artifacts", "attacks", "audits", "canaries", "claims", "cli", "compat", "config", "data", "defenders",
-        "features", "history", "hooks", "losses", "mechanisms", "messages", "planning", "progress", "report", "repro",
+        "features", "history", "hooks", "losses", "messages", "planning", "progress", "report", "repro",
         "seeding", "stats", "testing", "train", "validation", "verdict"}
 FORBIDDEN: dict[str, set[str]] = {
     "stats": _ALL - {"stats"},  # pure statistics: numpy/scipy only
-    # what a claim is: above the statistics, below everything that decides, audits, trains, plans or renders
-    "claims": _ALL - {"claims", "stats"},
+    # what a claim is (and the ledger of releases): above the statistics and the leaf modules (atomic writes,
+    # message caps), below everything that decides, audits, trains, plans, renders or keeps the history
+    "claims": _ALL - {"claims", "stats", "artifacts", "messages"},
+    # the history of audits reads what the audits wrote; it runs, trains and plans nothing
+    "history": {"audits", "attacks", "canaries", "train", "defenders", "planning", "features", "testing", "cli"},
     "progress": _ALL - {"progress"},  # the progress bar: stdlib (and tqdm) only, so any layer may show one
     "verdict": {"audits", "report", "config", "testing", "attacks", "canaries", "train", "defenders", "planning",
                 "features", "data", "repro", "hooks", "cli"},  # decides, never trains, renders or reads params

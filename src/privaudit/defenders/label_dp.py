@@ -7,7 +7,7 @@ Only the *labels* are protected (label-DP): features are used as they are.
   Bayesian post-processing (eq. (1)-(2)) turns the noisy vector ``o`` into soft labels
   ``p(y=c | o) ∝ p(c) · exp(−‖o − e_c‖₁ / λ)``.
 * ``kind: agibi`` (App. D.2): Gaussian noise ``N(0, σ²)`` per coordinate with σ from the analytic
-  Gaussian mechanism (:func:`privaudit.mechanisms.gaussian.gaussian_mechanism_sigma`) at (ε, δ)
+  Gaussian mechanism (:func:`privaudit.stats.gaussian_mechanism.gaussian_mechanism_sigma`) at (ε, δ)
   and L2 sensitivity √2; posterior ``softmax(o_c/σ² + log p(c))`` (eq. (5)).
 * ``postprocess: simplex`` replaces the Bayesian step by the Euclidean projection of ``o`` onto the
   simplex (App. D.1, Algorithm 4, :func:`privaudit.defenders.simplex.project_simplex`).
@@ -35,7 +35,7 @@ from privaudit.defenders.specs import AgibiSpec, AlibiSpec, TorchMLPSpec
 from privaudit.defenders.torch_head import TorchHeadDefender
 
 AlibiSpecT = TypeVar("AlibiSpecT", bound=AlibiSpec)
-from privaudit.mechanisms.gaussian import gaussian_mechanism_sigma
+from privaudit.stats.gaussian_mechanism import gaussian_mechanism_sigma
 from privaudit.seeding import draw_seed
 
 

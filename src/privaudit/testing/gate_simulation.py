@@ -28,7 +28,7 @@ from privaudit.audits.protocol import audit_delta
 from privaudit.claims.claim import PrivacyClaim
 from privaudit.config import GateParams
 from privaudit.claims.error_budget import plan_budget
-from privaudit.mechanisms.gaussian import gaussian_mechanism_sigma, simulate_gaussian_scores
+from privaudit.stats.gaussian_mechanism import gaussian_mechanism_sigma, simulate_gaussian_scores
 
 __all__ = ["GateScenario", "GateSimulation", "simulate_gate"]
 
