@@ -43,7 +43,8 @@ from bench_blackbox_tightness import digits_defender  # noqa: E402
 
 from privaudit.testing.blackbox_runs import certify_scores  # noqa: E402
 from privaudit.stats.claim_runs import certify_claim_scores  # noqa: E402
-from privaudit.stats.tradeoff import EpsDeltaFamily, SubsampledGaussianFamily  # noqa: E402
+from privaudit.claims.mechanisms import SubsampledGaussianMechanism  # noqa: E402
+from privaudit.stats.tradeoff import EpsDeltaFamily  # noqa: E402
 from privaudit.canaries.crafted import craft_canary, score_model  # noqa: E402
 from privaudit.testing.planted.blackbox_plain_trainers import BUGS, PlainTrainer, recipe_numbers, true_epsilon  # noqa: E402
 
@@ -59,7 +60,8 @@ def curve_epsilon(curve: str, si, so, claim: float, n: int, level: float) -> flo
         fam = EpsDeltaFamily(claim, 1e-5)
     else:
         sigma, q, steps = recipe_numbers(n, claim, "correct")
-        fam = SubsampledGaussianFamily(1.0 / sigma, sample_rate=q, steps=steps)
+        fam = SubsampledGaussianMechanism(kind="subsampled_gaussian", noise_multiplier=sigma, sample_rate=q,
+                                          steps=steps).family()
     return certify_claim_scores(si, so, fam, tune_fraction=0.2, level=level, delta=1e-5).eps_lower_bound
 
 VARIANTS = (("numpy", "random", "lr/B"), ("torch", "zero", "lr"), ("numpy", "zero", "lr"),

@@ -4,7 +4,7 @@ Every row draws ``--audits`` independent audits of ``--runs`` final-model scores
 without the canary) from an **exact honest mechanism** claiming ε, and runs the production statistic
 :func:`privaudit.stats.claim_runs.certify_claim_scores` (``blackbox.tune_fraction`` 0.2, level 0.05)
 against the claim, once in its **declared** form (the mechanism's own family of trade-off curves,
-:mod:`privaudit.declared_mechanism`) and once as a bare **(ε, δ)** claim (the polygon,
+:mod:`privaudit.claims.mechanisms`) and once as a bare **(ε, δ)** claim (the polygon,
 :class:`~privaudit.stats.tradeoff.EpsDeltaFamily`; δ = 1e-5, and δ = 0 for the pure mechanisms).
 A sound statistic flags an honest claim in at most ``level`` of the audits (within binomial noise:
 "bound" = level + 3 s.e.). The last column is the old GDP view on the same scores
@@ -17,7 +17,7 @@ Mechanisms (sensitivity 1; "in" = the canary's neighbouring input):
 * **Randomized response**, k = 10: score 1 iff the released label is the canary's (probability
   p = e^ε/(e^ε + 9) in, r = 1/(e^ε + 9) out); ties everywhere. Declared: ``randomized_response``.
 * **Gaussian** output perturbation, σ = analytic Gaussian calibration at (ε, 1e-5)
-  (:func:`privaudit.mechanisms.gaussian.gaussian_mechanism_sigma`). Declared: ``gaussian`` (1/σ-GDP).
+  (:func:`privaudit.stats.gaussian_mechanism.gaussian_mechanism_sigma`). Declared: ``gaussian`` (1/σ-GDP).
 * **DP-SGD last iterate** (plain numpy; the same mechanism as privaudit's ``dp_sgd`` at the digits
   recipe, so the two are one row): the final parameters projected on the canary's gradient
   direction under a linear loss (Steinke et al. 2024 §3), score = Σ_t B_t + N(0, Tσ²) with
@@ -53,7 +53,7 @@ from pathlib import Path
 
 import numpy as np
 
-from privaudit.mechanisms.gaussian import gaussian_mechanism_sigma
+from privaudit.stats.gaussian_mechanism import gaussian_mechanism_sigma
 from privaudit.stats.claim_runs import certify_claim_scores
 from privaudit.stats.gdp_runs import certify_scores
 from privaudit.stats.tradeoff import (

@@ -21,7 +21,7 @@ import time
 
 import numpy as np
 
-from privaudit.mechanisms import gaussian_mechanism_sigma, simulate_gaussian_scores
+from privaudit.stats.gaussian_mechanism import gaussian_mechanism_sigma, simulate_gaussian_scores
 from privaudit.stats import certify_selected, select_threshold
 
 DELTA = 1e-5

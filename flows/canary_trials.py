@@ -41,7 +41,7 @@ from flows._dvc import exclusive_pipeline, resolve_repo, run_dvc
 from flows.audit import GateFailed, defender_rows, gate_failure_message, publish_artifacts, read_gate, read_metrics
 from privaudit.canaries.shards import DEFAULT_SHARD_ROOT, Shard, missing_shards, run_shard, save_shard
 from privaudit.planning.plan_files import read_sized_runs
-from privaudit.planning.progress import FitProgress
+from privaudit.progress import FitProgress
 from privaudit.canaries.plan import CanaryPlan
 from privaudit.config import Params, load_params
 from privaudit.features.feature_set import FeatureSet, load_feature_set

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Callable
 
 from privaudit.artifacts import atomic_dir, ensure_writable, write_json
-from privaudit.verdict.registry import NOT_AUDITED_KEY, audit_line, block_audits
+from privaudit.claims.registry import NOT_AUDITED_KEY, audit_line, block_audits
 from privaudit.config import Params
 
 

@@ -99,7 +99,7 @@ def _write_gpu_peak(path: Path) -> None:
 
 
 def progress_enabled() -> bool:
-    """Progress bars on a terminal, lines in CI and in logs (:func:`privaudit.planning.progress.terminal`)."""
-    from privaudit.planning.progress import terminal
+    """Progress bars on a terminal, lines in CI and in logs (:func:`privaudit.progress.terminal`)."""
+    from privaudit.progress import terminal
 
     return terminal()

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from privaudit.artifacts import ensure_writable, read_json, write_json
 from privaudit.defenders.info_file import read_defender_info
-from privaudit.verdict.registry import block_audits
+from privaudit.claims.registry import block_audits
 from privaudit.verdict.entry import merge_audit_blocks
 from privaudit.config import Params
 from stages._runner import run_stage

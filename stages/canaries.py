@@ -20,7 +20,7 @@ from privaudit.canaries.shards import (DEFAULT_SHARD_ROOT, Shard, inputs_fingerp
 from privaudit.canaries.sizes import game3_canaries
 from privaudit.config import Params
 from privaudit.planning.plan_files import read_sized_runs
-from privaudit.planning.progress import FitProgress
+from privaudit.progress import FitProgress
 from privaudit.planning.timings import DEFAULT_TIMINGS, planned_piece_seconds, record_shard_times
 from privaudit.repro.determinism import configure_determinism
 from privaudit.features import resolve_device

@@ -20,7 +20,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, SerializeAsAny, ValidationError, field_validator, model_validator
 
 from privaudit.defenders.specs import DefenderSpecBase, validate_defender_spec
-from privaudit.verdict.error_budget import DEFAULT_GATED, BudgetPlan, ErrorBudget, applicable_bounds, check_bound_kinds, plan_budget
+from privaudit.claims.error_budget import DEFAULT_GATED, BudgetPlan, ErrorBudget, applicable_bounds, check_bound_kinds, plan_budget
 from privaudit.messages import MAX_VALUE_CHARS, cap
 
 
@@ -381,7 +381,7 @@ class GateParams(_Strict):
                           "for theory violations) instead of point estimates.")
     beta: float = Field(0.05, gt=0.0, lt=1.0, description=(
         "Error budget: probability that the gate reports a violation of a DP claim that holds, split "
-        "equally (Bonferroni) over the gated bounds that apply to a defender (privaudit.verdict.error_budget)."))
+        "equally (Bonferroni) over the gated bounds that apply to a defender (privaudit.claims.error_budget)."))
     bounds: list[str] = Field(default_factory=lambda: list(DEFAULT_GATED), description=(
         "Bounds compared with the claim (whitebox, one_run, blackbox, blackbox_rate, lidp, lidp_k1, game3, "
         "theory); the others "
@@ -455,7 +455,7 @@ class Params(_Strict):
         return plan_budget(self.gate.beta, self.gate.bounds, applicable)
 
     def budget_plan(self) -> BudgetPlan:
-        """Every defender's error budget, planned once from params (:class:`privaudit.verdict.error_budget.BudgetPlan`);
+        """Every defender's error budget, planned once from params (:class:`privaudit.claims.error_budget.BudgetPlan`);
         the stages hand each audit its ``level`` from this plan."""
         return BudgetPlan(self.gate.beta, {d.name: self.error_budget(d.name) for d in self.defenders})
 

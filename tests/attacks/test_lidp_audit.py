@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from privaudit.audits.lidp import lidp_audit
-from privaudit.mechanisms import gaussian_mechanism_sigma, simulate_gaussian_scores
+from privaudit.stats.gaussian_mechanism import gaussian_mechanism_sigma, simulate_gaussian_scores
 
 KW = dict(delta=1e-5, level=0.05, order=2, method="wilson", tune_fraction=0.5, n_thresholds=20)
 

@@ -22,7 +22,7 @@ from privaudit.audits.protocol import AuditInputs, AuditRequest, settings_from
 from privaudit.canaries.assembly import write_defender_outputs
 from privaudit.canaries.blackbox_trials import blackbox_trials
 from privaudit.canaries.shards import inputs_fingerprint, plan_shards, run_missing_shards
-from privaudit.verdict.claims import PrivacyClaim
+from privaudit.claims.claim import PrivacyClaim
 from privaudit.config import parse_params
 from privaudit.defenders.specs import validate_defender_spec
 from privaudit.stats.gdp_runs import certify_scores, last_iterate_epsilon

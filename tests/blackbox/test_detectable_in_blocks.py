@@ -7,8 +7,8 @@ import pytest
 
 from privaudit.audits.blackbox import detectable_for
 from privaudit.audits.one_run import detectable_one_run
-from privaudit.verdict.claims import PrivacyClaim, claim_family
-from privaudit.declared_mechanism import parse_mechanism
+from privaudit.claims.claim import PrivacyClaim, claim_family
+from privaudit.claims.mechanisms import parse_mechanism
 from privaudit.verdict.metrics_files import AuditEntry
 from privaudit.report.sections import could_have_seen
 from privaudit.stats.detectable import detectable_epsilon_blackbox

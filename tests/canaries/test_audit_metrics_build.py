@@ -15,7 +15,7 @@ from tests.info_files import write_info
 from privaudit.audits.lidp import LidpSettings, load_lidp_stats
 from privaudit.audits.protocol import AuditInputs, AuditRequest
 from privaudit.defenders.specs import validate_defender_spec
-from privaudit.verdict.error_budget import DEFAULT_GATED, BudgetPlan, applicable_bounds, plan_budget
+from privaudit.claims.error_budget import DEFAULT_GATED, BudgetPlan, applicable_bounds, plan_budget
 from privaudit.validation import ValidationFailed
 
 SETTINGS = LidpSettings(order=1, method="wilson", tune_fraction=0.5, pilot_fraction=0.125, tau_quantiles=16, tau_selection="split",

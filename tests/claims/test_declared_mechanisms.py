@@ -20,7 +20,7 @@ from privaudit.defenders.info_file import read_defender_info
 from tests.info_files import write_info
 from privaudit.audits.protocol import AuditInputs, AuditRequest
 from privaudit.testing.blackbox_runs import BlackboxAuditConfig, audit_trainer
-from privaudit.declared_mechanism import LaplaceMechanism, parse_mechanism
+from privaudit.claims.mechanisms import LaplaceMechanism, parse_mechanism
 from privaudit.defenders.registry import make_defender
 from privaudit.defenders.specs import validate_defender_spec
 from privaudit.stats.tradeoff import EpsDeltaFamily, LaplaceFamily, SubsampledGaussianFamily
@@ -147,7 +147,7 @@ def test_an_honest_laplace_trainer_is_not_refuted_declared_or_not(tmp_path: Path
 
 
 def test_polygon_family_without_a_claim_is_the_assumption_free_bound() -> None:
-    from privaudit.verdict.claims import claim_family
+    from privaudit.claims.claim import claim_family
     from privaudit.stats.gdp_runs import rate_epsilon
 
     fam = claim_family(None, 1e-5)

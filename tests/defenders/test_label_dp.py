@@ -13,7 +13,7 @@ from hypothesis.extra.numpy import arrays
 from privaudit.defenders.label_dp import agibi_posterior, alibi_posterior
 from privaudit.defenders.registry import make_defender, validate_defender_spec
 from privaudit.defenders.simplex import project_simplex
-from privaudit.mechanisms.gaussian import gaussian_mechanism_sigma
+from privaudit.stats.gaussian_mechanism import gaussian_mechanism_sigma
 
 
 def test_alibi_posterior_golden() -> None:

@@ -11,10 +11,10 @@ from sklearn.datasets import load_digits
 from privaudit.audits import one_run
 from privaudit.verdict.entry import assemble_entry
 from privaudit.audits.protocol import AuditInputs, AuditRequest, DefenderData, settings_from
-from privaudit.verdict.claims import PrivacyClaim
+from privaudit.claims.claim import PrivacyClaim
 from privaudit.config import GateParams, OneRunParams
 from privaudit.defenders.registry import validate_defender_spec
-from privaudit.verdict.error_budget import applicable_bounds, plan_budget
+from privaudit.claims.error_budget import applicable_bounds, plan_budget
 from privaudit.verdict.metrics_files import AuditMetrics
 from privaudit.verdict.gate import evaluate_gate
 

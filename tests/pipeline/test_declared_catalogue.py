@@ -72,7 +72,7 @@ LOADER = "examples/noisy_sums_trainer.py:load"
 def _defenders(n_classes: int, n_train: int) -> list[dict]:
     from opacus.accountants.utils import get_noise_multiplier
 
-    from privaudit.mechanisms.gaussian import gaussian_mechanism_sigma
+    from privaudit.stats.gaussian_mechanism import gaussian_mechanism_sigma
 
     base = {"kind": "python", "target": TARGET, "loader": LOADER}
     q, steps = 32 / n_train, 3 * max(1, round(n_train / 32))

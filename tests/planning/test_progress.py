@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from privaudit.planning.progress import FitProgress
+from privaudit.progress import FitProgress
 
 
 def _eta_seconds(line: str) -> float | None:

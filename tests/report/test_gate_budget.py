@@ -11,9 +11,9 @@ from hypothesis import strategies as st
 
 from privaudit.verdict.entry import assemble_entry
 from privaudit.audits.protocol import audit_delta
-from privaudit.verdict.claims import PrivacyClaim
+from privaudit.claims.claim import PrivacyClaim
 from privaudit.config import GateParams
-from privaudit.verdict.error_budget import DEFAULT_GATED, applicable_bounds, plan_budget
+from privaudit.claims.error_budget import DEFAULT_GATED, applicable_bounds, plan_budget
 from privaudit.verdict.gate import NOT_AUDITED
 from tests.report import synthetic
 

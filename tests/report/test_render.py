@@ -13,7 +13,7 @@ import pytest
 from PIL import Image
 
 from privaudit.config import ReportParams
-from privaudit.verdict.error_budget import BOUND_LABELS
+from privaudit.claims.error_budget import BOUND_LABELS
 from privaudit.verdict.metrics_files import AuditMetrics
 from privaudit.report import MISSING, ReportInputs, build_report
 from privaudit.report.plots import PLOT_NAMES, most_exposed, render_plots

@@ -1,4 +1,4 @@
-"""Run the doctest of every public function in privaudit.stats and privaudit.mechanisms."""
+"""Run the doctest of every public function in privaudit.stats (the known-ε Gaussian mechanism included)."""
 
 from __future__ import annotations
 
@@ -9,12 +9,11 @@ import pkgutil
 
 import pytest
 
-import privaudit.mechanisms
 import privaudit.stats
 
 MODULES = sorted(
     f"{pkg.__name__}.{info.name}"
-    for pkg in (privaudit.stats, privaudit.mechanisms)
+    for pkg in (privaudit.stats,)
     for info in pkgutil.iter_modules(pkg.__path__)
 )
 

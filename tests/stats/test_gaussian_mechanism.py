@@ -8,7 +8,7 @@ import time
 import numpy as np
 import pytest
 
-from privaudit.mechanisms import (
+from privaudit.stats.gaussian_mechanism import (
     gaussian_dp_delta,
     gaussian_mechanism_sigma,
     simulate_gaussian_audit,

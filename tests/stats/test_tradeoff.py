@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import integrate, stats
 
-from privaudit.mechanisms.gaussian import gaussian_mechanism_sigma
+from privaudit.stats.gaussian_mechanism import gaussian_mechanism_sigma
 from privaudit.stats.claim_runs import certify_claim_scores
 from privaudit.stats.fdp_one_run import gdp_delta, gdp_epsilon
 from privaudit.stats.gdp_runs import certify_scores, rate_epsilon

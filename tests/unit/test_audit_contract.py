@@ -24,8 +24,8 @@ import pytest
 from privaudit.audits.protocol import AuditBound, AuditInputs, AuditRequest, DefenderData, settings_from
 from privaudit.config import parse_params
 from privaudit.defenders.specs import validate_defender_spec
-from privaudit.verdict.claims import PrivacyClaim
-from privaudit.verdict.registry import audit_line, block_audits
+from privaudit.claims.claim import PrivacyClaim
+from privaudit.claims.registry import audit_line, block_audits
 from tests.torch_threads import _one_torch_thread  # noqa: F401  (autouse: one torch thread, as the stages train)
 
 CLAIM = PrivacyClaim(2.0, 1e-5, "add_remove")

@@ -25,7 +25,7 @@ import pytest
 
 from privaudit.audits.runner import AuditPlan, run_audit
 from privaudit.config import parse_params
-from privaudit.verdict.registry import AUDITS, BOUND_KINDS, block_audits
+from privaudit.claims.registry import AUDITS, BOUND_KINDS, block_audits
 from tests.import_graph import ROOT, imports
 
 SRC = ROOT / "src" / "privaudit"
@@ -73,7 +73,7 @@ def test_an_audit_run_refuses_settings_that_are_not_its_own_type(tmp_path) -> No
 
 
 def test_the_registry_is_the_list_of_bounds_and_blocks() -> None:
-    from privaudit.verdict.error_budget import DEFAULT_GATED
+    from privaudit.claims.error_budget import DEFAULT_GATED
     from privaudit.verdict.metrics_files import AuditEntry
 
     assert BOUND_KINDS == ("whitebox", "one_run", "blackbox", "blackbox_rate", "lidp", "lidp_k1", "game3", "theory")
@@ -88,10 +88,10 @@ def test_the_registry_is_the_list_of_bounds_and_blocks() -> None:
 
 def test_a_new_audit_is_one_registry_line_away_from_the_gate(monkeypatch: pytest.MonkeyPatch) -> None:
     """A block of a newly registered audit is read from metrics/audit.json and compared by the gate."""
-    from privaudit.verdict import registry as audit_registry
-    from privaudit.verdict.registry import AuditLine, BoundLine
+    from privaudit.claims import registry as audit_registry
+    from privaudit.claims.registry import AuditLine, BoundLine
     from privaudit.verdict.claim_check import audited_bounds, check_bounds
-    from privaudit.verdict.claims import PrivacyClaim
+    from privaudit.claims.claim import PrivacyClaim
     from privaudit.verdict.metrics_files import AuditEntry
 
     new = AuditLine("blackbox_new", "privaudit.audits.blackbox_new",
@@ -113,12 +113,12 @@ _AUDIT_NAMES = re.compile(r"""["'](whitebox|one_run|lidp|lidp_k1|game3)["']""")
 
 @pytest.mark.parametrize("path", ["stages/_audit.py", "stages/audit.py", "src/privaudit/audits/runner.py",
                                   "src/privaudit/verdict/entry.py", "src/privaudit/verdict/gate.py",
-                                  "src/privaudit/verdict/error_budget.py", "src/privaudit/verdict/claim_check.py"])
+                                  "src/privaudit/claims/error_budget.py", "src/privaudit/verdict/claim_check.py"])
 def test_the_stages_the_merge_and_the_gate_never_name_an_audit(path: str) -> None:
     tree = ast.parse((ROOT / path).read_text())
     named = [n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)
              and _AUDIT_NAMES.fullmatch(repr(n.value))]
-    assert not named, f"{path} special-cases audit(s) {named}; loop over privaudit.verdict.registry.AUDITS instead"
+    assert not named, f"{path} special-cases audit(s) {named}; loop over privaudit.claims.registry.AUDITS instead"
 
 
 def test_audit_stages_are_the_generic_stage() -> None:

@@ -5,7 +5,7 @@ import math
 import pytest
 
 from privaudit.verdict.theory import compute_bounds, defender_bounds
-from privaudit.verdict.claims import PrivacyClaim
+from privaudit.claims.claim import PrivacyClaim
 from privaudit.verdict.metrics_files import AttackerResult, LtuEntry
 
 

@@ -20,17 +20,26 @@ MAX_PARTS = 25
 MAX_LAYERS = 8
 
 #: part -> parts it must never import
-_ALL = {"artifacts", "attacks", "audits", "canaries", "cli", "compat", "config", "data", "declared_mechanism",
-        "defenders", "features", "hooks", "losses", "mechanisms", "messages", "planning", "report", "repro",
+_ALL = {"artifacts", "attacks", "audits", "canaries", "claims", "cli", "compat", "config", "data", "defenders",
+        "features", "history", "hooks", "losses", "messages", "planning", "progress", "report", "repro",
         "seeding", "stats", "testing", "train", "validation", "verdict"}
 FORBIDDEN: dict[str, set[str]] = {
     "stats": _ALL - {"stats"},  # pure statistics: numpy/scipy only
+    # what a claim is (and the ledger of releases): above the statistics and the leaf modules (atomic writes,
+    # message caps), below everything that decides, audits, trains, plans, renders or keeps the history
+    "claims": _ALL - {"claims", "stats", "artifacts", "messages"},
+    # the history of audits reads what the audits wrote; it runs, trains and plans nothing
+    "history": {"audits", "attacks", "canaries", "train", "defenders", "planning", "features", "testing", "cli"},
+    "progress": _ALL - {"progress"},  # the progress bar: stdlib (and tqdm) only, so any layer may show one
     "verdict": {"audits", "report", "config", "testing", "attacks", "canaries", "train", "defenders", "planning",
                 "features", "data", "repro", "hooks", "cli"},  # decides, never trains, renders or reads params
     "repro": {"verdict", "audits", "report", "testing", "config", "canaries", "attacks", "defenders", "train"},
-    "attacks": {"config", "audits", "verdict", "report", "testing"},
-    "canaries": {"config", "audits", "verdict", "report", "testing"},
-    "train": {"config", "audits", "verdict", "report", "testing", "canaries", "attacks", "defenders"},  # knows no zoo
+    # the progress bar is ``privaudit.progress`` (issue 45): nothing below the planner imports ``planning``
+    "attacks": {"config", "audits", "verdict", "report", "testing", "planning"},
+    "canaries": {"config", "audits", "verdict", "report", "testing", "planning"},
+    "defenders": {"config", "audits", "report", "testing", "planning", "canaries", "attacks"},
+    "train": {"config", "audits", "verdict", "report", "testing", "canaries", "attacks", "defenders",
+              "planning"},  # knows no zoo
     "planning": {"config", "audits", "verdict", "report", "testing"},
     "config": {"audits", "report", "attacks", "canaries", "train", "testing"},
     "audits": {"report", "testing", "config"},
@@ -81,9 +90,18 @@ def _parts() -> set[str]:
             if (p.is_file() and p.suffix == ".py" and p.name != "__init__.py") or (p / "__init__.py").is_file()}
 
 
+def test_every_package_is_a_part() -> None:
+    """A folder of modules without ``__init__.py`` is invisible to :func:`_parts` and to its layer (attacks/,
+    canaries/ and defenders/ were, until issue 45): every folder under ``src/privaudit`` holding Python files is
+    a package, and every part is named in ``_ALL``."""
+    folders = {p.parent for p in SRC.rglob("*.py")} - {SRC}
+    assert sorted(str(f.relative_to(SRC)) for f in folders if not (f / "__init__.py").is_file()) == []
+    assert _parts() <= _ALL, sorted(_parts() - _ALL)
+
+
 def test_about_25_top_level_parts_on_at_most_8_layers() -> None:
     parts = _parts()
-    assert {"verdict", "repro", "testing", "audits", "report"} <= parts
+    assert {"verdict", "repro", "testing", "audits", "report", "claims", "attacks", "canaries", "defenders"} <= parts
     assert len(parts) <= MAX_PARTS, f"{len(parts)} top-level parts: {sorted(parts)}"
     edges = [e for e in module_edges() if e[0] in parts and e[1] in parts]
     assert layers(edges, parts) <= MAX_LAYERS

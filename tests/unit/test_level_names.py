@@ -17,7 +17,7 @@ SRC = Path(__file__).resolve().parents[2] / "src" / "privaudit"
 
 #: (file, function, parameter) that keep an old name, and why
 ALLOWED: dict[tuple[str, str, str], str] = {
-    ("verdict/error_budget.py", "plan_budget", "beta"): "the TOTAL budget, params key gate.beta, split into levels",
+    ("claims/error_budget.py", "plan_budget", "beta"): "the TOTAL budget, params key gate.beta, split into levels",
     ("testing/gate_simulation.py", "simulate_gate", "beta"): "the TOTAL gate.beta the simulated gate plans from",
     ("canaries/designs.py", "draw_clipbkd", "alpha"): "ClipBKD's canary scale (LiDP App. D.1 eq. 23)",
     ("canaries/batched_runs.py", "clipbkd_labels", "alpha"): "ClipBKD's canary scale",

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from privaudit.mechanisms.gaussian import gaussian_dp_delta
+from privaudit.stats.gaussian_mechanism import gaussian_dp_delta
 from privaudit.stats.whitebox import (
     LEVEL_SHARES,
     RunObservations,

@@ -12,7 +12,7 @@ import pytest
 from privaudit.audits.whitebox import whitebox_metrics
 from privaudit.verdict.entry import assemble_entry
 from privaudit.config import GateParams
-from privaudit.verdict.error_budget import applicable_bounds, plan_budget
+from privaudit.claims.error_budget import applicable_bounds, plan_budget
 from privaudit.verdict.metrics_files import AuditMetrics
 from privaudit.verdict.gate import evaluate_gate
 from privaudit.audits.whitebox import python_trainer, whitebox_audit

@@ -18,7 +18,7 @@ import torch
 from privaudit.audits import whitebox
 from privaudit.audits.protocol import AuditInputs, AuditRequest, DefenderData
 from privaudit.audits.whitebox import python_trainer, whitebox_audit
-from privaudit.verdict.claims import PrivacyClaim
+from privaudit.claims.claim import PrivacyClaim
 from privaudit.config import WhiteboxParams
 from privaudit.defenders.registry import validate_defender_spec
 from privaudit.defenders.release_watch import (OBSERVATIONS_FILE, WATCH_FILE, ReleaseWatch, load_observations,

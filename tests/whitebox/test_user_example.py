@@ -7,7 +7,7 @@ import pytest
 
 from privaudit.audits import whitebox
 from privaudit.audits.protocol import AuditInputs, AuditRequest, DefenderData, settings_from
-from privaudit.verdict.claims import PrivacyClaim
+from privaudit.claims.claim import PrivacyClaim
 from privaudit.defenders.registry import make_defender, spec_is_observable, validate_defender_spec
 from privaudit.audits.whitebox import defender_trainer, whitebox_audit
 from privaudit.config import WhiteboxParams

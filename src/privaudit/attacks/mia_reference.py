@@ -104,7 +104,7 @@ def train_subset_confidences(spec: DefenderSpecBase, n_classes: int, X: np.ndarr
         if quick or not rest:
             cols += [_fit_conf(spec, n_classes, X, y, s, int(sd)) for s, sd in rest]
         else:  # slow fits: a progress bar (terminal) or a line per fit, with rate and ETA
-            from privaudit.planning.progress import FitProgress, terminal
+            from privaudit.progress import FitProgress, terminal
 
             # in a log: one line per pass, plus one every LOG_EVERY_S on a slow pass (a bar shows every fit)
             on_terminal, pending, last = terminal(), 1, time.monotonic()

@@ -2,7 +2,7 @@
 
 Each module audits one thing and follows :mod:`privaudit.audits.protocol` (``CITATION`` and
 ``run(request, inputs, settings) -> AuditBound``); each is one line of
-:data:`privaudit.verdict.registry.AUDITS`:
+:data:`privaudit.claims.registry.AUDITS`:
 
 - :mod:`.whitebox` — white-box DP-SGD audit (Nasr et al. 2023; Andrew et al. 2024);
 - :mod:`.one_run` — one-run black-box audit with input-space canaries (Steinke, Nasr & Jagielski 2023);

@@ -50,11 +50,11 @@ from typing import Any
 
 import numpy as np
 
-from privaudit.declared_mechanism import Neighbourhood
+from privaudit.claims.neighbourhood import Neighbourhood
 from privaudit.canaries.stats_files import CANARY_FILES, read_canary_meta, read_canary_stats
 from privaudit.audits.protocol import PURE_DELTA, AuditBound, AuditInputs, AuditRequest, finite_epsilon
 from privaudit.defenders.specs import DefenderSpecBase
-from privaudit.verdict.claims import PrivacyClaim, claim_family
+from privaudit.claims.claim import PrivacyClaim, claim_family
 from privaudit.stats.claim_runs import ClaimRunsBound, certify_claim_scores
 from privaudit.stats.gdp_runs import GdpRunsBound, LastIterateCeiling, certify_scores, last_iterate_epsilon
 from privaudit.stats.tradeoff import TradeoffFamily

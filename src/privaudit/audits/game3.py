@@ -38,7 +38,7 @@ from typing import Any
 
 import numpy as np
 
-from privaudit.declared_mechanism import Neighbourhood
+from privaudit.claims.neighbourhood import Neighbourhood
 from privaudit.attacks.game3 import acgr_counts, game3_guesses
 from privaudit.audits.protocol import AuditBound, AuditInputs, AuditRequest
 from privaudit.stats import acgr_epsilon, bonferroni_max, game3_epsilon

@@ -45,7 +45,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from privaudit.declared_mechanism import Neighbourhood
+from privaudit.claims.neighbourhood import Neighbourhood
 from privaudit.audits.protocol import AuditBound, AuditInputs, AuditRequest
 from privaudit.canaries.stats_files import CANARY_FILES, read_canary_stats
 from privaudit.stats import certify_bonferroni, certify_selected, effective_order, select_threshold

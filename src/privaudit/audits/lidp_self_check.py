@@ -1,7 +1,7 @@
 """The LiDP audit checked against a mechanism whose ε is known (Pillutla et al. 2023, §4).
 
 :func:`gaussian_self_check` draws canary statistics of the Gaussian mechanism calibrated to
-(ε, δ) (:mod:`privaudit.mechanisms.gaussian`) and runs them through the same
+(ε, δ) (:mod:`privaudit.stats.gaussian_mechanism`) and runs them through the same
 :func:`privaudit.audits.lidp.lidp_audit` the pipeline uses. A sound audit returns ε̂ ≤ ε except
 with probability ``level``; ``python -m stages.lidp --self-check EPS`` prints the result and fails
 when ε̂ exceeds the true ε.
@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from privaudit.audits.lidp import LidpSettings
-from privaudit.mechanisms import gaussian_mechanism_sigma, simulate_gaussian_scores
+from privaudit.stats.gaussian_mechanism import gaussian_mechanism_sigma, simulate_gaussian_scores
 
 __all__ = ["SELF_CHECK_TRIALS", "SelfCheckResult", "gaussian_self_check"]
 

@@ -57,9 +57,9 @@ from typing import Any, Callable, Literal, Protocol, Sequence
 
 import numpy as np
 
-from privaudit.declared_mechanism import Neighbourhood
+from privaudit.claims.neighbourhood import Neighbourhood
 from privaudit.audits.protocol import PURE_DELTA, AuditBound, AuditInputs, AuditRequest, finite_epsilon
-from privaudit.verdict.claims import claim_family
+from privaudit.claims.claim import claim_family
 from privaudit.canaries.input_canaries import INPUT_DESIGNS, LABEL_RULES, cell_capacity, make_input_canaries
 from privaudit.canaries.stats_files import UnusableScores, unusable_reason
 from privaudit.stats.fdp_claim_one_run import fdp_one_run_family_bound

@@ -1,6 +1,6 @@
 """The protocol every audit of the family follows: what it needs, what it returns.
 
-An audit (one module of :mod:`privaudit.audits`, one line of :mod:`privaudit.verdict.registry`)
+An audit (one module of :mod:`privaudit.audits`, one line of :mod:`privaudit.claims.registry`)
 exposes ``CITATION`` (the paper and equation its bound comes from, in one place) and
 ``SETTINGS`` (its own frozen settings type: the fields it reads of the params block its registry line
 names, ``params.whitebox``, ``params.lidp``, …; :func:`settings_from` builds it once, in
@@ -8,7 +8,7 @@ names, ``params.whitebox``, ``params.lidp``, …; :func:`settings_from` builds i
 ``run(request: AuditRequest, inputs: AuditInputs, settings: SETTINGS) -> AuditBound``:
 
 - :class:`AuditRequest` — what every audit needs about the defender: its validated spec, its claim,
-  its **level** (its share of ``gate.beta``, planned once by :class:`privaudit.verdict.error_budget.BudgetPlan`
+  its **level** (its share of ``gate.beta``, planned once by :class:`privaudit.claims.error_budget.BudgetPlan`
   and handed in; no audit reads a β of its own), the δ used where the claim gives none, its seed
   and the device. :meth:`AuditRequest.delta` converts the claim's δ to the audit's neighbourhood;
   :meth:`AuditRequest.trainer` builds the defender's trainer for audits that retrain it.
@@ -33,7 +33,7 @@ from typing import Any, Protocol, TypeVar
 
 import numpy as np
 
-from privaudit.verdict.claims import PrivacyClaim
+from privaudit.claims.claim import PrivacyClaim
 
 from privaudit.defenders.specs import DefenderSpecBase
 from privaudit.seeding import int_seed, rng_for

@@ -1,6 +1,6 @@
 """The per-defender loop of every audit, written once.
 
-:func:`run_audit` runs one registered audit (:data:`privaudit.verdict.registry.AUDITS`) over the
+:func:`run_audit` runs one registered audit (:data:`privaudit.claims.registry.AUDITS`) over the
 defenders it applies to: the budget is planned once from params
 (:meth:`privaudit.config.Params.budget_plan`, in :meth:`AuditPlan.of`, which the stage calls), a defender
 is audited iff its budget gives the audit's bound a level (the registry line's ``applies`` fact), and the
@@ -24,8 +24,8 @@ from privaudit.canaries.stats_files import UnusableScores
 from privaudit.defenders.info_file import read_defender_info
 from privaudit.defenders.specs import DefenderSpecBase
 from privaudit.seeding import SeededBlock
-from privaudit.verdict.error_budget import BudgetPlan
-from privaudit.verdict.registry import NOT_AUDITED_KEY, audit_line
+from privaudit.claims.error_budget import BudgetPlan
+from privaudit.claims.registry import NOT_AUDITED_KEY, audit_line
 
 __all__ = ["AuditPlan", "AuditRun", "audit_request", "run_audit"]
 

@@ -35,7 +35,7 @@ from typing import Any, Callable, Protocol
 
 import numpy as np
 
-from privaudit.declared_mechanism import Neighbourhood
+from privaudit.claims.neighbourhood import Neighbourhood
 from privaudit.audits.protocol import PURE_DELTA, AuditBound, AuditInputs, AuditRequest, finite_epsilon
 from privaudit import hooks
 from privaudit.compat.opacus_warnings import opacus_noise_filtered

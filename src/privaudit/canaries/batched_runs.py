@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from privaudit.declared_mechanism import Neighbourhood
+from privaudit.claims.neighbourhood import Neighbourhood
 from privaudit.canaries.designs import CanaryDraw, wrong_labels
 from privaudit.features.feature_set import FeatureSet
 from privaudit.train import (

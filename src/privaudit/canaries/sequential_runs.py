@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from privaudit.declared_mechanism import Neighbourhood
+from privaudit.claims.neighbourhood import Neighbourhood
 from privaudit.canaries.designs import CanaryDraw, wrong_labels
 from privaudit.losses import cross_entropy
 from privaudit.defenders.registry import make_defender

@@ -14,7 +14,7 @@ from typing import Any, ClassVar, Generic, TypeVar
 
 import numpy as np
 
-from privaudit.declared_mechanism import Neighbourhood
+from privaudit.claims.neighbourhood import Neighbourhood
 from privaudit.defenders.specs import DefenderSpecBase
 
 #: the spec model a trainer takes (:mod:`privaudit.defenders.specs`)
@@ -81,11 +81,11 @@ class Defender(ABC, Generic[SpecT]):
         return None
 
     def claimed_neighbourhood(self) -> str:
-        """What the claim protects (:mod:`privaudit.verdict.claims`): ``add_remove`` unless overridden."""
+        """What the claim protects (:mod:`privaudit.claims.claim`): ``add_remove`` unless overridden."""
         return Neighbourhood.ADD_REMOVE
 
     def claimed_mechanism(self) -> Any:
-        """The mechanism the recipe runs (:mod:`privaudit.declared_mechanism`), whose trade-off curve the
+        """The mechanism the recipe runs (:mod:`privaudit.claims.mechanisms`), whose trade-off curve the
         black-box bounds test the claim against; ``None``: only the (ε, δ) point is claimed."""
         return None
 

@@ -32,7 +32,7 @@ import torch
 from torch import nn
 
 from privaudit.compat.opacus_warnings import opacus_noise_filtered
-from privaudit.declared_mechanism import SubsampledGaussianMechanism
+from privaudit.claims.mechanisms import SubsampledGaussianMechanism
 from privaudit.defenders.registry import register
 from privaudit.defenders.specs import DpSgdSpec
 from privaudit.defenders.torch_head import TorchHeadDefender, build_mlp
@@ -65,15 +65,6 @@ def dp_sgd_mechanism(spec: DpSgdSpec, n_train: int) -> SubsampledGaussianMechani
     sigma = _sigma(spec.epsilon, spec.delta, q, steps, spec.accountant)
     return SubsampledGaussianMechanism(kind="subsampled_gaussian", noise_multiplier=float(sigma),
                                        sample_rate=float(q), steps=int(steps))
-
-
-@lru_cache(maxsize=64)
-def mechanism_epsilon(sigma: float, q: float, steps: int, delta: float) -> float:
-    """The subsampled Gaussian mechanism's own ε at ``delta``: dp_accounting's PLD, pessimistic estimate (an upper
-    bound on the true ε; :class:`privaudit.stats.tradeoff.SubsampledGaussianFamily`, the curve the claim is
-    tested against)."""
-    return SubsampledGaussianMechanism(kind="subsampled_gaussian", noise_multiplier=sigma, sample_rate=q,
-                                       steps=steps).epsilon_at(delta)
 
 
 def accountant_epsilon(sigma: float, q: float, steps: int, delta: float, accountant: str) -> float:
@@ -188,9 +179,12 @@ class DpSgdDefender(TorchHeadDefender[DpSgdSpec]):
 
     def _epsilons(self, n_train: int, steps: int) -> tuple[float, float]:
         """(the accountant's ε, the mechanism's own ε) at the spec's δ for ``steps`` steps on ``n_train`` rows."""
-        sigma, q = self.noise_multiplier(n_train), self.sample_rate(n_train)
-        return (accountant_epsilon(sigma, q, steps, self.spec.delta, self.spec.accountant),
-                mechanism_epsilon(sigma, q, steps, self.spec.delta))
+        mech = dp_sgd_mechanism(self.spec, n_train).with_steps(steps)
+        # the mechanism's own ε: dp_accounting's PLD, pessimistic (an upper bound; the curve the claim is tested
+        # against); the accountant's ε: opacus's history of (σ, q, T), its own interface
+        return (accountant_epsilon(mech.noise_multiplier, mech.sample_rate, mech.steps, self.spec.delta,
+                                   self.spec.accountant),
+                mech.epsilon_at(self.spec.delta))
 
     def claimed_epsilon(self) -> float | None:
         """ε of the claim: what the accountant certifies for the steps taken, raised to the mechanism's own ε

@@ -20,7 +20,7 @@ from typing import Any
 from privaudit.artifacts import read_json
 from privaudit.validation.model_files import ModelFileError, check_model_file
 from privaudit.verdict.claim_check import claim_of
-from privaudit.verdict.claims import PrivacyClaim
+from privaudit.claims.claim import PrivacyClaim
 
 __all__ = ["INFO_FILE", "DefenderInfo", "check_defender_files", "read_defender_info"]
 

@@ -7,7 +7,7 @@ Only the *labels* are protected (label-DP): features are used as they are.
   Bayesian post-processing (eq. (1)-(2)) turns the noisy vector ``o`` into soft labels
   ``p(y=c | o) ∝ p(c) · exp(−‖o − e_c‖₁ / λ)``.
 * ``kind: agibi`` (App. D.2): Gaussian noise ``N(0, σ²)`` per coordinate with σ from the analytic
-  Gaussian mechanism (:func:`privaudit.mechanisms.gaussian.gaussian_mechanism_sigma`) at (ε, δ)
+  Gaussian mechanism (:func:`privaudit.stats.gaussian_mechanism.gaussian_mechanism_sigma`) at (ε, δ)
   and L2 sensitivity √2; posterior ``softmax(o_c/σ² + log p(c))`` (eq. (5)).
 * ``postprocess: simplex`` replaces the Bayesian step by the Euclidean projection of ``o`` onto the
   simplex (App. D.1, Algorithm 4, :func:`privaudit.defenders.simplex.project_simplex`).
@@ -28,14 +28,14 @@ import torch
 from scipy.special import softmax
 from torch import nn
 
-from privaudit.declared_mechanism import Neighbourhood
+from privaudit.claims.neighbourhood import Neighbourhood
 from privaudit.defenders.registry import register
 from privaudit.defenders.simplex import project_simplex
 from privaudit.defenders.specs import AgibiSpec, AlibiSpec, TorchMLPSpec
 from privaudit.defenders.torch_head import TorchHeadDefender
 
 AlibiSpecT = TypeVar("AlibiSpecT", bound=AlibiSpec)
-from privaudit.mechanisms.gaussian import gaussian_mechanism_sigma
+from privaudit.stats.gaussian_mechanism import gaussian_mechanism_sigma
 from privaudit.seeding import draw_seed
 
 
@@ -124,7 +124,7 @@ class _SoftLabelHead(TorchHeadDefender[AlibiSpecT]):
 
     def claimed_mechanism(self) -> Any:
         """ALIBI: Laplace of scale 2/ε on the one-hot label (L1 sensitivity 2): scale/sensitivity 1/ε."""
-        from privaudit.declared_mechanism import LaplaceMechanism
+        from privaudit.claims.mechanisms import LaplaceMechanism
 
         return LaplaceMechanism(kind="laplace", scale=1.0 / float(self.spec.epsilon))
 
@@ -158,7 +158,7 @@ class AgibiDefender(_SoftLabelHead[AgibiSpec]):
 
     def claimed_mechanism(self) -> Any:
         """Gaussian of σ on the one-hot label (L2 sensitivity √2): noise multiplier σ/√2."""
-        from privaudit.declared_mechanism import GaussianMechanism
+        from privaudit.claims.mechanisms import GaussianMechanism
 
         return GaussianMechanism(kind="gaussian", noise_multiplier=self.noise_scale() / math.sqrt(2.0))
 

@@ -157,7 +157,7 @@ class PateDefender(WrappingDefender[PateSpec]):
         bound ρα is this curve's RDP). ``None`` before fitting."""
         if "sigma1" not in self.stats_:
             return None
-        from privaudit.declared_mechanism import GdpMechanism
+        from privaudit.claims.mechanisms import GdpMechanism
 
         s1, s2, q = float(self.stats_["sigma1"]), float(self.stats_["sigma2"]), int(self.stats_["queries"])
         return GdpMechanism(kind="gdp", mu=math.sqrt(q * (1.0 / s1**2 + 2.0 / s2**2)))

@@ -16,7 +16,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SerializeAsAny, ValidationError, ValidationInfo, field_validator
 
-from privaudit.declared_mechanism import DeclaredMechanism, Neighbourhood, check_against_claim
+from privaudit.claims.mechanisms import DeclaredMechanism, check_against_claim
+from privaudit.claims.neighbourhood import Neighbourhood
 from privaudit.defenders.user_target import resolve_target
 from privaudit.messages import MAX_VALUE_CHARS, cap
 
@@ -255,7 +256,7 @@ class PythonSpec(DefenderSpecBase):
     claimed_neighbourhood: Neighbourhood = Field(
         Neighbourhood.ADD_REMOVE, description="what the claim protects: add/remove a record (DP-SGD), replace one, or one label")
     mechanism: DeclaredMechanism | None = Field(
-        None, description="the mechanism the trainer runs (privaudit.declared_mechanism): its whole trade-off curve "
+        None, description="the mechanism the trainer runs (privaudit.claims.mechanisms): its whole trade-off curve "
                           "is the claim the black-box bounds test; left out, only the (epsilon, delta) point")
     observable: bool = Field(False, description="the trainer calls privaudit.hooks.watch(optimizer, ...) on its "
                                                 "opacus DPOptimizer, so the white-box audit applies")

@@ -43,7 +43,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch, Rectangle
 
-from privaudit.verdict.claims import PrivacyClaim
+from privaudit.claims.claim import PrivacyClaim
 from privaudit.verdict.metrics_files import AuditEntry, BlackboxBlock, LtuEntry
 from privaudit.report.inputs import ReportInputs
 from privaudit.report.tables import (

@@ -20,7 +20,7 @@ from typing import Literal
 
 from privaudit.verdict.claim_check import audited_bounds, check_bounds
 from privaudit.verdict.metrics_files import AuditEntry, DefenderVerdict
-from privaudit.verdict.registry import BOUND_LABELS
+from privaudit.claims.registry import BOUND_LABELS
 
 __all__ = [
     "DefenderState",

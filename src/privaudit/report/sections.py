@@ -15,7 +15,7 @@ from typing import Any
 import pandas as pd
 
 from privaudit.verdict.claim_check import audited_bounds, check_bounds
-from privaudit.verdict.error_budget import BOUND_LABELS
+from privaudit.claims.error_budget import BOUND_LABELS
 from privaudit.verdict.metrics_files import AuditEntry, DefenderVerdict, LidpBlock, LtuEntry
 from privaudit.report.document import (
     MISSING,

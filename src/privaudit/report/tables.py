@@ -10,8 +10,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from privaudit.declared_mechanism import Neighbourhood
-from privaudit.verdict.claims import PrivacyClaim
+from privaudit.claims.neighbourhood import Neighbourhood
+from privaudit.claims.claim import PrivacyClaim
 from privaudit.verdict.metrics_files import AuditEntry, BlackboxBlock, LtuEntry
 
 __all__ = [

@@ -271,7 +271,7 @@ def detectable_epsilon_blackbox(family: TradeoffFamily, *, claimed_epsilon: floa
     :class:`~privaudit.stats.tradeoff.SubsampledGaussianFamily` needs one PLD per step).
 
     Args:
-        family: the claim's trade-off family (:meth:`privaudit.verdict.claims.PrivacyClaim.family`).
+        family: the claim's trade-off family (:meth:`privaudit.claims.claim.PrivacyClaim.family`).
         claimed_epsilon: the claimed ε at ``delta`` (≥ the family's own ε at ``delta``).
         n_in, n_out: runs per side, tuning share included (as passed to ``certify_claim_scores``).
         tune_fraction, level, delta: as passed to ``certify_claim_scores``.

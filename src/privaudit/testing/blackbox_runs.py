@@ -30,7 +30,7 @@ import numpy as np
 import torch
 from numpy.typing import NDArray
 
-from privaudit.declared_mechanism import Neighbourhood
+from privaudit.claims.neighbourhood import Neighbourhood
 from privaudit.canaries.blackbox_trials import batched_canary_scores
 from privaudit.canaries.crafted import CraftedCanary, ProbaModel, craft_canary, score_model
 from privaudit.stats.gdp_runs import GdpRunsBound, LastIterateCeiling, certify_scores, last_iterate_epsilon

@@ -22,13 +22,13 @@ from typing import Literal
 
 import numpy as np
 
-from privaudit.declared_mechanism import Neighbourhood
+from privaudit.claims.neighbourhood import Neighbourhood
 from privaudit.verdict.entry import assemble_entry
 from privaudit.audits.protocol import audit_delta
-from privaudit.verdict.claims import PrivacyClaim
+from privaudit.claims.claim import PrivacyClaim
 from privaudit.config import GateParams
-from privaudit.verdict.error_budget import plan_budget
-from privaudit.mechanisms.gaussian import gaussian_mechanism_sigma, simulate_gaussian_scores
+from privaudit.claims.error_budget import plan_budget
+from privaudit.stats.gaussian_mechanism import gaussian_mechanism_sigma, simulate_gaussian_scores
 
 __all__ = ["GateScenario", "GateSimulation", "simulate_gate"]
 

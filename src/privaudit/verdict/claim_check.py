@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from privaudit.verdict.claims import PrivacyClaim
+from privaudit.claims.claim import PrivacyClaim
 from privaudit.verdict.metrics_files import AuditEntry, RecordedClaim, parse_entry
 
 __all__ = ["AuditedBound", "BoundFinding", "audited_bounds", "check_bounds", "claim_of"]

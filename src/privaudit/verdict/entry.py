@@ -2,7 +2,7 @@
 
 One entry per defender holds the claim (``claimed_epsilon``, ``claimed_delta``,
 ``claimed_neighbourhood``), the error budget split (``budget``: ``beta``, ``gated``, ``diagnostic``,
-``levels``), one block per registered audit (:func:`privaudit.verdict.registry.block_audits`; each
+``levels``), one block per registered audit (:func:`privaudit.claims.registry.block_audits`; each
 with its ε lower bound, ``delta``, ``neighbourhood`` and ``level``; ``null`` when the audit did not
 run for the defender), and ``violation``/``violations`` computed by
 :func:`privaudit.verdict.claim_check.check_bounds` — the same function the release gate uses, over the
@@ -15,9 +15,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from privaudit.verdict.registry import NOT_AUDITED_KEY, block_audits
+from privaudit.claims.registry import NOT_AUDITED_KEY, block_audits
 from privaudit.verdict.claim_check import audited_bounds, check_bounds, claim_of
-from privaudit.verdict.error_budget import BudgetPlan, ErrorBudget
+from privaudit.claims.error_budget import BudgetPlan, ErrorBudget
 from privaudit.verdict.metrics_files import AuditEntry, parse_entry
 
 __all__ = ["AuditMetricsBuild", "assemble_entry", "merge_audit_blocks"]
@@ -39,7 +39,7 @@ def assemble_entry(
         name: defender name (for messages).
         audited: whether the canary audits (Game 3, LiDP) ran for it.
         blocks: ``{audit: block}`` for the registered audits whose block is part of ``metrics/audit.json``
-            (:func:`privaudit.verdict.registry.block_audits`); absent or ``None`` = not run; a block holding only
+            (:func:`privaudit.claims.registry.block_audits`); absent or ``None`` = not run; a block holding only
             ``not_audited`` = the audit applied but could not run (its reason goes to the entry's ``not_audited``,
             the block is ``None``).
     """
@@ -54,7 +54,7 @@ def assemble_entry(
     }
     unknown = sorted(set(blocks) - {a.name for a in block_audits()})
     if unknown:
-        raise ValueError(f"{name}: audit block(s) {unknown} are not registered in privaudit.verdict.registry.AUDITS")
+        raise ValueError(f"{name}: audit block(s) {unknown} are not registered in privaudit.claims.registry.AUDITS")
     not_audited: dict[str, str] = {}
     for audit in block_audits():
         block = blocks.get(audit.name)

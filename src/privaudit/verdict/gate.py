@@ -17,7 +17,7 @@ Checks, per defender (every defender named in any of the three files):
    ``lidp.eps_lower_bound`` / ``eps_lower_bound_k1``, Game 3 ``game3.eps_low``) may exceed the claim
    converted to the bound's neighbourhood at the bound's δ (:mod:`privaudit.verdict.claim_check`) plus
    ``gate.max_epsilon_excess``, and no white-box assumption check may have failed. Each bound is
-   computed at its share of ``gate.beta`` (:mod:`privaudit.verdict.error_budget`), so a claim that holds
+   computed at its share of ``gate.beta`` (:mod:`privaudit.claims.error_budget`), so a claim that holds
    is flagged with probability at most ``gate.beta``. A gated bound that applies but is missing,
    or a claim no gated bound is comparable with, fails with a reason marked ``[NOT AUDITED]``:
    the gate is never quieter than its audit. (Entries written before the budget existed gate
@@ -62,9 +62,9 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from privaudit.verdict.claim_check import audited_bounds, check_bounds
-from privaudit.verdict.claims import PrivacyClaim
-from privaudit.verdict.error_budget import EPSILON_BOUNDS
-from privaudit.verdict.registry import AUDITS
+from privaudit.claims.claim import PrivacyClaim
+from privaudit.claims.error_budget import EPSILON_BOUNDS
+from privaudit.claims.registry import AUDITS
 from privaudit.verdict.metrics_files import (
     AttackerResult,
     AuditEntry,

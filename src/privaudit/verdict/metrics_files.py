@@ -33,9 +33,9 @@ from typing import Annotated, Any, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, PlainValidator, StrictBool, ValidationError, model_validator
 
 from privaudit.artifacts import read_json
-from privaudit.verdict.registry import block_audits
-from privaudit.verdict.claims import Neighbourhood, PrivacyClaim
-from privaudit.declared_mechanism import DeclaredMechanism
+from privaudit.claims.registry import block_audits
+from privaudit.claims.claim import Neighbourhood, PrivacyClaim
+from privaudit.claims.mechanisms import DeclaredMechanism
 
 __all__ = [
     "MI_ACCURACY_BOUNDS",
@@ -233,7 +233,7 @@ class BlackboxBlock(EpsilonBlock):
 
 
 class Budget(_Closed):
-    """The split of ``gate.beta`` over the bounds (:mod:`privaudit.verdict.error_budget`)."""
+    """The split of ``gate.beta`` over the bounds (:mod:`privaudit.claims.error_budget`)."""
 
     beta: Number
     gated: tuple[str, ...] = ()
@@ -266,7 +266,7 @@ class RecordedClaim(BaseModel):
 class AuditEntry(RecordedClaim):
     """One defender of ``metrics/audit.json`` (:func:`privaudit.verdict.entry.assemble_entry`); a block is
     ``None`` when its audit did not run. Besides the keys below, only blocks of registered audits are
-    accepted (:data:`privaudit.verdict.registry.AUDITS`; those without a typed block class here are kept in
+    accepted (:data:`privaudit.claims.registry.AUDITS`; those without a typed block class here are kept in
     ``other_blocks`` as :class:`EpsilonBlock`); any other key is an error."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -304,7 +304,7 @@ class AuditEntry(RecordedClaim):
 
     def epsilon_lower_bounds(self) -> list[tuple[str, str, EpsilonBlock, float]]:
         """``(kind, source, block, ε)`` for every ε lower bound present (absent or null ones left out),
-        in registry order (:data:`privaudit.verdict.registry.AUDITS`: white-box, one-run, LiDP K = √n,
+        in registry order (:data:`privaudit.claims.registry.AUDITS`: white-box, one-run, LiDP K = √n,
         LiDP K = 1, Game 3)."""
         found: list[tuple[str, str, EpsilonBlock, float]] = []
         for audit in block_audits():

@@ -20,8 +20,8 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from privaudit.declared_mechanism import Neighbourhood
-from privaudit.verdict.claims import PrivacyClaim
+from privaudit.claims.neighbourhood import Neighbourhood
+from privaudit.claims.claim import PrivacyClaim
 from privaudit.verdict.metrics_files import MI_ACCURACY_BOUNDS as KINDS
 from privaudit.verdict.metrics_files import AttackerResult, BoundsEntry, LtuEntry, parse_entry
 from privaudit.stats import mi_accuracy_bound, mip_eta
@@ -94,7 +94,7 @@ def defender_bounds(claim: PrivacyClaim | None, ltu: AttackerResult | None, p_me
     """One row of ``metrics/bounds.json``: bounds (None without a claimed ε) + empirical accuracy.
 
     The LTU game swaps a member for a non-member (a ``replace_one`` neighbourhood), so the bounds
-    use the claim implied for ``replace_one`` (:mod:`privaudit.verdict.claims`): an add/remove (ε, δ) claim
+    use the claim implied for ``replace_one`` (:mod:`privaudit.claims.claim`): an add/remove (ε, δ) claim
     (DP-SGD) gives (2ε, (1 + e^ε)δ). A claim that implies nothing for it (label-DP) gives null
     bounds and ``comparable: false`` (the gate skips the theory check). ``exceeds_theory`` is
     :func:`theory_check` at ``level``. ``claimed_eta``: the η an η-MIP recipe claims instead of an ε (``kind:

@@ -22,7 +22,7 @@ path D → D∖{x} → D∖{x}∪{x'}): a substitution is a removal followed by 
 ``replace_label`` as it is. Nothing is implied the other way: a replace-one or label claim says
 nothing about adding a record (``implied_for`` returns ``None``: the audit is not comparable).
 
-A claim may carry the **mechanism** the recipe runs (:mod:`privaudit.declared_mechanism`): its whole
+A claim may carry the **mechanism** the recipe runs (:mod:`privaudit.claims.mechanisms`): its whole
 trade-off curve, not only the (ε, δ) point. :meth:`PrivacyClaim.family` is the family of curves a
 black-box bound tests the claim against (:mod:`privaudit.stats.tradeoff`): the mechanism's own, or
 the (ε, δ) polygon when none is declared. The mechanism holds for the claim's own neighbourhood only:
@@ -33,11 +33,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from privaudit.declared_mechanism import Neighbourhood
+from privaudit.claims.neighbourhood import Neighbourhood
 
 if TYPE_CHECKING:
+    from privaudit.claims.mechanisms import DeclaredMechanism
     from privaudit.stats.tradeoff import TradeoffFamily
 
 NEIGHBOURHOODS: tuple[str, ...] = tuple(n.value for n in Neighbourhood)
@@ -72,8 +73,8 @@ class PrivacyClaim:
     epsilon: float
     delta: float
     neighbourhood: Neighbourhood
-    #: the declared mechanism (a :mod:`privaudit.declared_mechanism` model) or ``None``: the point only
-    mechanism: Any = None
+    #: the declared mechanism (a :mod:`privaudit.claims.mechanisms` model) or ``None``: the point only
+    mechanism: "DeclaredMechanism | None" = None
 
     def family(self) -> "TradeoffFamily":
         """The trade-off curves this claim is tested against: the declared mechanism's family, else the

@@ -29,9 +29,9 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy import optimize, special
 
-from privaudit.stats._checks import check_int, check_nonneg, check_positive, check_prob
-from privaudit.stats.thresholds import select_threshold
-from privaudit.stats.xbern import Method
+from ._checks import check_int, check_nonneg, check_positive, check_prob
+from .thresholds import select_threshold
+from .xbern import Method
 
 __all__ = [
     "gaussian_dp_delta",

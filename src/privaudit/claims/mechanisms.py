@@ -1,5 +1,5 @@
-"""A claim's mechanism: what a DP claim says beyond its (ε, δ) point — and the neighbourhood it is made for
-(:class:`Neighbourhood`).
+"""A claim's mechanism: what a DP claim says beyond its (ε, δ) point (the neighbourhood it is made for is
+:class:`privaudit.claims.neighbourhood.Neighbourhood`).
 
 A recipe that knows its mechanism declares it, and every gated black-box bound is then tested
 against that mechanism's whole trade-off curve (:mod:`privaudit.stats.tradeoff`) instead of the
@@ -15,34 +15,26 @@ without a mechanism is tested against its polygon only (assumption-free).
     mechanism: {kind: gdp, mu: 0.5}
     mechanism: {kind: randomized_response, epsilon: 1.0, classes: 10}
 
-Each model is pydantic only (loading params imports no numpy-heavy accountant); :meth:`family`
-imports the statistics. :func:`check_against_claim` refuses a mechanism weaker than the claim it
+Each model is pydantic only (loading params imports no numpy-heavy accountant) and an immutable event
+consumed whole, the way dp_accounting's ``DpEvent`` is: consumers call :meth:`family` (the trade-off curves,
+importing the statistics), :meth:`epsilon_at`, :meth:`dp_event` and :meth:`pld` (dp_accounting, imported
+inside), never unpack (σ, q, T) at a call site. :func:`check_against_claim` refuses a mechanism weaker than the claim it
 comes with, naming both ε.
 """
 
 from __future__ import annotations
 
 import math
-from enum import StrEnum
-from typing import TYPE_CHECKING, Annotated, Literal, Union
+from functools import lru_cache
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field
 
 if TYPE_CHECKING:
     from privaudit.stats.tradeoff import TradeoffFamily
 
-__all__ = ["DeclaredMechanism", "Neighbourhood", "GaussianMechanism", "GdpMechanism", "LaplaceMechanism", "MECHANISM_KINDS",
+__all__ = ["DeclaredMechanism", "GaussianMechanism", "GdpMechanism", "LaplaceMechanism", "MECHANISM_KINDS",
            "RandomizedResponseMechanism", "SubsampledGaussianMechanism", "check_against_claim", "parse_mechanism"]
-
-
-class Neighbourhood(StrEnum):
-    """What two neighbouring data sets differ in, the one name of each relation (its value is what
-    ``params.yaml`` and the metrics files say): one record added or removed (DP-SGD's unit), one record
-    replaced, or one record's label replaced (label DP)."""
-
-    ADD_REMOVE = "add_remove"
-    REPLACE_ONE = "replace_one"
-    REPLACE_LABEL = "replace_label"
 
 
 class _Mechanism(BaseModel):
@@ -57,6 +49,25 @@ class _Mechanism(BaseModel):
         fam = self.family()
         return fam.epsilon(fam.theta_claim, delta)
 
+    def dp_event(self) -> Any:
+        """This mechanism as dp_accounting's ``DpEvent`` (what its ``PLDAccountant`` composes)."""
+        raise NotImplementedError
+
+    def pld(self, discretization: float = 1e-4) -> Any:
+        """The pessimistic privacy-loss distribution of this mechanism (dp_accounting's
+        ``PrivacyLossDistribution``; Koskela et al. 2020, Doroshenko et al. 2022 "Connect the dots"), on a
+        grid of ``discretization`` in privacy loss: what :mod:`privaudit.claims.composition` composes.
+        Cached per (mechanism, discretization): the model is immutable."""
+        return _pld(self, float(discretization))
+
+    def _pld(self, discretization: float) -> Any:
+        raise NotImplementedError
+
+
+@lru_cache(maxsize=128)
+def _pld(mechanism: "_Mechanism", discretization: float) -> Any:
+    return mechanism._pld(discretization)
+
 
 class GaussianMechanism(_Mechanism):
     """Gaussian noise of standard deviation ``noise_multiplier`` × the L2 sensitivity: (1/σ)-GDP."""
@@ -68,6 +79,16 @@ class GaussianMechanism(_Mechanism):
         from privaudit.stats.tradeoff import GaussianFamily
 
         return GaussianFamily(1.0 / self.noise_multiplier)
+
+    def dp_event(self) -> Any:
+        from dp_accounting import dp_event
+
+        return dp_event.GaussianDpEvent(self.noise_multiplier)
+
+    def _pld(self, discretization: float) -> Any:
+        from dp_accounting.pld import privacy_loss_distribution as pld
+
+        return pld.from_gaussian_mechanism(self.noise_multiplier, value_discretization_interval=discretization)
 
 
 class GdpMechanism(_Mechanism):
@@ -81,6 +102,16 @@ class GdpMechanism(_Mechanism):
 
         return GaussianFamily(self.mu)
 
+    def dp_event(self) -> Any:  # μ-GDP is the Gaussian mechanism of σ = 1/μ (Dong, Roth & Su 2022, Thm. 2.7)
+        from dp_accounting import dp_event
+
+        return dp_event.GaussianDpEvent(1.0 / self.mu)
+
+    def _pld(self, discretization: float) -> Any:
+        from dp_accounting.pld import privacy_loss_distribution as pld
+
+        return pld.from_gaussian_mechanism(1.0 / self.mu, value_discretization_interval=discretization)
+
 
 class LaplaceMechanism(_Mechanism):
     """Laplace noise of scale ``scale`` × the L1 sensitivity: pure (1/scale)-DP."""
@@ -92,6 +123,16 @@ class LaplaceMechanism(_Mechanism):
         from privaudit.stats.tradeoff import LaplaceFamily
 
         return LaplaceFamily(1.0 / self.scale)
+
+    def dp_event(self) -> Any:
+        from dp_accounting import dp_event
+
+        return dp_event.LaplaceDpEvent(self.scale)
+
+    def _pld(self, discretization: float) -> Any:
+        from dp_accounting.pld import privacy_loss_distribution as pld
+
+        return pld.from_laplace_mechanism(self.scale, value_discretization_interval=discretization)
 
 
 class SubsampledGaussianMechanism(_Mechanism):
@@ -108,6 +149,23 @@ class SubsampledGaussianMechanism(_Mechanism):
 
         return SubsampledGaussianFamily(1.0 / self.noise_multiplier, sample_rate=self.sample_rate, steps=self.steps)
 
+    def with_steps(self, steps: int) -> "SubsampledGaussianMechanism":
+        """The same mechanism run for ``steps`` steps (a fit that stopped early, or ran on): a new event."""
+        return SubsampledGaussianMechanism.model_validate({**self.model_dump(), "steps": steps})
+
+    def dp_event(self) -> Any:
+        from dp_accounting import dp_event
+
+        step = dp_event.PoissonSampledDpEvent(self.sample_rate, dp_event.GaussianDpEvent(self.noise_multiplier))
+        return dp_event.SelfComposedDpEvent(step, self.steps)
+
+    def _pld(self, discretization: float) -> Any:
+        from dp_accounting.pld import privacy_loss_distribution as pld
+
+        one = pld.from_gaussian_mechanism(self.noise_multiplier, sampling_prob=self.sample_rate,
+                                          value_discretization_interval=discretization)
+        return one.self_compose(self.steps) if self.steps > 1 else one
+
 
 class RandomizedResponseMechanism(_Mechanism):
     """k-ary randomized response: the true value with probability e^ε/(e^ε + k − 1)."""
@@ -120,6 +178,22 @@ class RandomizedResponseMechanism(_Mechanism):
         from privaudit.stats.tradeoff import RandomizedResponseFamily
 
         return RandomizedResponseFamily(self.epsilon, self.classes)
+
+    def noise_parameter(self) -> float:
+        """dp_accounting's p (a uniform bucket w.p. p, the true one otherwise): 1 − p + p/k = e^ε/(e^ε + k − 1)
+        gives p = k/(e^ε + k − 1)."""
+        return self.classes / (math.exp(min(self.epsilon, 700.0)) + self.classes - 1)
+
+    def dp_event(self) -> Any:
+        from dp_accounting import dp_event
+
+        return dp_event.RandomizedResponseDpEvent(self.noise_parameter(), self.classes)
+
+    def _pld(self, discretization: float) -> Any:
+        from dp_accounting.pld import privacy_loss_distribution as pld
+
+        return pld.from_randomized_response(self.noise_parameter(), self.classes,
+                                            value_discretization_interval=discretization)
 
 
 DeclaredMechanism = Annotated[

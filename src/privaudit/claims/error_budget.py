@@ -13,7 +13,7 @@ the same per-bound level and shown as "diagnostic, not gated".
 The budget is planned once for every defender (:class:`BudgetPlan`, ``Params.budget_plan()``) and
 each audit gets its level from the plan (:func:`privaudit.audits.runner.run_audit`), so the number
 recorded next to each bound in ``metrics/audit.json`` (``level``) is the one the gate relies on.
-Which bounds exist and when they apply comes from :data:`privaudit.verdict.registry.AUDITS`.
+Which bounds exist and when they apply comes from :data:`privaudit.claims.registry.AUDITS`.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from privaudit.verdict.registry import AUDITS, BOUND_KINDS, BOUND_LABELS, DEFAULT_GATED, EPSILON_BOUNDS
+from privaudit.claims.registry import AUDITS, BOUND_KINDS, BOUND_LABELS, DEFAULT_GATED, EPSILON_BOUNDS
 
 __all__ = ["BOUND_KINDS", "BOUND_LABELS", "DEFAULT_GATED", "EPSILON_BOUNDS", "BudgetPlan", "ErrorBudget",
            "applicable_bounds", "check_bound_kinds", "plan_budget"]
@@ -40,7 +40,7 @@ def check_bound_kinds(kinds: Sequence[str], where: str = "gate.bounds") -> tuple
 def applicable_bounds(*, observable: bool, canary_audited: bool, theory: bool) -> tuple[str, ...]:
     """The bounds that can be computed for one defender, known from params before any data.
 
-    Every registered audit (:data:`privaudit.verdict.registry.AUDITS`) whose ``applies`` fact holds
+    Every registered audit (:data:`privaudit.claims.registry.AUDITS`) whose ``applies`` fact holds
     contributes all its bounds, in registry order.
 
     Args:
@@ -97,7 +97,7 @@ def plan_budget(beta: float, gated: Sequence[str], applicable: Sequence[str]) ->
 
     >>> b = plan_budget(0.05, DEFAULT_GATED, applicable_bounds(observable=True, canary_audited=True, theory=True))
     >>> b.gated, b.diagnostic, round(b.level("lidp"), 4), round(b.level("lidp_k1"), 4)
-    (('whitebox', 'one_run', 'lidp', 'game3', 'theory'), ('lidp_k1',), 0.01, 0.01)
+    (('whitebox', 'one_run', 'blackbox', 'lidp', 'game3', 'theory'), ('blackbox_rate', 'lidp_k1'), 0.0083, 0.0083)
     >>> round(sum(b.levels[k] for k in b.gated), 12)
     0.05
     """

@@ -22,7 +22,7 @@ Every audit of the family (:mod:`privaudit.audits`) is one module plus one :clas
 - ``in_audit_json``: whether its block is part of ``metrics/audit.json`` (the theory check writes
   ``metrics/bounds.json`` instead).
 
-The error budget (:mod:`privaudit.verdict.error_budget`), the ``metrics/audit.json`` reader
+The error budget (:mod:`privaudit.claims.error_budget`), the ``metrics/audit.json`` reader
 (:mod:`privaudit.verdict.metrics_files`), the merge of the blocks (:mod:`privaudit.verdict.entry`) and the
 release gate loop over these lines; none of them names an audit.
 """
@@ -105,13 +105,13 @@ def _check_registry(audits: tuple[AuditLine, ...]) -> None:
     names = [a.name for a in audits]
     kinds = [b.kind for a in audits for b in a.bounds]
     if len(set(names)) != len(names) or len(set(kinds)) != len(kinds):
-        raise ValueError(f"privaudit.verdict.registry: an audit name or bound kind is registered twice: {names}, {kinds}")
+        raise ValueError(f"privaudit.claims.registry: an audit name or bound kind is registered twice: {names}, {kinds}")
     for a in audits:
         # an audit lives in privaudit.audits; a check of the verdict that is no audit (the theory check, whose
         # block is metrics/bounds.json) in privaudit.verdict
         home = "privaudit.audits" if a.in_audit_json else "privaudit.verdict"
         if a.applies not in APPLICABILITY or a.inputs not in INPUT_KINDS or a.module != f"{home}.{a.name}":
-            raise ValueError(f"privaudit.verdict.registry: bad line {a}: applies in {APPLICABILITY}, inputs in "
+            raise ValueError(f"privaudit.claims.registry: bad line {a}: applies in {APPLICABILITY}, inputs in "
                              f"{INPUT_KINDS}, module privaudit.audits.<name> (privaudit.verdict.<name> for a check "
                              "outside metrics/audit.json)")
 
