@@ -167,3 +167,13 @@ def test_the_report_shows_the_ledger_the_composed_epsilon_and_what_is_left(metri
     assert [r[0].lines[0] for r in tables[1].rows] == ["logreg", "dp_sgd"]
     plain = synthetic.report_inputs()
     assert "Privacy budget over releases" not in {s.title for s in build_document(plain, {})}
+
+
+def test_a_budget_delta_the_releases_use_up_is_named(metrics: dict[str, Any]) -> None:
+    """Bare claims' δ add up: two releases at δ = 1e-5 leave no finite ε at a budget δ of 1e-5."""
+    result = gate(metrics, release("a", delta=1e-5), release("b", delta=1e-5), budget=TotalBudget(epsilon=10.0, delta=1e-5))
+    (reason,) = [r for r in result.defenders["dp_sgd"].reasons if "total_budget" in r]
+    assert "composed ε = inf" in reason and "the composition's own δ exceeds it" in reason
+    assert result.ledger.spent_epsilon is None and result.ledger.left_epsilon is None
+    wider = gate(metrics, release("a", delta=1e-5), release("b", delta=1e-5), budget=TotalBudget(epsilon=10.0, delta=1e-4))
+    assert wider.defenders["dp_sgd"].passed and wider.ledger.left_epsilon == pytest.approx(8.0, abs=0.1)

@@ -446,7 +446,7 @@ def _ledger_section(inputs: ReportInputs) -> Section | None:
     if block is not None and block.defenders:
         section.blocks.append(Table(
             ["Candidate", "Composed ε with the releases", "Budget ε", "Within budget"],
-            [[cell(name), cell("inf (no DP claim or not composable)" if d.composed_epsilon is None
+            [[cell(name), cell("∞ (unbounded at this δ)" if d.composed_epsilon is None
                                else num(d.composed_epsilon), numeric=True),
               cell(num(block.budget_epsilon), numeric=True),
               cell("yes" if d.within_budget else "NO", cls="pass" if d.within_budget else "fail")]

@@ -110,9 +110,11 @@ def _defender(name: str, claim: PrivacyClaim | None, ctx: LedgerContext) -> tupl
     entry = DefenderLedger(composed_epsilon=None if math.isinf(composed) else composed, within_budget=within)
     if within:
         return entry, []
+    unbounded = (" (no finite ε holds at that δ: the composition's own δ exceeds it; a budget δ above the claims' "
+                 "δ together leaves room)" if math.isinf(composed) else "")
     return entry, [
         f"{name}: composed ε = {_fmt(composed)} at δ = {ctx.budget.delta:.3g} of its claim "
-        f"(ε = {_fmt(claim.epsilon)}, δ = {claim.delta:.3g}) with {composed_with} exceeds {budget}"]
+        f"(ε = {_fmt(claim.epsilon)}, δ = {claim.delta:.3g}) with {composed_with} exceeds {budget}{unbounded}"]
 
 
 def ledger_block(claims: Mapping[str, PrivacyClaim | None], ctx: LedgerContext
