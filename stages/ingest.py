@@ -1,4 +1,4 @@
-"""Stage ingest: load ``dataset.name`` → ``data/source/`` (X, y, ids, meta)."""
+"""Stage ingest: load ``dataset.name`` → ``data/source/`` (X, y, ids, meta with the data set's identity and digest)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 from privaudit.artifacts import atomic_dir, ensure_writable
 from privaudit.config import Params
-from privaudit.data.sources import load_source, save_source
+from privaudit.data.sources import load_source, save_source, stamp_source
 from privaudit.seeding import rng_for
 from privaudit.validation import validate_source
 from stages._runner import run_stage
@@ -43,6 +43,7 @@ def _body(args: argparse.Namespace, params: Params) -> None:
         print(f"ingest: warning: {warning}", file=sys.stderr)
     data = load_source(ds.name, path=ds.path, label_column=ds.label_column, max_samples=ds.max_samples,
                        rng=rng_for(params.base.seed, "ingest"))
+    data = stamp_source(data, ds.data_identity())  # meta.json: identity (the release ledger's grouping) and digest
     validate_source(data)  # GX suite 'source' on the output, before it is moved into place
     with atomic_dir(args.out) as tmp:
         save_source(data, tmp)

@@ -29,12 +29,15 @@ def _args(p: argparse.ArgumentParser) -> None:
                    help="the review-sized metrics file that `dvc metrics diff` shows")
     p.add_argument("--out", type=Path, default=DEFAULTS.out)
     p.add_argument("--repo", type=Path, default=DEFAULTS.repo)
+    p.add_argument("--releases", type=Path, default=DEFAULTS.releases,
+                   help="the ledger of releases, composed with each candidate under gate.total_budget")
 
 
 def _body(args: argparse.Namespace, params: Params) -> None:
     """Evaluate the release gate and write the self-contained audit report."""
     paths = ReportPaths(ltu=args.ltu, audit=args.audit, bounds=args.bounds, ltu_scores=args.ltu_scores,
-                        curves=args.curves, gate=args.gate, summary=args.summary, out=args.out, repo=args.repo)
+                        curves=args.curves, gate=args.gate, summary=args.summary, out=args.out, repo=args.repo,
+                        releases=args.releases)
     gate = run_report(paths, ReportPlan.of(params))
     print(f"report: verdict {'PASS' if gate.passed else 'FAIL'} → {args.out / 'audit.html'}")
 

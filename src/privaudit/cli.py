@@ -10,6 +10,18 @@ each prefixed ``WARNING``. Per defender it prints ``PASS``, ``PASS (no DP claim)
 the LTU floors were checked), ``FAIL`` or ``NOT AUDITED`` and, for a claiming defender, its strongest gated ε̂
 against the claim (read from ``audit.json`` beside the gate, ``--audit``).
 
+``privaudit release <defender> [--name NAME] [--identity ID] [--repo .]`` appends the defender to the ledger of
+releases (``releases.yaml``, :mod:`privaudit.claims.ledger`): its DP claim (ε, δ, neighbourhood, mechanism),
+the data set's identity and digest (``data/source/meta.json``, written by the ingest stage) and the audit that
+passed it (the commit of the audit files, the sha256 of ``metrics/gate.json``). Exit codes: 0 recorded; 1
+refused by the verdict — the defender FAILED the gate, is NOT AUDITED, or makes no DP claim; 2 the release
+cannot be vouched for — the gate is missing, corrupt or stale (as for ``verdict``; a release made since the gate
+was computed makes it stale, since the next gate must compose it), the defender is not in the gate, the audit
+files (``dvc.lock``, ``params.yaml``, ``metrics/``) are modified or untracked in git (or there is no git work
+tree), the data stamp or the ledger cannot be read, the name is taken, this audit of the defender is already
+released, or ``--identity`` differs from the identity the gate's total budget was checked for. Each refusal
+names why and the fix.
+
 Stale: the gate's ``provenance`` block (written by the report stage,
 :func:`privaudit.repro.provenance.provenance_stamp`) no longer matches the workspace — an input of
 the report changed, a param changed that a stage of the pipeline has not run with, a stage's
@@ -34,7 +46,8 @@ from typing import TextIO
 from privaudit.messages import cap
 from privaudit.verdict.metrics_files import AuditEntry, GateResult, read_entries, read_gate
 
-__all__ = ["EXIT_FAIL", "EXIT_PASS", "EXIT_USAGE", "check_fresh", "find_repo", "main", "print_verdict"]
+__all__ = ["AUDIT_FILES", "EXIT_FAIL", "EXIT_PASS", "EXIT_USAGE", "ReleaseRefused", "check_fresh", "find_repo", "main",
+           "print_verdict"]
 
 EXIT_PASS = 0
 EXIT_FAIL = 1
@@ -220,6 +233,149 @@ def _verdict(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return EXIT_PASS if gate.passed else EXIT_FAIL
 
 
+# --------------------------------------------------------------------------- release
+
+#: the audit files a release names by commit: they must be committed, unchanged, when it is recorded
+AUDIT_FILES: tuple[str, ...] = ("dvc.lock", "params.yaml", "metrics")
+
+
+class ReleaseRefused(Exception):
+    """``privaudit release`` refuses; ``code`` is the exit code, the message says why and the fix."""
+
+    def __init__(self, message: str, code: int) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def _release_arguments(parser: argparse.ArgumentParser) -> None:
+    """Arguments of ``privaudit release``."""
+    parser.add_argument("defender", help="the defender (params.yaml defenders[].name) released")
+    parser.add_argument("--name", default=None,
+                        help="the release's name in the ledger (default: <defender>-<first 12 digits of the commit>)")
+    parser.add_argument("--identity", default=None,
+                        help="the data set identity (default: the one the ingest stage recorded in "
+                             "data/source/meta.json, i.e. params dataset.identity or the data source)")
+    parser.add_argument("--repo", type=Path, default=Path("."),
+                        help="the repository root holding dvc.yaml, releases.yaml and metrics/ (default: %(default)s)")
+
+
+def _git_lines(repo: Path, *args: str) -> list[str]:
+    """The output lines of ``git args`` in ``repo``; :class:`ReleaseRefused` (exit 2) outside a git work tree."""
+    import subprocess
+
+    try:
+        out = subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True, timeout=30, check=True)
+    except FileNotFoundError:
+        raise ReleaseRefused("git is not installed: a release names the commit of its audit, so it needs git", EXIT_USAGE) from None
+    except subprocess.CalledProcessError as exc:
+        raise ReleaseRefused(f"{repo.resolve()} is not a git work tree with a commit (git {' '.join(args)}: "
+                             f"{exc.stderr.strip() or exc.returncode}): a release names the commit of its audit; "
+                             "run `git init` and commit the audit files first", EXIT_USAGE) from None
+    return out.stdout.splitlines()
+
+
+def _audit_commit(repo: Path) -> str:
+    """The commit holding the audit files, refused (exit 2) when any of them is modified or untracked."""
+    dirty = _git_lines(repo, "status", "--porcelain", "--untracked-files=all", "--", *AUDIT_FILES)
+    if dirty:
+        shown = ", ".join(line[3:] for line in dirty[:5]) + (f" and {len(dirty) - 5} more" if len(dirty) > 5 else "")
+        raise ReleaseRefused(
+            f"the audit files are not committed ({shown}): a release names the commit of the audit that passed it; "
+            f"commit them first (git add {' '.join(AUDIT_FILES)} && git commit)", EXIT_USAGE)
+    return _git_lines(repo, "rev-parse", "HEAD")[0].strip()
+
+
+def _check_releasable(defender: str, gate: GateResult, entry: AuditEntry | None) -> None:
+    """Refuse (exit 1) a defender the gate did not pass with a DP claim; exit 2 when the gate does not know it."""
+    from privaudit.report.first_screen import defender_state
+    from privaudit.verdict.gate import NOT_AUDITED
+
+    verdict = gate.defenders.get(defender)
+    if verdict is None:
+        raise ReleaseRefused(f"defender {defender!r} is not in the gate (it judged {sorted(gate.defenders)}): name one "
+                             "of those, or add it to params.yaml defenders and run `dvc repro`", EXIT_USAGE)
+    state = defender_state(entry, verdict, any(NOT_AUDITED in r for r in verdict.reasons))
+    why = "; ".join(verdict.reasons[:3]) + (f"; and {len(verdict.reasons) - 3} more" if len(verdict.reasons) > 3 else "")
+    if state == "not-audited":
+        raise ReleaseRefused(f"defender {defender!r} is NOT AUDITED: {why}; make its audits run (`privaudit verdict` "
+                             "names what is missing), then `dvc repro`", EXIT_FAIL)
+    if state == "fail":
+        raise ReleaseRefused(f"defender {defender!r} FAILED the release gate: {why}; fix the recipe or its claim and "
+                             "rerun `dvc repro`", EXIT_FAIL)
+    if state == "pass-noclaim":
+        raise ReleaseRefused(f"defender {defender!r} makes no DP claim: the ledger composes claims, and a release "
+                             "without one has an unbounded ε; declare its (epsilon, delta) in params.yaml and rerun "
+                             "`dvc repro`", EXIT_FAIL)
+
+
+def _release(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """Handler of ``privaudit release``."""
+    try:
+        name = _record_release(args)
+    except ReleaseRefused as exc:
+        err.write(f"privaudit release: refused: {cap(str(exc))}\n")
+        return exc.code
+    out.write(f"privaudit release: recorded {name!r} in {args.repo / 'releases.yaml'}; commit it "
+              "(git add releases.yaml && git commit): the next `dvc repro` composes it with every candidate\n")
+    return EXIT_PASS
+
+
+def _record_release(args: argparse.Namespace) -> str:
+    """Check everything, then append the release; returns its name (:class:`ReleaseRefused` otherwise)."""
+    from datetime import datetime, timezone
+
+    from privaudit.artifacts import file_digest
+    from privaudit.claims.ledger import (LEDGER_FILE, LedgerAudit, LedgerClaim, LedgerDataset, Release, append_release,
+                                         read_ledger)
+    from privaudit.data.sources import read_source_stamp
+
+    repo: Path = args.repo
+    gate_path, audit_path = repo / "metrics" / "gate.json", repo / "metrics" / "audit.json"
+    try:
+        gate = read_gate(gate_path)
+    except ValueError as exc:
+        raise ReleaseRefused(str(exc), EXIT_USAGE) from None
+    stale = check_fresh(gate, gate_path, repo)
+    if stale is not None:
+        raise ReleaseRefused(stale.replace(" (or pass --no-check to print it anyway)", "")
+                             + " so that the release is checked against the workspace as it is", EXIT_USAGE)
+    try:
+        entry = read_entries("audit", audit_path).get(args.defender)
+    except (ValueError, OSError) as exc:
+        raise ReleaseRefused(f"{audit_path} cannot be read ({exc}); rerun `dvc repro`", EXIT_USAGE) from None
+    _check_releasable(args.defender, gate, entry)
+    claim = entry.claim if entry is not None else None
+    if claim is None:  # (a passing defender without an audit.json entry: refused above as no DP claim)
+        raise ReleaseRefused(f"defender {args.defender!r} has no DP claim in {audit_path}", EXIT_FAIL)
+    commit = _audit_commit(repo)
+    try:
+        stamp = read_source_stamp(repo / "data" / "source")
+        ledger = read_ledger(repo / LEDGER_FILE)
+    except (ValueError, OSError) as exc:
+        raise ReleaseRefused(str(exc), EXIT_USAGE) from None
+    identity = args.identity if args.identity is not None else stamp.identity
+    if gate.ledger is not None and gate.ledger.identity != identity:
+        raise ReleaseRefused(f"the gate checked gate.total_budget for data set identity {gate.ledger.identity!r}, "
+                             f"not {identity!r}: set dataset.identity: {identity!r} in params.yaml and rerun "
+                             "`dvc repro`, or drop --identity", EXIT_USAGE)
+    gate_hash = file_digest(gate_path)
+    earlier = next((r for r in ledger.releases if r.defender == args.defender and r.audit.gate_hash == gate_hash), None)
+    if earlier is not None:
+        raise ReleaseRefused(f"this audit of {args.defender!r} is already released as {earlier.name!r}", EXIT_USAGE)
+    release = Release(
+        name=args.name or f"{args.defender}-{commit[:12]}", defender=args.defender,
+        date=datetime.now(timezone.utc).replace(microsecond=0),
+        dataset=LedgerDataset(identity=identity, digest=stamp.digest),
+        claim=LedgerClaim(epsilon=claim.epsilon, delta=claim.delta, neighbourhood=claim.neighbourhood,
+                          mechanism=claim.mechanism),
+        audit=LedgerAudit(commit=commit, gate_hash=gate_hash))
+    try:
+        append_release(repo / LEDGER_FILE, release)
+    except (ValueError, OSError) as exc:
+        raise ReleaseRefused(str(exc), EXIT_USAGE) from None
+    return release.name
+
+
 # --------------------------------------------------------------------------- entry point
 
 
@@ -230,6 +386,13 @@ def _commands() -> dict[str, Command]:
             help="print the release-gate verdict; exit 0 on pass, 1 on fail, 2 if the file is missing/corrupt/stale",
             add_arguments=_verdict_arguments,
             handler=_verdict,
+        ),
+        "release": Command(
+            help="record a defender that passed a fresh release gate in releases.yaml; exit 0 recorded, 1 refused "
+                 "by the verdict (FAIL, NOT AUDITED, no DP claim), 2 not checkable (gate missing or stale, audit "
+                 "files uncommitted, ledger or data stamp unreadable)",
+            add_arguments=_release_arguments,
+            handler=_release,
         ),
     }
 

@@ -54,11 +54,26 @@ _PATH_HINT = {
 }
 
 
+#: the data sources read from ``dataset.path``: their default identity names the path too
+_FILE_SOURCES = frozenset({"location", "csv", "imagefolder"})
+
+
 class DatasetParams(_Strict):
     name: str = "digits"
     path: str | None = None
     label_column: str | None = None
     max_samples: int | None = Field(None, ge=2)
+    identity: str | None = Field(None, min_length=1, description=(
+        "The people in the data set: releases with the same identity are composed against gate.total_budget "
+        "(releases.yaml). Null: the data source (dataset.name, and dataset.path for csv, location and imagefolder). "
+        "Keep it when the data grows or is corrected (still the same people); change it only for other people."))
+
+    def data_identity(self) -> str:
+        """``dataset.identity``, or the data source when null: ``dataset.name`` (``<name>:<path>`` for the sources read
+        from ``dataset.path``), the name the release ledger groups releases by."""
+        if self.identity is not None:
+            return self.identity
+        return f"{self.name}:{self.path}" if self.name in _FILE_SOURCES and self.path else self.name
 
     @field_validator("name")
     @classmethod
@@ -367,6 +382,13 @@ class ReportParams(_Strict):
         return [v] if isinstance(v, str) else v
 
 
+class TotalBudget(_Strict):
+    """``gate.total_budget``: the (ε, δ) every release of one data set identity may spend together."""
+
+    epsilon: float = Field(gt=0.0, allow_inf_nan=False, description="Total ε of all releases of one data set identity.")
+    delta: float = Field(ge=0.0, lt=1.0, description="The δ at which the composed ε is compared with the total ε.")
+
+
 class GateParams(_Strict):
     """Thresholds and error budget of the release gate (``gate.*`` in ``params.yaml``)."""
 
@@ -386,6 +408,9 @@ class GateParams(_Strict):
         "Bounds compared with the claim (whitebox, one_run, blackbox, blackbox_rate, lidp, lidp_k1, game3, "
         "theory); the others "
         "are computed and shown as diagnostic, not gated."))
+    total_budget: TotalBudget | None = Field(None, description=(
+        "Privacy budget over releases (releases.yaml): every earlier release of the same dataset.identity is composed "
+        "with each claiming defender, which fails when the composed ε at this δ exceeds this ε. Null: no budget."))
 
     @field_validator("bounds")
     @classmethod

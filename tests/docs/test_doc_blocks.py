@@ -41,6 +41,21 @@ def test_dataset_block_is_valid_params(monkeypatch: pytest.MonkeyPatch) -> None:
         assert params.dataset.label_column
 
 
+def test_total_budget_block_is_valid_params(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The guide's ``gate.total_budget`` block, read by DVC's YAML reader into params.yaml, passes ``config``."""
+    from dvc.utils.serialize import parse_yaml
+
+    monkeypatch.chdir(ROOT)
+    first = "# params.yaml: a total budget over the releases of one data set"
+    blocks = [block_text(s.line, s.path) for s in doc_snippets() if s.kind == "block:yaml" and s.text == first]
+    assert blocks
+    for text in blocks:
+        raw = yaml.safe_load((ROOT / "params.yaml").read_text(encoding="utf-8"))
+        raw["gate"].update(parse_yaml(text, "params.yaml")["gate"])
+        budget = parse_params(raw).gate.total_budget
+        assert budget is not None and (budget.epsilon, budget.delta) == (4.0, 1e-5)
+
+
 def test_defender_key_overrides_as_dvc_applies_them(tmp_path: Path) -> None:
     """``dvc exp run -S 'defenders.1.…'`` of the guide: DVC's own override code (``dvc.utils.hydra.apply_overrides``,
     what ``dvc exp run -S`` calls on params.yaml) takes the dotted form and the ``+`` form, and the result is

@@ -53,6 +53,13 @@ COVERAGE: list[tuple[str, tuple[str, ...] | str]] = [
     (r"(\.venv/bin/)?privaudit verdict", ("tests/report/test_cli.py::test_real_process_exit_code",
                                           "tests/pipeline/test_end_to_end.py::test_pipeline_end_to_end")),
     (r"make (audit|test|verdict|test-all|test-server|setup)( TORCH_INDEX=\S+)?", MAKE),
+    # --- the ledger of releases (docs/howto/release-ledger.md)
+    (r"(\.venv/bin/)?privaudit release( <defender>| dpsgd_eps1)?",
+     ("tests/report/test_cli_release.py::test_the_guide_commands_run_as_a_program",)),
+    (r'git add releases\.yaml && git commit -m "release dpsgd_eps1"',
+     ("tests/report/test_cli_release.py::test_the_guide_commands_run_as_a_program",)),
+    (r"block:yaml # params\.yaml: a total budget over the releases of one data set",
+     (DOCS + "test_total_budget_block_is_valid_params",)),
     # --- setup and shell state
     (r"git clone <this repository> privaudit && cd privaudit", EXCLUDED + "needs the network and a placeholder URL; "
      "a fresh clone's make audit/make test are measured by hand (README 'Quickstart', 'Tests')"),

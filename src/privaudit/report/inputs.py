@@ -8,6 +8,7 @@ from typing import Any
 
 import pandas as pd
 
+from privaudit.claims.ledger import Release
 from privaudit.verdict.metrics_files import AuditMetrics, GateResult
 
 __all__ = ["ReportInputs"]
@@ -38,6 +39,8 @@ class ReportInputs:
         table1_left_out: names of the Table 1 reproductions listed in ``report.table1`` but not
             shown because they belong to another data set than ``dataset`` (the report says so).
         dataset: the audited data set (``dataset.name``).
+        releases: the ledger's earlier releases of the audited data set identity (``releases.yaml``), oldest
+            first; the gate's ``ledger`` block holds their composition under ``gate.total_budget``.
     """
 
     metrics: AuditMetrics
@@ -49,6 +52,7 @@ class ReportInputs:
     table1: pd.DataFrame | dict[str, pd.DataFrame] | None = None
     table1_left_out: tuple[str, ...] = ()
     dataset: str | None = None
+    releases: tuple[Release, ...] = ()
 
     def __post_init__(self) -> None:
         """Validate types and the columns of the optional tables (``ValueError`` naming them)."""

@@ -1,6 +1,7 @@
 """Build the report's sections from :class:`ReportInputs` (see :mod:`privaudit.report.document`).
 
-Order: verdict, per-defender table, theoretical bounds, plots (with the most exposed sample
+Order: verdict, claims against the audited bounds, the privacy budget over releases (only with
+``gate.total_budget`` or releases in the ledger), per-defender table, theoretical bounds, plots (with the most exposed sample
 ids and ROC statistics), LTU Table 1, provenance manifest. Absent data gives a
 "not computed in this audit" note, never an exception.
 """
@@ -416,6 +417,45 @@ def _claims_section(inputs: ReportInputs) -> Section:
     return section
 
 
+def _ledger_section(inputs: ReportInputs) -> Section | None:
+    """The ledger of releases of the audited data set, the composed ε of each candidate with them under
+    ``gate.total_budget`` and what is left; ``None`` (no section) without a budget and without releases."""
+    block = inputs.gate.ledger if inputs.gate is not None else None
+    if block is None and not inputs.releases:
+        return None
+    section = Section("Privacy budget over releases")
+    if block is None:
+        section.blocks.append(Note(
+            "gate.total_budget is null: the releases below are listed, not composed with the candidates. Set "
+            "gate.total_budget: {epsilon, delta} to fail a candidate that would exceed a total budget."))
+    else:
+        spent = "unbounded" if block.spent_epsilon is None else num(block.spent_epsilon)
+        left = "none" if block.left_epsilon is None else num(block.left_epsilon)
+        section.blocks.append(Note(
+            f"Data set identity {block.identity!r}: {len(block.releases)} earlier release(s); budget "
+            f"gate.total_budget ε = {num(block.budget_epsilon)} at δ = {block.budget_delta:.3g}; spent by the "
+            f"releases so far (composed): ε = {spent}; left: ε = {left}."))
+    if inputs.releases:
+        section.blocks.append(Table(
+            ["Release", "Defender", "Date (UTC)", "ε", "δ", "Neighbourhood", "Mechanism", "Data digest", "Audit commit"],
+            [[cell(r.name), cell(r.defender), cell(r.date.strftime("%Y-%m-%d %H:%M")),
+              cell(num(r.claim.epsilon), numeric=True), cell(f"{r.claim.delta:.3g}", numeric=True),
+              cell(r.claim.neighbourhood.value), cell(r.claim.mechanism.kind if r.claim.mechanism else "—"),
+              cell(r.dataset.digest[:12]), cell(r.audit.commit[:12])] for r in inputs.releases],
+            "releases.yaml: the releases made from the same people's data (privaudit release <defender>)"))
+    if block is not None and block.defenders:
+        section.blocks.append(Table(
+            ["Candidate", "Composed ε with the releases", "Budget ε", "Within budget"],
+            [[cell(name), cell("∞ (unbounded at this δ)" if d.composed_epsilon is None
+                               else num(d.composed_epsilon), numeric=True),
+              cell(num(block.budget_epsilon), numeric=True),
+              cell("yes" if d.within_budget else "NO", cls="pass" if d.within_budget else "fail")]
+             for name, d in block.defenders.items()],
+            f"Each candidate's claim composed with every release above at δ = {block.budget_delta:.3g} "
+            "(optimal composition of the (ε, δ) points, Kairouz et al. 2015; PLD composition of declared mechanisms)"))
+    return section
+
+
 def _threat_cell(footnotes: list[str], name: str, kind: str, lines: list[str]) -> Cell:
     """A short threat-model label and a note number; the full text (threat model, assumption, notes) is appended
     to ``footnotes`` once per distinct text, so the table keeps one line per row."""
@@ -650,9 +690,11 @@ def build_document(
         ValueError: ``most_exposed`` is not an integer >= 0.
     """
     check_most_exposed(most_exposed)
+    ledger = _ledger_section(inputs)
     return [
         _verdict_section(inputs),
         _claims_section(inputs),
+        *([ledger] if ledger is not None else []),
         _defender_section(inputs),
         *_plots_section(inputs, pngs, most_exposed),
         _table1_section(inputs),

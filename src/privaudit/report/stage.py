@@ -4,8 +4,9 @@
 
 1. fail early if ``metrics/gate.json`` or ``reports/`` cannot be written;
 2. read ``metrics/ltu.json``, ``audit.json``, ``bounds.json`` into typed entries, each checked
-   against its GX contract (:func:`privaudit.verdict.metrics_files.read_metrics` with ``contract=True``);
-3. evaluate the release gate and check its result against the ``gate`` contract, before anything
+   against its GX contract (:func:`privaudit.verdict.metrics_files.read_metrics` with ``contract=True``),
+   and the ledger's releases of the audited data set (``releases.yaml``);
+3. evaluate the release gate (with ``gate.total_budget``, composing the releases with each candidate) and check its result against the ``gate`` contract, before anything
    is written;
 4. load the optional report tables (per-sample scores and ROC curves of the ``ltu`` stage, LiDP ε̂
    vs trials, the Table 1 reproductions of ``report.table1`` of the audited data set, see
@@ -23,9 +24,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from privaudit.artifacts import ensure_writable, read_json, write_json
+from privaudit.claims.ledger import LEDGER_FILE, Release, read_ledger
 from privaudit.repro.provenance import build_manifest, provenance_stamp
 from privaudit.seeding import SeededBlock
 from privaudit.verdict.gate import GateSettings, evaluate_gate
+from privaudit.verdict.total_budget import BudgetSettings, LedgerContext
 from privaudit.verdict.metrics_files import GateResult, read_metrics
 from privaudit.report.summary import build_summary
 
@@ -35,8 +38,8 @@ if TYPE_CHECKING:
 # pandas, matplotlib (the renderer) and the report's inputs are imported inside the functions that use them,
 # so importing this module (the report stage's --help, its argument errors) pays for none of them.
 
-__all__ = ["ReportPaths", "ReportPlan", "read_epsilon_curves", "read_ltu_tables", "read_table1", "run_report", "select_table1",
-           "write_gate"]
+__all__ = ["ReportPaths", "ReportPlan", "read_epsilon_curves", "read_ltu_tables", "read_releases", "read_table1", "run_report",
+           "select_table1", "write_gate"]
 
 #: the upstream data folders whose hashes the provenance manifest records
 MANIFEST_DATA: dict[str, Path] = {
@@ -56,11 +59,19 @@ class ReportPaths:
     summary: Path = Path("metrics/summary.json")
     out: Path = Path("reports")
     repo: Path = Path(".")
+    releases: Path = LEDGER_FILE  # the ledger of releases (composed under gate.total_budget)
 
 
-class _Named(Protocol):
+class _Dataset(Protocol):
     @property
     def name(self) -> str: ...
+
+    def data_identity(self) -> str: ...
+
+
+class _GateBlock(GateSettings, Protocol):
+    @property
+    def total_budget(self) -> BudgetSettings | None: ...
 
 
 class _ReportBlock(Protocol):
@@ -79,11 +90,11 @@ class ParamsWithReport(Protocol):
     imports no params module)."""
 
     @property
-    def gate(self) -> GateSettings: ...
+    def gate(self) -> _GateBlock: ...
     @property
     def report(self) -> _ReportBlock: ...
     @property
-    def dataset(self) -> _Named: ...
+    def dataset(self) -> _Dataset: ...
     @property
     def base(self) -> SeededBlock: ...
 
@@ -99,6 +110,8 @@ class ReportPlan:
         dataset: ``dataset.name`` (which Table 1 reproductions belong to this audit).
         title, most_exposed, table1, table1_other_datasets: the ``report`` block.
         seed: ``base.seed``; params: the whole params as JSON (both recorded in the provenance manifest).
+        total_budget: ``gate.total_budget`` (``None``: no budget, the ledger is shown but not composed).
+        identity: the data set's identity (``dataset.identity`` or the data source): which releases compose.
     """
 
     gate: GateSettings
@@ -109,13 +122,28 @@ class ReportPlan:
     table1_other_datasets: bool
     seed: int
     params: dict[str, Any]
+    total_budget: BudgetSettings | None = None
+    identity: str | None = None
 
     @classmethod
     def of(cls, params: ParamsWithReport) -> "ReportPlan":
         r = params.report
         return cls(gate=params.gate, dataset=params.dataset.name, title=r.title, most_exposed=r.most_exposed,
                    table1=tuple(r.table1 or ()), table1_other_datasets=r.table1_other_datasets,
-                   seed=params.base.seed, params=params.model_dump(mode="json"))
+                   seed=params.base.seed, params=params.model_dump(mode="json"),
+                   total_budget=params.gate.total_budget, identity=params.dataset.data_identity())
+
+    def data_identity(self) -> str:
+        """The audited data set's identity (``dataset.name`` when the plan was built without one)."""
+        return self.identity if self.identity is not None else self.dataset
+
+
+def read_releases(path: Path, plan: ReportPlan) -> tuple[Release, ...]:
+    """The ledger's releases of the audited data set (oldest first). A missing ledger is empty without a budget
+    and an error with one (:func:`privaudit.claims.ledger.read_ledger` names the fix)."""
+    if plan.total_budget is None and not path.is_file():
+        return ()
+    return read_ledger(path).for_identity(plan.data_identity())
 
 
 def read_ltu_tables(folder: Path, defenders: Iterable[str]) -> tuple[dict[str, pd.DataFrame], dict[str, Any]]:
@@ -185,7 +213,10 @@ def run_report(paths: ReportPaths, plan: ReportPlan) -> GateResult:
 
     ensure_writable(paths.gate, paths.summary, paths.out / "audit.html")
     metrics = read_metrics(paths.ltu, paths.audit, paths.bounds, contract=True)
-    gate = evaluate_gate(metrics, plan.gate)
+    releases = read_releases(paths.releases, plan)
+    ledger = (LedgerContext(plan.total_budget, plan.data_identity(), releases)
+              if plan.total_budget is not None else None)
+    gate = evaluate_gate(metrics, plan.gate, ledger)
     validate_metrics("gate", gate.to_json())  # the output, before anything is written
     scores, roc = read_ltu_tables(paths.ltu_scores, metrics.ltu)
     curves = read_epsilon_curves(paths.curves, metrics.audit)
@@ -194,7 +225,7 @@ def run_report(paths: ReportPaths, plan: ReportPlan) -> GateResult:
     manifest = build_manifest(paths.repo, plan.params, plan.seed, MANIFEST_DATA)
     inputs = ReportInputs(metrics, gate, manifest, privacy_scores=scores or None, roc=roc or None,
                           epsilon_vs_trials=curves or None, table1=table1 or None,
-                          table1_left_out=left_out, dataset=plan.dataset)
+                          table1_left_out=left_out, dataset=plan.dataset, releases=releases)
     build_report(inputs, paths.out, title=plan.title, most_exposed=plan.most_exposed)
     write_json(paths.summary, build_summary(metrics, gate).to_json())
     # ties the verdict to the inputs/params/dvc.lock it was computed from (privaudit verdict checks it)

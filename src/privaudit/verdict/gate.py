@@ -30,6 +30,9 @@ Checks, per defender (every defender named in any of the three files):
    (:func:`privaudit.verdict.theory.theory_check`, the same check as ``exceeds_theory`` in
    ``metrics/bounds.json``). Exceeding a bound that holds for every attacker
    means the implementation or the privacy accounting is wrong.
+5. **Total budget** (``gate.total_budget``, optional): the defender's claim composed with every earlier
+   release of the same data set identity in ``releases.yaml`` must not exceed the budget's ε at its δ
+   (:mod:`privaudit.verdict.total_budget`); a defender without a DP claim fails under a budget.
 
 Error bars (``gate.use_error_bars``). A release gate must not be easier to pass with a
 *smaller* audit. Comparing ``privacy + stderr`` with the threshold would do exactly that:
@@ -74,6 +77,7 @@ from privaudit.verdict.metrics_files import (
     LtuEntry,
 )
 from privaudit.verdict.theory import theory_check
+from privaudit.verdict.total_budget import LedgerContext, ledger_block
 
 #: marks a reason saying that a DP claim could not be audited (the report shows it in red)
 NOT_AUDITED = "[NOT AUDITED]"
@@ -304,13 +308,22 @@ def _evaluate_defender(defender: str, metrics: AuditMetrics, params: GateSetting
     return reasons
 
 
-def evaluate_gate(metrics: AuditMetrics, params: GateSettings) -> GateResult:
+def _claims(metrics: AuditMetrics) -> dict[str, PrivacyClaim | None]:
+    """Every defender's DP claim (``None``: none, or no ``metrics/audit.json`` entry)."""
+    return {d: (e.claim if (e := metrics.audit.get(d)) is not None else None) for d in metrics.defenders()}
+
+
+def evaluate_gate(metrics: AuditMetrics, params: GateSettings, ledger: LedgerContext | None = None) -> GateResult:
     """Evaluate the release gate.
 
     Args:
         metrics: ``metrics/ltu.json``, ``metrics/audit.json`` and ``metrics/bounds.json``
             (:func:`privaudit.verdict.metrics_files.read_metrics`).
         params: the ``gate.*`` thresholds.
+        ledger: with ``gate.total_budget`` set, the budget and the earlier releases of the audited data set
+            (:mod:`privaudit.verdict.total_budget`): each defender's claim composed with them must stay within
+            the budget, and the result carries the ``ledger`` block. ``None``: no budget (the result is what it
+            was before the ledger existed).
 
     Returns:
         The ``metrics/gate.json`` verdict, without provenance. A defender (every defender named in
@@ -322,8 +335,9 @@ def evaluate_gate(metrics: AuditMetrics, params: GateSettings) -> GateResult:
     defenders: dict[str, DefenderVerdict] = {}
     all_reasons: list[str] = []
     warnings: list[str] = []
+    block, budget_reasons = ledger_block(_claims(metrics), ledger) if ledger is not None else (None, {})
     for defender in metrics.defenders():
-        reasons = _evaluate_defender(defender, metrics, params)
+        reasons = _evaluate_defender(defender, metrics, params) + budget_reasons.get(defender, [])
         defenders[defender] = DefenderVerdict(passed=not reasons, reasons=tuple(reasons))
         all_reasons.extend(reasons)
         warnings.extend(_warnings(defender, metrics))
@@ -336,4 +350,5 @@ def evaluate_gate(metrics: AuditMetrics, params: GateSettings) -> GateResult:
         reasons=tuple(all_reasons),
         defenders=defenders,
         warnings=tuple(warnings),
+        ledger=block,
     )

@@ -45,9 +45,11 @@ __all__ = [
     "AuditMetrics",
     "BoundsEntry",
     "Budget",
+    "DefenderLedger",
     "DefenderVerdict",
     "EpsilonBlock",
     "GateResult",
+    "LedgerBlock",
     "LtuEntry",
     "LtuSummary",
     "DefenderSummary",
@@ -464,9 +466,33 @@ class DefenderVerdict(_Closed):
     reasons: tuple[str, ...]
 
 
+class DefenderLedger(_Closed):
+    """One candidate under ``gate.total_budget``: its claim composed with the earlier releases
+    (``composed_epsilon`` at the budget's δ; null: unbounded, no DP claim) and whether that is within the budget."""
+
+    composed_epsilon: Number | None = None
+    within_budget: StrictBool
+
+
+class LedgerBlock(_Closed):
+    """``metrics/gate.json``'s ``ledger`` block (only with ``gate.total_budget`` set;
+    :mod:`privaudit.verdict.total_budget`): the data set identity, the budget, the earlier releases of that
+    identity composed (names, oldest first), what they spent together (``spent_epsilon``, composed ε at the
+    budget's δ; null: unbounded or not composable) and what is left (``left_epsilon`` = budget ε − spent), and
+    per defender its composition with them."""
+
+    identity: str
+    budget_epsilon: Number
+    budget_delta: Number
+    releases: tuple[str, ...] = ()
+    spent_epsilon: Number | None = None
+    left_epsilon: Number | None = None
+    defenders: dict[str, DefenderLedger] = Field(default_factory=dict)
+
+
 class GateResult(_Closed):
-    """``metrics/gate.json``: the release gate's verdict (:func:`privaudit.verdict.gate.evaluate_gate`)
-    and, once written by the report stage, its ``provenance`` (:mod:`privaudit.repro.provenance`).
+    """``metrics/gate.json``: the release gate's verdict (:func:`privaudit.verdict.gate.evaluate_gate`),
+    with ``gate.total_budget`` its composition with the ledger of releases (``ledger``), and, once written by the report stage, its ``provenance`` (:mod:`privaudit.repro.provenance`).
 
     ``warnings`` (``"defender <name>: <text>"``) never change ``passed``: they say what a reader must
     know beside the verdict (e.g. a black-box GDP view above a claim that declares no mechanism). A
@@ -476,6 +502,8 @@ class GateResult(_Closed):
     reasons: tuple[str, ...]
     defenders: dict[str, DefenderVerdict]
     warnings: tuple[str, ...] = ()
+    #: the composition with the ledger of releases (``gate.total_budget`` set), else ``None`` (no key written)
+    ledger: LedgerBlock | None = None
     provenance: dict[str, Any] | None = None
 
     def unlisted_reasons(self) -> list[str]:
@@ -488,6 +516,8 @@ class GateResult(_Closed):
         data = self.model_dump(mode="json")
         if not self.warnings:
             del data["warnings"]
+        if self.ledger is None:
+            del data["ledger"]
         if self.provenance is None:
             del data["provenance"]
         return data

@@ -17,6 +17,8 @@ Names (``dataset.name``):
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import json
 import zipfile
 from pathlib import Path
@@ -30,9 +32,13 @@ __all__ = [
     "SOURCE_NAMES",
     "DataSourceError",
     "SourceData",
+    "SourceStamp",
     "load_source",
     "read_source",
+    "read_source_stamp",
     "save_source",
+    "source_digest",
+    "stamp_source",
 ]
 
 SOURCE_NAMES: tuple[str, ...] = ("digits", "mnist5k", "location", "csv", "imagefolder", "torchvision:<Name>")
@@ -107,6 +113,52 @@ def _require_path(name: str, path: str | None) -> Path:
     if not resolved.exists():
         raise DataSourceError(f"dataset.path={str(path)!r} does not exist (dataset.name={name!r})")
     return resolved
+
+
+def source_digest(data: SourceData) -> str:
+    """sha256 over the arrays ``save_source`` stores (X, y, ids: each array's name, dtype, shape and C-order bytes).
+
+    The same data gives the same digest on every run and machine (the arrays are what the pipeline reads; the
+    npz container's zip timestamps are left out), and any change of a value, row, label or id changes it.
+    """
+    h = hashlib.sha256()
+    for name, array in (("X", data.X), ("y", data.y), ("ids", data.ids)):
+        arr = np.ascontiguousarray(array)
+        h.update(f"{name}|{arr.dtype.str}|{list(arr.shape)}|".encode())
+        h.update(arr.tobytes(order="C"))
+    return h.hexdigest()
+
+
+def stamp_source(data: SourceData, identity: str) -> SourceData:
+    """``data`` with ``meta["identity"]`` (``dataset.identity``: the people, by which the release ledger groups
+    releases) and ``meta["digest"]`` (:func:`source_digest`: exactly which data) recorded."""
+    return dataclasses.replace(data, meta={**data.meta, "identity": identity, "digest": source_digest(data)})
+
+
+@dataclasses.dataclass(frozen=True)
+class SourceStamp:
+    """What the ingest stage recorded of the data set in ``meta.json``: its identity and digest."""
+
+    identity: str
+    digest: str
+
+
+def read_source_stamp(in_dir: Path) -> SourceStamp:
+    """The identity and digest of the ingested data (``<in_dir>/meta.json``).
+
+    Raises:
+        DataSourceError: the file is missing or corrupt, or written before the stamp existed (rerun ingest).
+    """
+    meta_path = Path(in_dir) / META_FILE
+    try:
+        meta = read_json(meta_path)
+    except FileNotFoundError:
+        raise DataSourceError(f"{meta_path} is missing; run the ingest stage first (dvc repro ingest)") from None
+    identity, digest = (meta.get("identity"), meta.get("digest")) if isinstance(meta, dict) else (None, None)
+    if not isinstance(identity, str) or not isinstance(digest, str):
+        raise DataSourceError(f"{meta_path} records no data set identity and digest (written by an older privaudit): "
+                              "rerun the ingest stage (dvc repro -f -s ingest)")
+    return SourceStamp(identity, digest)
 
 
 def save_source(data: SourceData, out_dir: Path) -> None:
