@@ -21,20 +21,25 @@ MAX_LAYERS = 8
 
 #: part -> parts it must never import
 _ALL = {"artifacts", "attacks", "audits", "canaries", "cli", "compat", "config", "data", "declared_mechanism",
-        "defenders", "features", "hooks", "losses", "mechanisms", "messages", "planning", "report", "repro",
+        "defenders", "features", "history", "hooks", "losses", "mechanisms", "messages", "planning", "report", "repro",
         "seeding", "stats", "testing", "train", "validation", "verdict"}
 FORBIDDEN: dict[str, set[str]] = {
     "stats": _ALL - {"stats"},  # pure statistics: numpy/scipy only
     "verdict": {"audits", "report", "config", "testing", "attacks", "canaries", "train", "defenders", "planning",
-                "features", "data", "repro", "hooks", "cli"},  # decides, never trains, renders or reads params
-    "repro": {"verdict", "audits", "report", "testing", "config", "canaries", "attacks", "defenders", "train"},
+                "features", "data", "repro", "hooks", "cli", "history"},  # decides, never trains, renders or reads params
+    "repro": {"verdict", "audits", "report", "testing", "config", "canaries", "attacks", "defenders", "train",
+              "history"},
+    # the history records what the typed metrics say: it reads, never audits, trains, renders the report or reads params
+    "history": {"audits", "attacks", "canaries", "train", "defenders", "planning", "features", "data", "config",
+                "hooks", "cli", "report", "validation", "testing"},
     "attacks": {"config", "audits", "verdict", "report", "testing"},
     "canaries": {"config", "audits", "verdict", "report", "testing"},
     "train": {"config", "audits", "verdict", "report", "testing", "canaries", "attacks", "defenders"},  # knows no zoo
     "planning": {"config", "audits", "verdict", "report", "testing"},
     "config": {"audits", "report", "attacks", "canaries", "train", "testing"},
     "audits": {"report", "testing", "config"},
-    "report": {"audits", "attacks", "canaries", "train", "defenders", "testing", "planning", "hooks", "config"},
+    "report": {"audits", "attacks", "canaries", "train", "defenders", "testing", "planning", "hooks", "config",
+               "history"},
     # the GX suites are the artifacts' contracts: above ``artifacts`` and the source data type, below every reader
     "validation": _ALL - {"validation", "artifacts", "data"},
 }
