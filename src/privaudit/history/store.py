@@ -10,14 +10,16 @@ shared by every worktree of the repository.
 An append is written with git plumbing only (no index, no work tree, no checkout): ``hash-object``
 for the new file, ``mktree``, ``commit-tree`` with the previous tip as parent, then ``update-ref <ref>
 <new> <old>``, which moves the ref only if it still points at ``<old>``: two runs appending at the same
-time never lose a record; the loser reads the new tip and tries again (:data:`RETRIES`). Where git has
+time never lose a record; the loser reads the new tip and tries again after a random pause (:data:`RETRIES`). Where git has
 no user name or e-mail configured, the commits are made as ``privaudit <privaudit@localhost>``.
 """
 
 from __future__ import annotations
 
 import os
+import random
 import subprocess
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -27,8 +29,8 @@ __all__ = ["FILE", "REF", "RETRIES", "HistoryError", "HistoryStore", "git"]
 
 REF = "refs/privaudit/history"
 FILE = "history.jsonl"
-#: appends tried before giving up on a busy ref (each retry reads the new tip)
-RETRIES = 8
+#: appends tried before giving up on a busy ref (each retry reads the new tip, after a random pause that grows)
+RETRIES = 30
 _DEFAULT_IDENTITY = {"user.name": "privaudit", "user.email": "privaudit@localhost"}
 
 
@@ -115,7 +117,10 @@ class HistoryStore:
         """
         line = record.to_line()
         message = f"privaudit history: {record.when.isoformat()} {record.trigger}"
-        for _ in range(RETRIES):
+        jitter = random.SystemRandom()  # retry timing only: no number of any record depends on it
+        for attempt in range(RETRIES):
+            if attempt:
+                time.sleep(jitter.uniform(0.0, 0.05 * min(attempt, 10)))
             old = self.tip()
             text = self._text(old)
             if text and not text.endswith("\n"):
