@@ -104,3 +104,17 @@ def test_a_corrupt_line_is_named(repo: Path) -> None:
     git(repo, "update-ref", REF, new)
     with pytest.raises(ValueError, match=rf"{REF}:{FILE}:2: "):
         store.read()
+
+
+def test_the_history_is_shared_by_push_and_fetch(repo: Path, tmp_path: Path) -> None:
+    """The guide's commands: `git push origin refs/privaudit/history`, then in another clone
+    `git fetch origin refs/privaudit/history:refs/privaudit/history`."""
+    remote, clone = tmp_path / "remote.git", tmp_path / "clone"
+    subprocess.run(["git", "init", "-q", "--bare", str(remote)], check=True)
+    git(repo, "remote", "add", "origin", str(remote))
+    HistoryStore(repo).append(record(0))
+    git(repo, "push", "-q", "origin", REF)
+    subprocess.run(["git", "clone", "-q", str(remote), str(clone)], check=True, capture_output=True)
+    assert HistoryStore(clone).read() == []  # a clone fetches branches, not this ref
+    git(clone, "fetch", "-q", "origin", f"{REF}:{REF}")
+    assert HistoryStore(clone).read() == [record(0)]
