@@ -145,3 +145,15 @@ def test_the_stage_glue_records_the_trigger_and_refuses_outside_git(ws: Path, tm
     proc = _stage(bare)
     assert proc.returncode == 1 and "not inside a git repository" in proc.stderr and "git init" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_a_repository_without_a_commit_is_recorded_without_one(tmp_path: Path) -> None:
+    """The fresh `git init` + `dvc init` workspaces of the pipeline tests: no HEAD yet."""
+    ws = tmp_path / "fresh"
+    (ws / "metrics").mkdir(parents=True)
+    subprocess.run(["git", "init", "-q", str(ws)], check=True)
+    for name in ("ltu", "audit", "bounds", "gate"):
+        shutil.copy(ROOT / "metrics" / f"{name}.json", ws / "metrics" / f"{name}.json")
+    record, flagged = _run(ws, 0)
+    assert record.commit is None and record.dirty is None and record.data.digest is None and flagged == []
+    assert HistoryStore(ws).read() == [record]
