@@ -157,3 +157,13 @@ def test_a_repository_without_a_commit_is_recorded_without_one(tmp_path: Path) -
     record, flagged = _run(ws, 0)
     assert record.commit is None and record.dirty is None and record.data.digest is None and flagged == []
     assert HistoryStore(ws).read() == [record]
+
+
+def test_the_page_lists_the_latest_runs_and_charts_every_run() -> None:
+    from privaudit.history.page import TABLE_RUNS, render_history
+    from tests.history.conftest import record
+
+    records = [record(i) for i in range(TABLE_RUNS + 5)]
+    page = render_history(records, [])
+    assert page.count("<tr><td>") == TABLE_RUNS and f"lists all {TABLE_RUNS + 5}" in page
+    assert f"whitebox run {TABLE_RUNS + 5}:" in page and "whitebox run 1:" in page

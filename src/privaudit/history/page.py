@@ -2,7 +2,8 @@
 
 Self-contained (inline SVG and CSS, no script, no matplotlib), so the ``history`` stage stays cheap. Per
 defender: one chart of every gated ε̂ over the runs (one line per bound kind, the claimed ε dashed,
-a flagged run ringed in red), one of the LTU utility, then the runs newest first with what changed.
+a flagged run ringed in red), one of the LTU utility, then the latest :data:`TABLE_RUNS` runs newest first with
+what changed.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from privaudit.history.regression import Regression
 
 __all__ = ["render_history"]
 
+#: runs listed in each defender's table, newest first (the charts show every run; `privaudit history` lists all)
+TABLE_RUNS = 50
 _COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#17becf", "#e377c2")
 _W, _H, _PAD = 640, 220, 40
 
@@ -85,7 +88,7 @@ def _defender_section(name: str, records: Sequence[AuditRecord], flagged: list[R
     rings = {(g.kind, g.record) for g in flagged}
     utility = {"utility (test accuracy)": [None if d is None else d.utility for d in runs]}
     rows = []
-    for i in reversed(range(len(records))):
+    for i in reversed(range(max(0, len(records) - TABLE_RUNS), len(records))):
         d, rec = runs[i], records[i]
         if d is None:
             continue
@@ -100,7 +103,9 @@ def _defender_section(name: str, records: Sequence[AuditRecord], flagged: list[R
                     f"<td>{flags}</td></tr>")
     table = ("<table><thead><tr><th>Run</th><th>When (UTC)</th><th>Trigger</th><th>Commit</th><th>Verdict</th>"
              "<th>Gated ε̂ (level; detectable ε)</th><th>Utility</th><th>Regression</th></tr></thead><tbody>"
-             + "".join(rows) + "</tbody></table>")
+             + "".join(rows) + "</tbody></table>"
+             + (f'<p class="muted">The {TABLE_RUNS} latest runs; <code>privaudit history</code> lists all '
+                f"{len(records)}.</p>" if len(records) > TABLE_RUNS else ""))
     return (f'<h2 id="{_h(name)}">{_h(name)}</h2>'
             + _chart(eps, len(records), rings, "gated ε̂ per bound", dashed=claimed)
             + _chart(utility, len(records), set(), "LTU utility (test accuracy)") + table)

@@ -18,6 +18,7 @@ from raw JSON.
 
 from __future__ import annotations
 
+import json
 import math
 from datetime import datetime, timezone
 from typing import Any, Literal
@@ -119,8 +120,6 @@ class AuditRecord(_Frozen):
 
     def to_line(self) -> str:
         """The record as one JSON line (sorted keys, no newline inside, a newline at the end)."""
-        import json
-
         return json.dumps(self.model_dump(mode="json"), sort_keys=True, ensure_ascii=False,
                           separators=(",", ":")) + "\n"
 
