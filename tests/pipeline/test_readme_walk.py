@@ -127,7 +127,7 @@ def test_the_newcomers_readme_walk(repo_root: Path, tmp_path: Path) -> None:
     # 1. make audit: the whole pipeline, a printed verdict, make's exit code saying which
     rc0 = _make_audit(ws)
     assert (ws / "reports" / "audit.html").is_file() and (ws / "metrics" / "gate.json").is_file()
-    again = run(MAKE_AUDIT, ws, check=False)  # "a second dvc repro reruns only the user_code stage" (+ environment)
+    again = run(MAKE_AUDIT, ws, check=False)  # "a second dvc repro reruns only the user_code stage" (+ environment, + history)
     assert again.returncode == rc0 and _ran(again.stdout) == ["environment", "history", "user_code"], again.stdout
 
     # 2. my own data: a CSV under data/external/, dataset.name: csv, path, label_column; committed as my audit
