@@ -49,11 +49,28 @@ def resolve_repo(repo: str | None) -> Path:
     return path
 
 
-def pipeline_env() -> dict[str, str]:
-    """Subprocess environment: this interpreter's bin first on PATH (``python -m stages.*``), no analytics."""
+def flow_trigger() -> str | None:
+    """What started this flow run, for the audit history (``PRIVAUDIT_TRIGGER``, read by the ``history`` stage):
+    ``prefect deployment <flow>/<deployment> (flow run <name>)`` for a deployment's run (a schedule's or
+    one started by hand), ``prefect flow <flow> (flow run <name>)`` for a flow called directly (``python -m
+    flows.audit``), ``None`` outside a flow run (the stage then records ``dvc repro``)."""
+    from prefect.runtime import deployment, flow_run
+
+    flow, run = flow_run.get_flow_name(), flow_run.get_name()
+    if not flow:
+        return None
+    where = f"prefect deployment {flow}/{deployment.name}" if deployment.get_id() else f"prefect flow {flow}"
+    return f"{where} (flow run {run})" if run else where
+
+
+def pipeline_env(trigger: str | None = None) -> dict[str, str]:
+    """Subprocess environment: this interpreter's bin first on PATH (``python -m stages.*``), no analytics, and
+    ``PRIVAUDIT_TRIGGER`` (what started the run, recorded by the ``history`` stage) when ``trigger`` is given."""
     env = dict(os.environ)
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
     env.update(DO_NOT_TRACK="1", DVC_NO_ANALYTICS="1", GX_ANALYTICS_ENABLED="False")
+    if trigger:
+        env["PRIVAUDIT_TRIGGER"] = trigger
     return env
 
 
@@ -76,10 +93,11 @@ def run_dvc(repo: Path, args: list[str], timeout_s: float | None = None,
     """Run ``python -m dvc <args>`` in ``repo``; return stdout, raise :class:`PipelineError` on failure.
 
     ``on_line`` gets each stdout line as it is printed (the plan, a line per finished shard with rate and
-    ETA), so a Prefect run shows a long stage's progress while it runs, not when it ends."""
+    ETA), so a Prefect run shows a long stage's progress while it runs, not when it ends. The ``history`` stage
+    records the run with its trigger (:func:`flow_trigger`)."""
     ensure_external_data(repo)
     cmd = [sys.executable, "-m", "dvc", *args]
-    proc = subprocess.Popen(cmd, cwd=repo, env=pipeline_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    proc = subprocess.Popen(cmd, cwd=repo, env=pipeline_env(flow_trigger()), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True)
     err: list[str] = []
     reader = threading.Thread(target=lambda: err.append(proc.stderr.read() if proc.stderr else ""), daemon=True)

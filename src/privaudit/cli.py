@@ -32,6 +32,11 @@ is missing or not the version ``dvc.lock`` records (e.g. a ``dvc checkout`` that
 the report after ``git checkout <rev> -- dvc.lock metrics``). The verdict then names what changed and asks for
 ``dvc repro``; ``--no-check`` prints the stored verdict anyway. A gate without provenance
 (older format) is refused the same way.
+
+``privaudit history [--defender NAME] [--json] [--repo DIR]`` prints the audit history kept on the git ref
+``refs/privaudit/history`` (one record per pipeline run, written by the ``history`` stage,
+:mod:`privaudit.history`) with the regressions flagged: exit 0, 1 when the latest run has a regression, 2
+when the history cannot be read (no git repository, a corrupt line, an unknown defender).
 """
 
 from __future__ import annotations
@@ -374,6 +379,64 @@ def _record_release(args: argparse.Namespace) -> str:
     except (ValueError, OSError) as exc:
         raise ReleaseRefused(str(exc), EXIT_USAGE) from None
     return release.name
+# --------------------------------------------------------------------------- history
+
+
+def _history_arguments(parser: argparse.ArgumentParser) -> None:
+    """Arguments of ``privaudit history``."""
+    parser.add_argument("--defender", default=None, help="only this defender's numbers and regressions")
+    parser.add_argument("--json", action="store_true", help="the records and regressions as JSON")
+    parser.add_argument("--repo", type=Path, default=Path("."), help="the git repository (default: .)")
+
+
+def _history(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """Handler of ``privaudit history``."""
+    import json
+
+    from privaudit.history.regression import find_regressions
+    from privaudit.history.store import HistoryStore
+    from privaudit.history.workspace import changed_code_files
+
+    try:
+        records = HistoryStore(args.repo).read()
+    except ValueError as exc:
+        err.write(f"privaudit history: error: {cap(str(exc))}\n")
+        return EXIT_USAGE
+    known = list(dict.fromkeys(n for r in records for n in r.defenders))
+    if args.defender is not None and args.defender not in known:
+        err.write(f"privaudit history: error: --defender {args.defender!r} is in no record; recorded defenders: "
+                  f"{', '.join(known) or 'none'}\n")
+        return EXIT_USAGE
+    regressions = [g for g in find_regressions(records, changed_files=changed_code_files(args.repo))
+                   if args.defender in (None, g.defender)]
+    shown = [args.defender] if args.defender else known
+    if args.json:
+        rows = [{**r.model_dump(mode="json"), "run": i + 1,
+                 "defenders": {n: d.model_dump(mode="json") for n, d in r.defenders.items() if n in shown}}
+                for i, r in enumerate(records)]
+        flags = [{"run": g.record + 1, "defender": g.defender, "kind": g.kind, "audit": g.audit, "epsilon": g.epsilon,
+                  "median": g.median, "spread": g.spread, "threshold": g.threshold, "earlier": g.earlier,
+                  "changes": list(g.changes)} for g in regressions]
+        out.write(json.dumps({"records": rows, "regressions": flags}, indent=2, ensure_ascii=False) + "\n")
+    else:
+        if not records:
+            out.write("privaudit history: no run recorded yet (the `history` stage of `dvc repro` records each run)\n")
+        for i, record in enumerate(records):
+            commit = (record.commit or "no commit")[:12] + (" (dirty)" if record.dirty else "")
+            out.write(f"#{i + 1}  {record.when.strftime('%Y-%m-%d %H:%M:%SZ')}  {record.trigger}  {commit}  "
+                      f"{'PASS' if record.passed else 'FAIL'}\n")
+            for name in shown:
+                d = record.defenders.get(name)
+                if d is None:
+                    continue
+                eps = ", ".join(f"{b.kind} {b.epsilon:.3g}" for b in d.eps_hat) or "no gated ε̂"
+                util = "" if d.utility is None else f"; utility {d.utility:.3g}"
+                out.write(f"    {d.verdict:<11} {name}: ε̂ {eps}{util}\n")
+            for g in regressions:
+                if g.record == i:
+                    out.write(f"    REGRESSION  {g.text()}\n")
+    latest = len(records) - 1
+    return EXIT_FAIL if any(g.record == latest for g in regressions) else EXIT_PASS
 
 
 # --------------------------------------------------------------------------- entry point
@@ -393,6 +456,12 @@ def _commands() -> dict[str, Command]:
                  "files uncommitted, ledger or data stamp unreadable)",
             add_arguments=_release_arguments,
             handler=_release,
+        ),
+        "history": Command(
+            help="print the audit history (refs/privaudit/history) with regressions flagged; exit 1 when the latest "
+                 "run has a regression, 2 if it cannot be read",
+            add_arguments=_history_arguments,
+            handler=_history,
         ),
     }
 

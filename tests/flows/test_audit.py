@@ -82,6 +82,12 @@ def test_audit_flow_runs_pipeline_and_publishes_artifacts(micro_workspace: Path,
     [pipeline_run] = task_runs_named(first_run.state_details.flow_run_id, "dvc-pipeline")
     assert pipeline_run.run_count == 1
 
+    # the history stage recorded the run with the flow as its trigger (PRIVAUDIT_TRIGGER, flows._dvc.flow_trigger)
+    from privaudit.history.store import HistoryStore
+
+    [record] = [r for r in HistoryStore(ws).read() if r.trigger.startswith("prefect flow privaudit-audit (flow run ")]
+    assert record.passed == gate["passed"] and list(record.defenders) == ["logreg"]
+
 
 @pytest.mark.slow  # a second flow run after the real end-to-end run
 def test_second_run_reproduces_nothing(micro_workspace: Path, first_run: Any, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -97,8 +103,9 @@ def test_second_run_reproduces_nothing(micro_workspace: Path, first_run: Any, mo
     assert state.type == first_run.type
     assert len(outputs) == 1
     ran = [line for line in outputs[0].splitlines() if line.startswith("Running stage")]
-    # user_code and environment are always_changed, and alone
-    assert sorted(ran) in ([], ["Running stage 'environment':", "Running stage 'user_code':"]), outputs[0]
+    # user_code, environment and history are always_changed, and alone
+    assert sorted(ran) in ([], ["Running stage 'environment':", "Running stage 'history':",
+                                "Running stage 'user_code':"]), outputs[0]
 
 
 @pytest.mark.slow  # a real `dvc exp run` (report stage only) after the real end-to-end run

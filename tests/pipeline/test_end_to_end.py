@@ -55,10 +55,19 @@ def test_pipeline_end_to_end(workspace: Path) -> None:
     verdict = [sys.executable, "-m", "privaudit.cli", "verdict", "--plain"]
     assert run(verdict, ws, check=False).returncode == (0 if gate["passed"] else 1)  # a fresh gate
 
-    # nothing changed → nothing to do (user_code and environment are always_changed; each rewrites the same JSON)
+    # nothing changed → nothing to do (user_code and environment are always_changed; each rewrites the same JSON;
+    # history, always_changed too, records that the run happened)
+    lock = (ws / "dvc.lock").read_bytes()
     again = run(DVC + ["repro"], ws)
     ran = [line for line in again.stdout.splitlines() if line.startswith("Running stage")]
-    assert sorted(ran) == ["Running stage 'environment':", "Running stage 'user_code':"], again.stdout
+    assert sorted(ran) == ["Running stage 'environment':", "Running stage 'history':", "Running stage 'user_code':"], \
+        again.stdout
+    assert (ws / "dvc.lock").read_bytes() == lock  # the history stage has no outputs: the lock stays as it was
+    from privaudit.history.store import HistoryStore
+
+    records = HistoryStore(ws).read()  # one record per dvc repro, in a repository without a commit yet
+    assert len(records) == 2 and records[0].commit is None and records[-1].trigger == "dvc repro"
+    assert set(records[-1].defenders) == names and (ws / "reports/history.html").is_file()
     assert run(verdict, ws, check=False).returncode == (0 if gate["passed"] else 1)  # still fresh
 
     # a data file under data/external (where README says user data lives) is the ingest stage's dep

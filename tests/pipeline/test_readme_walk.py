@@ -127,8 +127,8 @@ def test_the_newcomers_readme_walk(repo_root: Path, tmp_path: Path) -> None:
     # 1. make audit: the whole pipeline, a printed verdict, make's exit code saying which
     rc0 = _make_audit(ws)
     assert (ws / "reports" / "audit.html").is_file() and (ws / "metrics" / "gate.json").is_file()
-    again = run(MAKE_AUDIT, ws, check=False)  # "a second dvc repro reruns only the user_code stage" (+ environment)
-    assert again.returncode == rc0 and _ran(again.stdout) == ["environment", "user_code"], again.stdout
+    again = run(MAKE_AUDIT, ws, check=False)  # "a second dvc repro reruns only the user_code stage" (+ environment, + history)
+    assert again.returncode == rc0 and _ran(again.stdout) == ["environment", "history", "user_code"], again.stdout
 
     # 2. my own data: a CSV under data/external/, dataset.name: csv, path, label_column; committed as my audit
     _own_csv(ws / "data" / "external" / "mine.csv")
@@ -169,7 +169,7 @@ def test_the_newcomers_readme_walk(repo_root: Path, tmp_path: Path) -> None:
     after = run(MAKE_AUDIT, ws, check=False)
     assert after.returncode == (0 if exp1_verdict == 0 else 2), after.stdout + after.stderr
     assert "not tracked by git" not in after.stderr, after.stderr
-    assert _ran(after.stdout) == ["environment", "user_code"], after.stdout
+    assert _ran(after.stdout) == ["environment", "history", "user_code"], after.stdout
     assert _metrics(ws) == exp1_metrics
 
     # 6. a second experiment: the trainer is in it too
@@ -187,7 +187,7 @@ def test_the_newcomers_readme_walk(repo_root: Path, tmp_path: Path) -> None:
     run(["git", "checkout", "HEAD", "--", "params.yaml", "dvc.lock", "metrics"], ws)
     run(DVC + ["checkout", "--allow-missing"], ws)
     back = run(DVC + ["repro"], ws)
-    assert _ran(back.stdout) == ["environment", "user_code"], back.stdout  # this clone's cache held the rest
+    assert _ran(back.stdout) == ["environment", "history", "user_code"], back.stdout  # this clone's cache held the rest
     verdict = run(VERDICT, ws, check=False)
     assert verdict.returncode == committed_verdict, verdict.stdout + verdict.stderr
     assert _metrics(ws) == committed

@@ -146,7 +146,8 @@ def test_user_code_is_tracked_hashed_and_an_audit_can_be_gone_back_to(repo_root:
     run(["git", "checkout", "HEAD", "--", "params.yaml", "dvc.lock", "metrics"], ws)
     run(DVC + ["checkout", "--allow-missing"], ws)
     rebuilt = run(DVC + ["repro"], ws)
-    assert sorted(re.findall(r"Running stage '(\w+)'", rebuilt.stdout)) == ["environment", "report", "user_code"], \
+    assert sorted(re.findall(r"Running stage '(\w+)'", rebuilt.stdout)) == ["environment", "history", "report",
+                                                                                  "user_code"], \
         rebuilt.stdout
     assert run(VERDICT, ws, check=False).returncode in (0, 1)
     assert {p.name: p.read_bytes() for p in (ws / "metrics").glob("*.json")} == metrics_2
@@ -167,8 +168,8 @@ def test_user_code_is_tracked_hashed_and_an_audit_can_be_gone_back_to(repo_root:
     run(DVC + ["checkout", "--allow-missing"], ws)
     rebuilt = run(DVC + ["repro"], ws)
     ran = re.findall(r"Running stage '(\w+)'", rebuilt.stdout)
-    # only what the cache could not give back (and the two always_changed stages)
-    assert sorted(ran) == ["environment", "report", "user_code"], rebuilt.stdout
+    # only what the cache could not give back (and the three always_changed stages)
+    assert sorted(ran) == ["environment", "history", "report", "user_code"], rebuilt.stdout
     verdict = run(VERDICT, ws, check=False)
     assert verdict.returncode in (0, 1), verdict.stderr
     assert {p.name: p.read_bytes() for p in (ws / "metrics").glob("*.json")} == metrics_1

@@ -157,6 +157,12 @@ COVERAGE: list[tuple[str, tuple[str, ...] | str]] = [
     (r"block:text flows/ \(Prefect\) .*", EXCLUDED + "a diagram of the layers in docs/architecture.md, not a command"),
     (r"block:yaml # params\.yaml: your opacus loop, audited white-box",
      (BLOCKS + "test_readme_defenders_yaml_block_is_valid_params",)),
+    # --- the audit history (README 'Privacy over time', docs/howto/audit-history.md)
+    (r"(\.venv/bin/)?privaudit history( --defender \S+ --json)?",
+     ("tests/history/test_stage.py::test_a_planted_package_downgrade_is_flagged_in_the_record_page_and_cli",)),
+    (r"git log refs/privaudit/history", ("tests/history/test_store.py::test_append_then_read_round_trips_every_field",)),
+    (r"git (push origin refs/privaudit/history|fetch origin refs/privaudit/history:refs/privaudit/history)",
+     ("tests/history/test_store.py::test_the_history_is_shared_by_push_and_fetch",)),
     # --- code blocks
     (r"block:python import numpy as np, torch", (BLOCKS + "test_readme_opacus_trainer_block_trains",
                                                 "tests/whitebox/test_user_example.py::test_readme_user_trainer_is_audited_tightly_and_passes")),

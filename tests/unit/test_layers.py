@@ -28,12 +28,14 @@ FORBIDDEN: dict[str, set[str]] = {
     # what a claim is (and the ledger of releases): above the statistics and the leaf modules (atomic writes,
     # message caps), below everything that decides, audits, trains, plans, renders or keeps the history
     "claims": _ALL - {"claims", "stats", "artifacts", "messages"},
-    # the history of audits reads what the audits wrote; it runs, trains and plans nothing
-    "history": {"audits", "attacks", "canaries", "train", "defenders", "planning", "features", "testing", "cli"},
+    # the history records what the typed metrics say: it reads, never audits, trains, renders the report or reads params
+    "history": {"audits", "attacks", "canaries", "train", "defenders", "planning", "features", "data", "config",
+                "hooks", "cli", "report", "validation", "testing"},
     "progress": _ALL - {"progress"},  # the progress bar: stdlib (and tqdm) only, so any layer may show one
     "verdict": {"audits", "report", "config", "testing", "attacks", "canaries", "train", "defenders", "planning",
-                "features", "data", "repro", "hooks", "cli"},  # decides, never trains, renders or reads params
-    "repro": {"verdict", "audits", "report", "testing", "config", "canaries", "attacks", "defenders", "train"},
+                "features", "data", "repro", "hooks", "cli", "history"},  # decides, never trains, renders or reads params
+    "repro": {"verdict", "audits", "report", "testing", "config", "canaries", "attacks", "defenders", "train",
+              "history"},
     # the progress bar is ``privaudit.progress`` (issue 45): nothing below the planner imports ``planning``
     "attacks": {"config", "audits", "verdict", "report", "testing", "planning"},
     "canaries": {"config", "audits", "verdict", "report", "testing", "planning"},
@@ -43,7 +45,8 @@ FORBIDDEN: dict[str, set[str]] = {
     "planning": {"config", "audits", "verdict", "report", "testing"},
     "config": {"audits", "report", "attacks", "canaries", "train", "testing"},
     "audits": {"report", "testing", "config"},
-    "report": {"audits", "attacks", "canaries", "train", "defenders", "testing", "planning", "hooks", "config"},
+    "report": {"audits", "attacks", "canaries", "train", "defenders", "testing", "planning", "hooks", "config",
+               "history"},
     # the GX suites are the artifacts' contracts: above ``artifacts`` and the source data type, below every reader
     "validation": _ALL - {"validation", "artifacts", "data"},
 }

@@ -45,6 +45,7 @@ EXPECTED: dict[str, frozenset[str]] = {
     "stages.environment": _NONE,
     "stages.featurize": frozenset({"pandas"}),
     "stages.game3": _NONE,
+    "stages.history": _NONE,
     "stages.ingest": frozenset({"pandas"}),
     "stages.lidp": _NONE,
     "stages.ltu": frozenset({"pandas", "scipy", "sklearn", "torch"}),

@@ -57,7 +57,6 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy import special
 
 from privaudit.claims.claim import PrivacyClaim
 
@@ -80,6 +79,8 @@ class _DiscreteLoss:
 
     @classmethod
     def of(cls, claims: Iterable[tuple[float, float]]) -> "_DiscreteLoss":
+        from scipy import special  # here, not at import: the gate and the report stage start without scipy
+
         pairs = list(claims)
         log_keep = sum(math.log1p(-d) for _, d in pairs)
         p_inf = -math.expm1(log_keep)

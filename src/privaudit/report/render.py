@@ -109,7 +109,8 @@ def render_html(sections: list[Section], title: str = DEFAULT_TITLE) -> str:
     )
     parts = [
         f"<h1>{_h(title)}</h1>",
-        f'<p class="subtitle">Release gate report. <nav>{nav}</nav></p>',
+        # the history stage writes history.html beside this page after every run (privaudit.history)
+        f'<p class="subtitle">Release gate report. <nav>{nav} <a href="history.html">Audit history</a></nav></p>',
     ]
     for section in sections:
         tag = f"h{section.level}"
