@@ -26,11 +26,13 @@ MICRO_PARAMS: dict[str, Any] = {
     "base": {"seed": 7, "device": "cpu"},
     "dataset": {"name": "digits", "path": None, "label_column": None, "max_samples": 300},
     "defenders": [{"name": "logreg", "kind": "logistic_regression"}],
-    "ltu": {"rounds": 50},
     "game3": {"canaries": 20, "tau_steps": 2},
     "lidp": {"trials": 4, "tau_quantiles": 2},
     "blackbox": {"runs": 40, "runs_no_claim": 20, "sequential_runs": 8, "block": 40},
-    "compute": {"shard_trials": 2, "block_trials": 2},
+    # one process: the flow tests test orchestration, not worker pools (n_jobs byte-identity: tests/canaries,
+    # tests/attacks; a pool's start-up in every stage of this micro pipeline cost ~12 CPU s, ~1 min under load)
+    "compute": {"shard_trials": 2, "block_trials": 2, "n_jobs": 1},
+    "ltu": {"rounds": 50, "n_jobs": 1},
 }
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from typing import Literal, Sequence
+from typing import Any, Literal, Sequence
 
 import numpy as np
 from scipy import optimize, stats
@@ -89,17 +89,46 @@ def subsampled_gaussian_one_step_epsilon(noise_multiplier: float, sample_rate: f
     return out
 
 
-def _prv_points(history: list[tuple[float, float, int]], delta: float) -> float:
-    """Grid size opacus's PRV accountant would allocate for ``history`` (its own sizing rule)."""
+def _prv_domain_size(history: list[tuple[float, float, int]], eps_error: float, delta_error: float) -> float:
+    """Half-width L of the grid opacus's PRV accountant allocates for ``history`` (its own sizing rule,
+    ``compute_safe_domain_size``: an RDP bound over many fractional orders, seconds for a long schedule)."""
     from opacus.accountants.analysis.prv import PoissonSubsampledGaussianPRV, compute_safe_domain_size
 
+    return float(compute_safe_domain_size(prvs=[PoissonSubsampledGaussianPRV(q, z) for z, q, _ in history],
+                                          max_self_compositions=[k for _, _, k in history],
+                                          eps_error=eps_error, delta_error=delta_error))
+
+
+def _prv_points(history: list[tuple[float, float, int]], delta: float, L: float | None = None) -> float:
+    """Grid size opacus's PRV accountant would allocate for ``history`` (its own sizing rule); ``L``: its
+    half-width when already computed (:func:`_prv_domain_size` with ``eps_error`` 0.01, ``delta / 1000``)."""
     eps_error, delta_error = 0.01, delta / 1000
     total = sum(k for _, _, k in history)
-    L = compute_safe_domain_size(prvs=[PoissonSubsampledGaussianPRV(q, z) for z, q, _ in history],
-                                 max_self_compositions=[k for _, _, k in history],
-                                 eps_error=eps_error, delta_error=delta_error)
+    if L is None:
+        L = _prv_domain_size(history, eps_error, delta_error)
     mesh = eps_error / math.sqrt(total * math.log(12 / delta_error) / 2)
     return float(2 * L / mesh)
+
+
+def _prv_accountant(history: list[tuple[float, float, int]], L: float) -> Any:
+    """opacus's ``PRVAccountant`` on ``history`` whose grid half-width is ``L``, already computed for the
+    size check (:func:`_prv_domain_size`), instead of a second identical ``compute_safe_domain_size``.
+
+    The grid is opacus's own (``PRVAccountant._get_domain``: the same mesh formula, in numpy), so every ε is
+    the bits opacus gives; only the domain size is not computed twice (half of a long schedule's cost).
+    """
+    from opacus.accountants import PRVAccountant
+    from opacus.accountants.analysis.prv import Domain
+
+    class _SizedPRVAccountant(PRVAccountant):
+        def _get_domain(self, prvs: Any, num_self_compositions: list[int], eps_error: float,
+                        delta_error: float) -> Any:
+            mesh_size = eps_error / np.sqrt(sum(num_self_compositions) * np.log(12 / delta_error) / 2)
+            return Domain.create_aligned(-L, L, mesh_size)
+
+    acc = _SizedPRVAccountant()
+    acc.history = list(history)
+    return acc
 
 
 def compose_epsilon(history: Sequence[tuple[float, float, int]], delta: float,
@@ -156,10 +185,14 @@ def compose_epsilon(history: Sequence[tuple[float, float, int]], delta: float,
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
-            if accountant == "prv" and _prv_points(hist, delta) > PRV_MAX_POINTS:
-                return one_step(), "one-step exact"
-            acc = create_accountant(mechanism=accountant)
-            acc.history = list(hist)
+            if accountant == "prv":
+                L = _prv_domain_size(hist, 0.01, delta / 1000)  # get_epsilon's default eps_error, delta_error
+                if _prv_points(hist, delta, L) > PRV_MAX_POINTS:
+                    return one_step(), "one-step exact"
+                acc = _prv_accountant(hist, L)
+            else:
+                acc = create_accountant(mechanism=accountant)
+                acc.history = list(hist)
             eps = float(acc.get_epsilon(delta=delta))
         except (MemoryError, OverflowError, ValueError, ArithmeticError, RuntimeError):
             return one_step(), "one-step exact"
@@ -204,16 +237,14 @@ def compose_epsilon_lower(history: Sequence[tuple[float, float, int]], delta: fl
     if any(z == 0.0 for z, _, _ in hist):
         return math.inf, "no noise"
     one = max(subsampled_gaussian_one_step_epsilon(z, q, delta) for z, q, _ in hist)
-    from opacus.accountants import PRVAccountant
-
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
-            if _prv_points(hist, delta) > PRV_MAX_POINTS:
-                return one, "one-step exact"
-            acc = PRVAccountant()
-            acc.history = list(hist)
             delta_error = delta / 1000
+            L = _prv_domain_size(hist, eps_error, delta_error)
+            if _prv_points(hist, delta, L if eps_error == 0.01 else None) > PRV_MAX_POINTS:
+                return one, "one-step exact"
+            acc = _prv_accountant(hist, L)
             # opacus exposes only ε_up (get_epsilon); the bracket comes from the same discretised PRV
             dprv = acc._get_dprv(eps_error=eps_error, delta_error=delta_error)
             low, _, _ = dprv.compute_epsilon(delta, delta_error, eps_error)
