@@ -30,11 +30,17 @@ class LinearHead(torch.nn.Module):
 
 
 def train(X, y, n_classes, seed, epsilon=1.0, delta=1e-5, epochs=20, batch_size=64, lr=0.5, max_grad_norm=1.0,
-          accountant="prv"):
+          accountant="prv", sample_rate=None, steps=None):
     """DP-SGD with Poisson batches; σ calibrated by opacus's ``accountant`` for (epsilon, delta)
-    (declare the same ``accountant`` in the defender spec)."""
+    (declare the same ``accountant`` in the defender spec).
+
+    ``sample_rate`` and ``steps`` (options) fix q and T, as a declared ``subsampled_gaussian`` mechanism
+    states them for the Defender set; without them q = batch_size / len(X) and T = epochs × round(len(X) /
+    batch_size), which change slightly when an audit's canary run adds rows (docs/howto/declare-mechanism.md).
+    """
     rng, gen = np.random.default_rng(seed), torch.Generator().manual_seed(seed)
-    q, steps = batch_size / len(X), epochs * round(len(X) / batch_size)
+    q = batch_size / len(X) if sample_rate is None else float(sample_rate)
+    steps = epochs * round(len(X) / batch_size) if steps is None else int(steps)
     sigma = get_noise_multiplier(target_epsilon=epsilon, target_delta=delta, sample_rate=q, steps=steps,
                                  accountant=accountant)
     with torch.random.fork_rng():  # initial weights drawn from `seed` too, without touching the global RNG

@@ -73,8 +73,31 @@ def _table(model: Any, prefix: str, skip: tuple[str, ...] = ()) -> list[str]:
     return rows
 
 
+def _models_in(annotation: Any) -> list[Any]:
+    """The pydantic models an annotation names (through unions, ``Annotated``, lists)."""
+    from pydantic import BaseModel
+
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return [annotation]
+    return [m for arg in typing.get_args(annotation) for m in _models_in(arg)]
+
+
+def nested_defender_blocks() -> dict[str, list[Any]]:
+    """The sub-blocks of a defender entry that are not defenders themselves (``mechanism``), with their models."""
+    from privaudit.defenders.specs import SPEC_MODELS, DefenderSpecBase
+
+    blocks: dict[str, list[Any]] = {}
+    for model in SPEC_MODELS.values():
+        for name, field in model.model_fields.items():
+            for sub in _models_in(field.annotation):  # a nested defender entry (pate's teacher) is a kind above
+                if not issubclass(sub, DefenderSpecBase) and sub not in blocks.setdefault(name, []):
+                    blocks[name].append(sub)
+    return {name: models for name, models in blocks.items() if models}
+
+
 def params_keys() -> set[str]:
-    """Every dotted key the reference lists (``ltu.rounds``, ``defenders[].epsilon``, …)."""
+    """Every dotted key the reference lists (``ltu.rounds``, ``defenders[].epsilon``,
+    ``defenders[].mechanism.sample_rate``, …)."""
     from privaudit.config import Params
     from privaudit.defenders.specs import SPEC_MODELS
 
@@ -82,6 +105,8 @@ def params_keys() -> set[str]:
     for section, field in Params.model_fields.items():
         if section == "defenders":
             keys |= {f"defenders[].{k}" for model in SPEC_MODELS.values() for k in model.model_fields}
+            keys |= {f"defenders[].{block}.{k}" for block, models in nested_defender_blocks().items()
+                     for model in models for k in model.model_fields if k != "kind"}  # kind: in the heading
         else:
             keys |= {f"{section}.{k}" for k in field.annotation.model_fields}
     return keys
@@ -108,6 +133,14 @@ def params_markdown() -> str:
         if model.__doc__:
             out += [" ".join(model.__doc__.split()), ""]
         out += _table(model, "", skip=("name", "kind")) + [""]
+    for block, models in nested_defender_blocks().items():
+        out += [f"### `defenders[i].{block}`, by kind", ""]
+        for model in models:
+            kind = typing.get_args(model.model_fields["kind"].annotation)[0] if "kind" in model.model_fields else None
+            out += [f"#### `{block}: {{kind: {kind}}}`" if kind else f"#### `{block}`", ""]
+            if model.__doc__:
+                out += [" ".join(model.__doc__.split()), ""]
+            out += _table(model, f"{block}.", skip=("kind",)) + [""]
     return "\n".join(out)
 
 

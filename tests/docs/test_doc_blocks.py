@@ -110,3 +110,34 @@ def test_the_n_defender_command_counts_the_defender_rows(tmp_path: Path) -> None
                           timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "898"  # the n the guide quotes for digits
+
+
+def test_the_declared_opacus_entry_states_the_numbers_the_guide_derives(monkeypatch: pytest.MonkeyPatch) -> None:
+    """"Declare a mechanism": the σ command prints the σ the entry declares, for the q and T the guide derives
+    for n = 898 (q = B / n, T = E × round(n / B)); the entry passes ``config`` (its mechanism's own ε is below the
+    claim) and hands the trainer the same q and T through ``options``, which the example trainer runs."""
+    import inspect
+
+    from dvc.utils.serialize import parse_yaml
+
+    from privaudit.defenders.user_target import resolve_target
+
+    monkeypatch.chdir(ROOT)
+    train = resolve_target("examples/opacus_user_trainer.py:train")
+    [command] = _commands(r"python -c \"from opacus\..*get_noise_multiplier.*")
+    [block] = [block_text(s.line, s.path) for s in doc_snippets() if s.kind == "block:yaml"
+               and s.text.startswith("# params.yaml: your opacus loop with its declared mechanism")]
+    n, batch, epochs = 898, 64, 20
+    q, steps = batch / n, epochs * round(n / batch)
+    assert f"sample_rate={batch}/{n}, steps={steps}" in command
+    proc = subprocess.run([sys.executable, *shlex.split(command)[1:]], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    sigma = float(proc.stdout.strip().splitlines()[-1])
+    [entry] = parse_yaml(block, "params.yaml")["defenders"]
+    assert entry["options"] == {"sample_rate": q, "steps": steps}
+    assert entry["mechanism"] == {"kind": "subsampled_gaussian", "noise_multiplier": sigma, "sample_rate": q,
+                                  "steps": steps}
+    raw = {**yaml.safe_load((ROOT / "params.yaml").read_text(encoding="utf-8")), "defenders": [entry]}
+    [spec] = parse_params(raw).defenders
+    assert spec.mechanism is not None and spec.mechanism.epsilon_at(entry["claimed_delta"]) < entry["claimed_epsilon"]
+    assert {"sample_rate", "steps"} <= set(inspect.signature(train).parameters)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+import typing
 from typing import Any, Iterator
 
 import yaml
@@ -40,3 +41,50 @@ def test_the_page_holds_the_marker_the_hook_fills() -> None:
     filled = params_reference.on_page_markdown(page, None, None, None)
     assert params_reference.MARKER not in filled and "| `gate.beta` |" in filled
     assert "#### `kind: python`" in filled and "| `claimed_epsilon` |" in filled
+
+
+def _models_in(annotation: Any) -> list[Any]:
+    from pydantic import BaseModel
+
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return [annotation]
+    return [m for arg in typing.get_args(annotation) for m in _models_in(arg)]
+
+
+def _model_keys(model: Any, prefix: str, seen: frozenset = frozenset()) -> Iterator[tuple[str, str]]:
+    """(dotted key, its last part) of every field of ``model``, into every nested model (``mechanism``'s kinds)."""
+    for name, field in model.model_fields.items():
+        yield f"{prefix}{name}", name
+        for sub in _models_in(field.annotation):
+            if sub not in seen:
+                yield from _model_keys(sub, f"{prefix}{name}.", seen | {model})
+
+
+def test_every_key_the_code_accepts_is_in_the_reference() -> None:
+    """Walked from :class:`privaudit.config.Params` and the defender kinds, not from params.yaml: a key the
+    shipped file leaves at its default (a section's rarely used key, a declared mechanism's keys) is listed too."""
+    from privaudit.config import Params
+    from privaudit.defenders.specs import SPEC_MODELS, DefenderSpecBase
+
+    text = params_reference.params_markdown()
+    missing = []
+    for section, field in Params.model_fields.items():
+        if section == "defenders":
+            continue
+        missing += [key for key, _ in _model_keys(field.annotation, f"{section}.") if f"| `{key}` |" not in text]
+    for kind, model in SPEC_MODELS.items():
+        assert f"#### `kind: {kind}`" in text, kind
+        for key, name in _model_keys(model, ""):
+            parts = key.split(".")
+            if len(parts) == 1:
+                ok = name in ("name", "kind") or f"| `{name}` |" in text
+            else:  # a nested block: a defender entry (pate's teacher: the kinds above) or a mechanism's key
+                block = model.model_fields[parts[0]].annotation
+                nested_specs = all(issubclass(m, DefenderSpecBase) for m in _models_in(block))
+                ok = nested_specs or name == "kind" or f"| `{parts[0]}.{name}` |" in text
+            if not ok:
+                missing.append(f"defenders[kind={kind}].{key}")
+    assert not missing, f"keys the code accepts that docs/reference/params.md does not list: {sorted(set(missing))}"
+    for mechanism in _models_in(SPEC_MODELS["python"].model_fields["mechanism"].annotation):
+        kind = typing.get_args(mechanism.model_fields["kind"].annotation)[0]
+        assert f"#### `mechanism: {{kind: {kind}}}`" in text, kind

@@ -30,6 +30,7 @@ MAKE = (EXCLUDED + "a Makefile target (make setup + the tested command; CI runs 
 BENCH = (EXCLUDED + "a benchmark prints measurements and runs minutes to hours (README: benchmarks are never timed "
          "tests; outputs in benchmarks/results/); its flags are checked by " + BLOCKS + "test_readme_benchmark_commands_parse")
 DOCS = "tests/docs/test_doc_blocks.py::"
+WALK = "tests/pipeline/test_readme_walk.py::test_the_newcomers_readme_walk"
 GPU = EXCLUDED + "needs a CUDA machine (benchmarks/gpu_check.sh; results in benchmarks/results/gpu/)"
 
 #: (regex over a README command or "block:<lang> <first line>", the tests that run it or EXCLUDED: why)
@@ -51,7 +52,7 @@ COVERAGE: list[tuple[str, tuple[str, ...] | str]] = [
                                           "test_stage_start_up_imports_exactly_the_expected_heavy_packages",)),
     # --- verdict
     (r"(\.venv/bin/)?privaudit verdict", ("tests/report/test_cli.py::test_real_process_exit_code",
-                                          "tests/pipeline/test_end_to_end.py::test_pipeline_end_to_end")),
+                                          "tests/pipeline/test_end_to_end.py::test_pipeline_end_to_end", WALK)),
     (r"make (audit|test|verdict|test-all|test-server|setup)( TORCH_INDEX=\S+)?", MAKE),
     # --- the ledger of releases (docs/howto/release-ledger.md)
     (r"(\.venv/bin/)?privaudit release( <defender>| dpsgd_eps1)?",
@@ -71,17 +72,17 @@ COVERAGE: list[tuple[str, tuple[str, ...] | str]] = [
     (r"dvc exp run -S ltu\.rounds=3000 -n more-rounds", (REVIEW,)),
     (r"dvc exp run( -S key=value \.\.\.| --force)?", (REVIEW, "tests/flows/test_audit.py::test_force_and_overrides_reach_dvc",
                                                    ONE_SHOT + "test_validate_one_shot_audits_and_records")),
-    (r"dvc exp show( --md --drop .*)?", (REVIEW,)),
+    (r"dvc exp show( --md --drop .*)?", (REVIEW, WALK)),
     (r"dvc params diff", (REVIEW,)),
-    (r"dvc metrics diff( --precision 3)?", (REVIEW,)),
+    (r"dvc metrics diff( --precision 3)?", (REVIEW, WALK)),
     (r"dvc plots diff( HEAD -o dvc_plots_diff)?", (REVIEW,)),
     (r"dvc metrics diff --targets metrics/audit\.json", ("tests/report/test_summary.py::test_dvc_metrics_diff_fits_one_screen",)),
     (r"dvc metrics diff --targets metrics/ltu\.json metrics/audit\.json metrics/bounds\.json metrics/gate\.json",
      ("tests/report/test_summary.py::test_dvc_metrics_diff_fits_one_screen",)),
     # --- going back, own trainers under git (README 'Going back to an earlier audit', 'Defenders')
-    (r"git checkout HEAD -- params\.yaml dvc\.lock metrics", (REVIEW, GO_BACK)),
+    (r"git checkout HEAD -- params\.yaml dvc\.lock metrics", (REVIEW, GO_BACK, WALK)),
     (r"git checkout <rev>", (GO_BACK,)),
-    (r"dvc checkout --allow-missing && dvc repro", (REVIEW, GO_BACK)),
+    (r"dvc checkout --allow-missing && dvc repro", (REVIEW, GO_BACK, WALK)),
     (r"dvc checkout --allow-missing", (GO_BACK,)),
     (r"dvc checkout", EXCLUDED + "named as the recipe that fails in a fresh clone; that it fails and the verdict "
      "then refuses: " + GO_BACK),
@@ -90,7 +91,7 @@ COVERAGE: list[tuple[str, tuple[str, ...] | str]] = [
      "untracked trainer refused before any experiment: " + GO_BACK),
     (r"dvc exp apply", (REVIEW,)),
     (r"dvc exp remove more-rounds", (REVIEW,)),
-    (r"dvc exp apply <name>", (REVIEW,)),
+    (r"dvc exp apply <name>", (REVIEW, WALK)),
     # --- canaries scale-out
     (r"dvc exp run -S compute\.scheduler=tcp://host:8786", EXCLUDED + "needs a Dask scheduler at the address; the stage "
      "on a Dask cluster: tests/canaries/test_shards.py::test_dask_local_cluster_gives_the_local_results, the flow: "
@@ -131,13 +132,15 @@ COVERAGE: list[tuple[str, tuple[str, ...] | str]] = [
       "tests/pipeline/test_bench_scale.py::test_a_cut_off_run_names_the_stage_it_stopped_in")),
     # --- the user guide (docs/): defender keys with -S, the Defender-set size, the site itself
     (r"dvc exp run -S '\+?defenders(\.1|\[1\])\.\w+=\S+'", (DOCS + "test_defender_key_overrides_as_dvc_applies_them",
-                                                       REVIEW)),
-    (r"dvc repro split", EXCLUDED + "`dvc repro` of one stage and what it needs (a partial repro; `dvc repro`: "
-     "tests/pipeline/test_end_to_end.py::test_pipeline_end_to_end); the count printed after it: "
-     + DOCS + "test_the_n_defender_command_counts_the_defender_rows"),
+                                                       REVIEW, WALK)),
+    (r"dvc repro split", (WALK,)),
     (r"python -c \"import pandas as pd; print\(\(pd\.read_parquet\('data/split/membership\.parquet'\)\.role == "
-     r"'defender'\)\.sum\(\)\)\"", (DOCS + "test_the_n_defender_command_counts_the_defender_rows",)),
-    (r"block:yaml dataset:", (DOCS + "test_dataset_block_is_valid_params",)),
+     r"'defender'\)\.sum\(\)\)\"", (DOCS + "test_the_n_defender_command_counts_the_defender_rows", WALK)),
+    (r"block:yaml dataset:", (DOCS + "test_dataset_block_is_valid_params", WALK)),
+    (r"python -c \"from opacus\.accountants\.utils import get_noise_multiplier as g; .*\"",
+     (DOCS + "test_the_declared_opacus_entry_states_the_numbers_the_guide_derives", WALK)),
+    (r"block:yaml # params\.yaml: your opacus loop with its declared mechanism .*",
+     (DOCS + "test_the_declared_opacus_entry_states_the_numbers_the_guide_derives", WALK)),
     (r"mkdocs build --strict", ("tests/docs/test_mkdocs.py::test_the_guide_builds_strictly",)),
     (r"mkdocs serve", EXCLUDED + "serves the site until stopped; what it serves is built by "
      "tests/docs/test_mkdocs.py::test_the_guide_builds_strictly"),

@@ -95,7 +95,7 @@ class GdpMechanism(_Mechanism):
     """A μ-GDP mechanism (Dong, Roth & Su 2022, Def. 2.6)."""
 
     kind: Literal["gdp"]
-    mu: float = Field(gt=0, allow_inf_nan=False)
+    mu: float = Field(gt=0, allow_inf_nan=False, description="mu: the claim is the curve G_mu")
 
     def family(self) -> "TradeoffFamily":
         from privaudit.stats.tradeoff import GaussianFamily
@@ -140,9 +140,10 @@ class SubsampledGaussianMechanism(_Mechanism):
     multiplier ``noise_multiplier``, add/remove neighbourhood."""
 
     kind: Literal["subsampled_gaussian"]
-    noise_multiplier: float = Field(gt=0, allow_inf_nan=False)
-    sample_rate: float = Field(gt=0, le=1, description="Poisson sampling rate q")
-    steps: int = Field(ge=1)
+    noise_multiplier: float = Field(gt=0, allow_inf_nan=False, description="sigma / clipping norm of each step")
+    sample_rate: float = Field(gt=0, le=1, description="Poisson sampling rate q = batch size / n, n the Defender-set "
+                               "size without canary rows")
+    steps: int = Field(ge=1, description="T, the number of noisy steps of the release run")
 
     def family(self) -> "TradeoffFamily":
         from privaudit.stats.tradeoff import SubsampledGaussianFamily

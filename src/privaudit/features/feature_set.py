@@ -66,7 +66,7 @@ def align_features(
     rows = m.loc[ids]
     return FeatureSet(
         X=np.ascontiguousarray(X, dtype=np.float32),
-        y=rows["label"].to_numpy(dtype=np.int64),
+        y=rows["label"].to_numpy(dtype=np.int64, copy=True),  # owned: a read-only view (pandas copy-on-write) warns in torch
         ids=ids,
         is_defender=(rows["role"].to_numpy() == "defender"),
         n_classes=n_classes,

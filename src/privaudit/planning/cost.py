@@ -30,9 +30,10 @@ whitebox    ``whitebox.runs`` (observable defenders only)
 
 A stage also has a fixed cost that is not fits (start-up and imports, loading, the attackers' rounds,
 validation, writing): the wall of its last run minus the fits planned for it then
-(:func:`privaudit.planning.timings.read_stage_walls`); before any run, the plan stage's own measured start-up
-(a lower bound). The estimate of a stage is its fixed cost plus its calls; of the audit, the sum over
-stages (DVC runs them one after the other).
+(:func:`privaudit.planning.timings.read_stage_walls`); before any run, the defenders stage's measured start-up
+to its first fit (:func:`privaudit.planning.timings.read_heavy_startup`; a lower bound), else the plan stage's
+own. The estimate of a stage is its fixed cost plus its calls; of the audit, the sum over stages (DVC runs them
+one after the other).
 
 **The budget** (``compute.budget_minutes``) is a guard: over it, :func:`plan_audit` raises
 :class:`OverBudgetError` before any expensive stage runs, one line naming the estimate, the budget, the
