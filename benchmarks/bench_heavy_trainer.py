@@ -38,7 +38,7 @@ import yaml
 from privaudit.planning.cost import STAGE_STARTUP_S
 
 ROOT = Path(__file__).resolve().parents[1]
-COPIED = ("dvc.yaml", ".dvcignore", "stages", "src", "benchmarks/results", "data/external")
+COPIED = ("dvc.yaml", ".dvcignore", "releases.yaml", "stages", "src", "benchmarks/results", "data/external")
 
 TRAINER = '''"""A trainer whose fit costs a fixed amount of real CPU work (benchmarks/bench_heavy_trainer.py)."""
 import numpy as np

@@ -40,7 +40,7 @@ import numpy as np
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
-COPIED = ("dvc.yaml", ".dvcignore", "stages", "src", "benchmarks/results")
+COPIED = ("dvc.yaml", ".dvcignore", "releases.yaml", "stages", "src", "benchmarks/results")
 CSV_NAME = "scale.csv"
 
 #: written into the scratch copy; wraps one stage command (dvc.yaml cmd) and appends one JSON line

@@ -41,7 +41,7 @@ def merged_params(overrides: dict) -> dict:
 
 TINY_PARAMS = merged_params(TINY_OVERRIDES)
 
-COPIED = ("dvc.yaml", ".dvcignore", "stages", "src", "benchmarks/results", "data/external")
+COPIED = ("dvc.yaml", ".dvcignore", "releases.yaml", "stages", "src", "benchmarks/results", "data/external")
 
 
 def pipeline_env() -> dict[str, str]:
