@@ -109,7 +109,14 @@ def params_keys() -> set[str]:
                      for model in models for k in model.model_fields if k != "kind"}  # kind: in the heading
         else:
             keys |= {f"{section}.{k}" for k in field.annotation.model_fields}
+            keys |= {f"{section}.{block}.{k}" for block, models in nested_section_blocks(field.annotation).items()
+                     for model in models for k in model.model_fields}
     return keys
+
+
+def nested_section_blocks(section: Any) -> dict[str, list[Any]]:
+    """The sub-blocks of a params section (``gate.total_budget``), with their models."""
+    return {name: models for name, field in section.model_fields.items() if (models := _models_in(field.annotation))}
 
 
 def params_markdown() -> str:
@@ -125,6 +132,12 @@ def params_markdown() -> str:
         if field.annotation.__doc__ and "Create a new model" not in field.annotation.__doc__:
             out += [" ".join(field.annotation.__doc__.split()), ""]
         out += _table(field.annotation, f"{section}.") + [""]
+        for block, models in nested_section_blocks(field.annotation).items():
+            for model in models:
+                out += [f"#### `{section}.{block}`", ""]
+                if model.__doc__:
+                    out += [" ".join(model.__doc__.split()), ""]
+                out += _table(model, f"{section}.{block}.") + [""]
     out += ["### `defenders[i]`, by kind", "",
             "Every entry has `name` (unique; letters, digits, `_.-`) and `kind`. The keys of each kind:", ""]
     for kind in sorted(SPEC_MODELS):
