@@ -220,6 +220,8 @@ def main() -> int:
                     help="override a params key (YAML value), e.g. --set compute.n_jobs=1")
     ap.add_argument("--data", choices=["synthetic", "params"], default="synthetic",
                     help="params: keep params.yaml's dataset block (the default digits audit) instead of the CSV")
+    ap.add_argument("--warm", action="store_true", help="run `privaudit warm -- dvc repro` (one warm stage server; "
+                    "the CPU s and peak RSS columns then count only each stage's client process)")
     ap.add_argument("--target", default="", help="dvc repro only this stage and what it depends on")
     ap.add_argument("--repo", type=Path, default=ROOT, help="repository whose pipeline is copied (default: this one)")
     ap.add_argument("--tag", default="", help="suffix of the result file names")
@@ -258,7 +260,8 @@ def main() -> int:
     t0 = time.perf_counter()
     cut_off = False
     with open(log_path, "w") as log:
-        proc = subprocess.Popen(dvc + ["repro"] + ([args.target] if args.target else []), cwd=ws, env=env, stdout=log, stderr=subprocess.STDOUT,
+        warm = [py_path, "-m", "privaudit.cli", "warm", "--"] if args.warm else []
+        proc = subprocess.Popen(warm + dvc + ["repro"] + ([args.target] if args.target else []), cwd=ws, env=env, stdout=log, stderr=subprocess.STDOUT,
                                 start_new_session=True)
         try:
             rc = proc.wait(timeout=args.timeout)
@@ -288,7 +291,7 @@ def main() -> int:
     result = {
         "size": ({"n": args.n, "d": args.d, "k": args.k, "seed": args.seed, "sep": args.sep}
                  if args.data == "synthetic" else None), "dataset": params["dataset"], "target": args.target or None,
-        "device": device, "device_name": device_name(py, device), "host": platform.node(),
+        "device": device, "warm": args.warm, "device_name": device_name(py, device), "host": platform.node(),
         "cores": len(os.sched_getaffinity(0)), "load_before": load_before, "load_after": load_after,
         "repo": str(repo), "overrides": args.set, "dvc_rc": rc, "cut_off": cut_off, "timeout_s": args.timeout,
         "total_wall_s": total, "stages": order, "fits_per_stage": fits, "plan_seconds_per_stage": plan_s,
@@ -312,7 +315,8 @@ def render(r: dict) -> str:
             f"sep {size['sep']:g})" if size else f"dataset {r['dataset']['name']}")
     lines = [
         f"bench_scale: dvc repro {r.get('target') or ''}{' ' if r.get('target') else ''}of the default params on {data}, "
-        f"base.device {r['device']}",
+        f"base.device {r['device']}" + (", under `privaudit warm` (one warm stage server; CPU s and peak RSS count "
+                                        "only each stage's client process)" if r.get("warm") else ""),
         f"machine: {r['device_name']}, {r['cores']} cores visible, host {r['host']}; load average before "
         f"{'/'.join(f'{x:.2f}' for x in r['load_before'])}, after {'/'.join(f'{x:.2f}' for x in r['load_after'])}",
         f"pipeline from {r['repo']}" + (f"; overrides {r['overrides']}" if r["overrides"] else ""),

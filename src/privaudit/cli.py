@@ -33,6 +33,10 @@ the report after ``git checkout <rev> -- dvc.lock metrics``). The verdict then n
 ``dvc repro``; ``--no-check`` prints the stored verdict anyway. A gate without provenance
 (older format) is refused the same way.
 
+``privaudit warm -- COMMAND ...`` runs the command (``dvc repro``, ``dvc exp run``) with a warm stage server
+(:mod:`privaudit.warm`): each ``python -m stages.<name>`` it starts runs in a fork of one process that imported
+Great Expectations, torch, scikit-learn, skops and scipy once; exit code of the command.
+
 ``privaudit history [--defender NAME] [--json] [--repo DIR]`` prints the audit history kept on the git ref
 ``refs/privaudit/history`` (one record per pipeline run, written by the ``history`` stage,
 :mod:`privaudit.history`) with the regressions flagged: exit 0, 1 when the latest run has a regression, 2
@@ -379,6 +383,26 @@ def _record_release(args: argparse.Namespace) -> str:
     except (ValueError, OSError) as exc:
         raise ReleaseRefused(str(exc), EXIT_USAGE) from None
     return release.name
+# --------------------------------------------------------------------------- warm
+
+
+def _warm_arguments(parser: argparse.ArgumentParser) -> None:
+    """Arguments of ``privaudit warm``."""
+    parser.add_argument("argv", nargs=argparse.REMAINDER, metavar="-- COMMAND ...",
+                        help="the command to run, e.g. -- dvc repro")
+
+
+def _warm(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """Handler of ``privaudit warm``: run the command with a warm stage server (:mod:`privaudit.warm`)."""
+    from privaudit.warm.session import run_warm
+
+    command = args.argv[1:] if args.argv[:1] == ["--"] else args.argv
+    if not command:
+        print("privaudit warm: no command given; usage: privaudit warm -- dvc repro", file=err)
+        return EXIT_USAGE
+    return run_warm(command)
+
+
 # --------------------------------------------------------------------------- history
 
 
@@ -456,6 +480,12 @@ def _commands() -> dict[str, Command]:
                  "files uncommitted, ledger or data stamp unreadable)",
             add_arguments=_release_arguments,
             handler=_release,
+        ),
+        "warm": Command(
+            help="run a command (e.g. -- dvc repro) with a warm stage server: the stages' heavy libraries are "
+                 "imported once, not once per stage; exit code of the command",
+            add_arguments=_warm_arguments,
+            handler=_warm,
         ),
         "history": Command(
             help="print the audit history (refs/privaudit/history) with regressions flagged; exit 1 when the latest "

@@ -1,0 +1,82 @@
+"""The stage side of the warm server: hand ``python -m stages.<name> ...`` to it, or return and run cold.
+
+:func:`hand_off_stage` is called from ``stages/__init__.py``, before a stage imports anything: when
+``PRIVAUDIT_WARM_SOCKET`` names a server and this process is ``python -m stages.<name> ...``, it sends the run
+there and ends this process with the stage's exit code (``SystemExit``). Signals this process gets (DVC
+stopping on Ctrl-C, a timeout's SIGTERM) are passed to the stage's process. Every way the server cannot take
+the run — no socket (yet: the server makes it once its imports are done; the first stages of a run
+start cold rather than wait), refused (another interpreter, other start-up environment), closed before the stage
+started — returns, and the stage runs here, cold, with a one-line note on stderr when a server was meant.
+Stdlib only.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import sys
+
+from privaudit.warm.protocol import MODULE_PREFIX, SOCKET_ENV, recv_message, send_request, this_request
+
+_FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
+
+
+def stage_invocation(orig_argv: list[str]) -> tuple[str, list[str]] | None:
+    """``(module, args)`` when ``orig_argv`` is exactly ``python -m stages.<name> args...``, else ``None`` (an
+    interpreter option such as ``-X importtime`` or ``-O`` keeps the run cold)."""
+    if len(orig_argv) >= 3 and orig_argv[1] == "-m" and orig_argv[2].startswith(MODULE_PREFIX):
+        return orig_argv[2], list(orig_argv[3:])
+    return None
+
+
+def hand_off_stage() -> None:
+    """Run this stage process on the warm server and exit with its code; return to run it cold."""
+    path = os.environ.get(SOCKET_ENV)
+    invocation = stage_invocation(list(getattr(sys, "orig_argv", [])))
+    if not path or invocation is None or not os.path.exists(path):  # no socket yet: the server is preloading
+        return
+    code = run_on_server(path, *invocation)
+    if code is not None:
+        raise SystemExit(code)
+
+
+def run_on_server(path: str, module: str, args: list[str]) -> int | None:
+    """Run ``python -m module args`` on the server at ``path``; its exit code, or ``None`` when it did not run
+    there (a note on stderr says why: the caller runs it cold)."""
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.connect(path)
+        send_request(sock, this_request(module, args))
+    except OSError as err:
+        sock.close()
+        print(f"privaudit warm: {module} runs cold: the server at {path} is not reachable ({err})", file=sys.stderr)
+        return None
+    child = {"pid": None, "signal": None}
+
+    def forward(signum: int, _frame: object) -> None:
+        child["signal"] = signum
+        if child["pid"] is not None:
+            os.kill(child["pid"], signum)
+
+    previous = {sig: signal.signal(sig, forward) for sig in _FORWARDED}
+    try:
+        first = recv_message(sock)
+        if first is None or "pid" not in first:
+            reason = (first or {}).get("refused", "the server closed the connection before the stage started")
+            print(f"privaudit warm: {module} runs cold: {reason}", file=sys.stderr)
+            return None
+        child["pid"] = int(first["pid"])
+        if child["signal"] is not None:  # a signal came before the pid did
+            os.kill(child["pid"], child["signal"])
+        last = recv_message(sock)
+    finally:
+        sock.close()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    if last is None or "exit" not in last:
+        print(f"privaudit warm: {module} (pid {child['pid']}) ended without an exit status: the server stopped",
+              file=sys.stderr)
+        return 1
+    code = int(last["exit"])
+    return 128 - code if code < 0 else code  # killed by signal N: 128 + N, as a shell reports it

@@ -1,0 +1,285 @@
+"""The warm stage server: import the heavy libraries once, fork a child per stage run.
+
+``python -m privaudit.warm.server --socket PATH [--parent PID]`` imports :data:`PRELOAD`, then binds ``PATH``
+(a Unix socket, made under another name and renamed: it exists only once the server is ready; its folder
+should be private to the user, as :mod:`privaudit.warm.session` makes it), freezes the preloaded objects out of
+the garbage collector (``gc.freeze``: a child's collections neither walk nor copy them), and serves until SIGTERM or until the process ``--parent`` is gone. For each request (:mod:`.protocol`) it checks
+that the client runs the same interpreter with the same start-up environment, forks, and tells the client
+the child's pid and later its exit code; the parent only accepts, forks and reaps.
+
+The child becomes the stage process: the client's standard streams on 0/1/2, its environment, working
+directory and ``sys.path`` (``PYTHONPATH`` applied as the interpreter would), every module not from the
+interpreter's own prefixes dropped from ``sys.modules`` (privaudit, the stages, anything on ``PYTHONPATH``:
+imported fresh from disk, so edited code is never served stale), then ``runpy.run_module(module,
+run_name="__main__")`` and a normal interpreter exit (``atexit``, thread joins, the exit code of
+``SystemExit`` or of an uncaught exception). No thread is started before a fork, and nothing initialises
+CUDA here (a child may).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import importlib
+import io
+import os
+import runpy
+import selectors
+import signal
+import socket
+import sys
+import sysconfig
+from dataclasses import dataclass
+from pathlib import Path
+
+from privaudit.warm.protocol import (MODULE_PREFIX, PROTOCOL_VERSION, Request, recv_request, send_message,
+                                     startup_env)
+
+#: what the stages import that costs seconds (measured per stage with ``python -X importtime``); a module
+#: missing from the environment is skipped
+PRELOAD: tuple[str, ...] = (
+    "numpy", "scipy.stats", "scipy.optimize", "scipy.special", "pandas", "pyarrow", "yaml", "pydantic",
+    "sklearn", "sklearn.linear_model", "sklearn.neural_network", "sklearn.model_selection", "sklearn.metrics",
+    "great_expectations", "great_expectations.expectations", "skops.io", "safetensors", "torch",
+    "torch._dynamo", "torch.func", "opacus", "tqdm", "rich", "matplotlib",
+)
+
+
+@dataclass(frozen=True)
+class Job:
+    """A request this process (a fresh fork) is to run."""
+
+    request: Request
+    fds: list[int]
+    base_path: list[str]
+    project_modules: tuple[str, ...]
+
+
+def preload(modules: tuple[str, ...] = PRELOAD) -> list[str]:
+    """Import ``modules``; the names that are not installed (skipped)."""
+    missing = []
+    for name in modules:
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            missing.append(name)
+    return missing
+
+
+def refusal(request: Request, server_env: dict[str, str]) -> str | None:
+    """Why this server cannot run ``request`` as a cold ``python -m`` would, or ``None``."""
+    if request.version != PROTOCOL_VERSION:
+        return f"protocol {request.version}, the server speaks {PROTOCOL_VERSION}"
+    if request.executable != sys.executable:
+        return f"interpreter {request.executable}, the server runs {sys.executable}"
+    if not request.module.startswith(MODULE_PREFIX):
+        return f"module {request.module} is not a stage ({MODULE_PREFIX}*)"
+    theirs = startup_env(request.env)
+    if theirs != server_env:
+        keys = sorted(k for k in set(theirs) | set(server_env) if theirs.get(k) != server_env.get(k))
+        return f"start-up environment differs from the server's ({', '.join(keys)})"
+    return None
+
+
+def base_sys_path() -> list[str]:
+    """``sys.path`` without its script/cwd entry and the ``PYTHONPATH`` entries (what every process shares)."""
+    own = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    return [p for p in sys.path[1:] if p not in own]
+
+
+def serve(listener: socket.socket, parent: int | None) -> Job:
+    """Accept, fork, reap until stopped; returns only in a forked child, with its job."""
+    server_env = startup_env(dict(os.environ))
+    base_path = base_sys_path()
+    project = project_modules()
+    gc.collect()
+    gc.freeze()  # the preloaded objects: a child's collections skip them (and do not copy their pages)
+    sel = selectors.DefaultSelector()
+    sel.register(listener, selectors.EVENT_READ, None)
+    children: dict[int, socket.socket] = {}
+    while True:
+        for key, _ in sel.select(timeout=0.05 if children else 1.0):
+            if key.data is not None:  # a child's pidfd: it ended
+                continue  # reaped below
+            conn, _addr = listener.accept()
+            job = _start(conn, server_env, base_path, project, children, sel)
+            if job is not None:  # the child
+                sel.close()
+                listener.close()
+                for other in children.values():
+                    other.close()
+                return job
+        _reap(children, sel)
+        if parent is not None and os.getppid() != parent:
+            raise SystemExit(0)
+
+
+def _start(conn: socket.socket, server_env: dict[str, str], base_path: list[str], project: tuple[str, ...],
+           children: dict[int, socket.socket], sel: selectors.BaseSelector) -> Job | None:
+    conn.settimeout(10)
+    try:
+        request, fds = recv_request(conn)
+    except (OSError, ValueError, EOFError) as err:
+        _refuse(conn, str(err))
+        return None
+    reason = refusal(request, server_env)
+    if reason is not None:
+        for fd in fds:
+            os.close(fd)
+        _refuse(conn, reason)
+        return None
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:
+        conn.close()
+        return Job(request=request, fds=fds, base_path=base_path, project_modules=project)
+    for fd in fds:
+        os.close(fd)
+    try:
+        send_message(conn, pid=pid)
+    except OSError:  # the client is gone: nobody waits for this run
+        os.kill(pid, signal.SIGTERM)
+    children[pid] = conn
+    if hasattr(os, "pidfd_open"):
+        try:
+            sel.register(os.pidfd_open(pid), selectors.EVENT_READ, pid)
+        except OSError:
+            pass  # the 50 ms poll reaps it
+    return None
+
+
+def _refuse(conn: socket.socket, reason: str) -> None:
+    try:
+        send_message(conn, refused=reason)
+    except OSError:
+        pass
+    conn.close()
+
+
+def _reap(children: dict[int, socket.socket], sel: selectors.BaseSelector) -> None:
+    while children:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+        for key in list(sel.get_map().values()):
+            if key.data == pid:
+                sel.unregister(key.fileobj)
+                os.close(key.fd)
+        conn = children.pop(pid, None)
+        if conn is not None:
+            try:
+                send_message(conn, exit=os.waitstatus_to_exitcode(status))
+            except OSError:
+                pass
+            conn.close()
+
+
+def run_job(job: Job) -> int:
+    """Become the stage process of ``job`` (in the forked child) and run its module as ``__main__``."""
+    for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGCHLD):
+        signal.signal(sig, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    request = job.request
+    for target, fd in enumerate(job.fds):
+        os.dup2(fd, target)
+    for fd in job.fds:
+        if fd > 2:
+            os.close(fd)
+    os.environ.clear()
+    os.environ.update(request.env)
+    os.chdir(request.cwd)
+    _reopen_stdio()
+    pythonpath = [p for p in request.env.get("PYTHONPATH", "").split(os.pathsep) if p]
+    sys.path[:] = [request.cwd, *pythonpath, *job.base_path]
+    for name in job.project_modules:  # privaudit, the stages, PYTHONPATH's modules: imported again, from disk
+        sys.modules.pop(name, None)
+    importlib.invalidate_caches()
+    sys.argv = [request.module, *request.args]
+    runpy.run_module(request.module, run_name="__main__", alter_sys=True)
+    return 0
+
+
+def _reopen_stdio() -> None:
+    """New ``sys.stdin/stdout/stderr`` on descriptors 0/1/2, buffered as a fresh interpreter would."""
+    unbuffered = bool(os.environ.get("PYTHONUNBUFFERED"))
+    for name, fd, mode in (("stdin", 0, "r"), ("stdout", 1, "w"), ("stderr", 2, "w")):
+        old = getattr(sys, name)
+        raw = io.FileIO(fd, mode, closefd=False)
+        tty = raw.isatty()
+        if mode == "r":
+            stream = io.TextIOWrapper(io.BufferedReader(raw), encoding=old.encoding, errors=old.errors)
+        else:
+            stream = io.TextIOWrapper(io.BufferedWriter(raw), encoding=old.encoding, errors=old.errors,
+                                      line_buffering=tty or name == "stderr",
+                                      write_through=unbuffered or name == "stderr")
+        setattr(sys, name, stream)
+        setattr(sys, f"__{name}__", stream)
+
+
+def _interpreter_roots() -> tuple[str, ...]:
+    paths = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}
+    paths.update(p for p in sysconfig.get_paths().values() if p)
+    return tuple(sorted({os.path.realpath(p) for p in paths}))
+
+
+def project_modules() -> tuple[str, ...]:
+    """The imported modules whose files are not under the interpreter's prefixes (stdlib, site-packages):
+    privaudit, the stages and whatever ``PYTHONPATH`` gave; a child forgets them and imports them again."""
+    roots = _interpreter_roots()
+
+    def inside(path: str) -> bool:
+        real = os.path.realpath(path)
+        return any(real == r or real.startswith(r + os.sep) for r in roots)
+
+    project = []
+    for name, module in list(sys.modules.items()):
+        file = getattr(module, "__file__", None)
+        paths = [file] if file else list(getattr(module, "__path__", None) or [])
+        if paths and not all(inside(p) for p in paths):
+            project.append(name)
+    return tuple(project)
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m privaudit.warm.server", description=__doc__.splitlines()[0])
+    p.add_argument("--socket", type=Path, required=True, help="Unix socket to bind (in a user-private folder)")
+    p.add_argument("--parent", type=int, default=None, help="stop when this process is no longer the parent")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Bind, preload, serve; in a forked child, run the stage and return its exit code."""
+    args = _parser().parse_args(argv)
+    os.environ.setdefault("DO_NOT_TRACK", "1")  # as stages/_runner.py, before Great Expectations is imported
+    os.environ.setdefault("GX_ANALYTICS_ENABLED", "False")
+    binding = args.socket.with_name(args.socket.name + ".binding")
+
+    def stop(_signum: int, _frame: object) -> None:
+        for path in (args.socket, binding):
+            try:
+                path.unlink()
+            except OSError:
+                pass
+        os._exit(0)
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    preload()
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(str(binding))
+    listener.listen(64)
+    os.rename(binding, args.socket)  # the socket appears when it is ready: until then stages run cold
+    try:
+        job = serve(listener, args.parent)
+    except SystemExit:
+        stop(0, None)
+        raise
+    return run_job(job)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,60 @@
+"""Run a command (``dvc repro``, ``dvc exp run``) with a warm stage server for its stages.
+
+:func:`warm_stages` starts :mod:`privaudit.warm.server` on a socket in a fresh user-private temporary folder
+(mode 0700: no other user can connect), in its own session (a terminal's Ctrl-C reaches the stages through
+their clients, not the server), and yields the environment that points stages at it; leaving the block stops
+the server and removes the folder. The server also stops by itself when this process is gone.
+:func:`run_warm` is ``privaudit warm -- COMMAND``.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+from privaudit.warm.protocol import SOCKET_ENV
+
+@contextmanager
+def warm_stages(env: dict[str, str] | None = None) -> Iterator[dict[str, str]]:
+    """Start a warm stage server; yield ``env`` (default: this process's) with ``PRIVAUDIT_WARM_SOCKET`` set.
+
+    The server's socket appears once its imports are done (seconds): stages that start before run cold, as
+    they do when the server cannot start (a note on stderr when the block ends).
+    """
+    base = dict(os.environ if env is None else env)
+    base.pop(SOCKET_ENV, None)
+    folder = Path(tempfile.mkdtemp(prefix="privaudit-warm-"))
+    path = folder / "stages.sock"
+    server = subprocess.Popen(
+        [sys.executable, "-m", "privaudit.warm.server", "--socket", str(path), "--parent", str(os.getpid())],
+        env=base, stdin=subprocess.DEVNULL, start_new_session=True,
+    )
+    try:
+        yield {**base, SOCKET_ENV: str(path)}
+    finally:
+        if server.poll() not in (None, 0):
+            print(f"privaudit warm: the stage server stopped with exit code {server.returncode}; the stages after "
+                  "that ran cold", file=sys.stderr)
+        server.terminate()
+        try:
+            server.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def run_warm(command: Sequence[str]) -> int:
+    """Run ``command`` with a warm stage server; its exit code (127 when it cannot be started)."""
+    with warm_stages() as env:
+        try:
+            return subprocess.call(list(command), env=env)
+        except OSError as err:
+            print(f"privaudit warm: cannot run {command[0]!r}: {err}", file=sys.stderr)
+            return 127
