@@ -25,7 +25,7 @@ MODULE_PREFIX = "stages."
 #: server's runs cold (``PYTHON*`` is compared too, but for ``PYTHONPATH``, which the child applies itself)
 STARTUP_ENV: tuple[str, ...] = (
     "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS",
-    "CUDA_VISIBLE_DEVICES", "LD_PRELOAD", "LD_LIBRARY_PATH",
+    "CUDA_VISIBLE_DEVICES", "LD_PRELOAD", "LD_LIBRARY_PATH", "MPLBACKEND", "MPLCONFIGDIR",
 )
 _LEN = struct.Struct(">I")
 

@@ -38,10 +38,12 @@ from privaudit.warm.protocol import (MODULE_PREFIX, PROTOCOL_VERSION, Request, r
 #: what the stages import that costs seconds (measured per stage with ``python -X importtime``); a module
 #: missing from the environment is skipped
 PRELOAD: tuple[str, ...] = (
-    "numpy", "scipy.stats", "scipy.optimize", "scipy.special", "pandas", "pyarrow", "yaml", "pydantic",
+    "numpy", "scipy.stats", "scipy.optimize", "scipy.special", "pandas", "pandas.core.arrays.arrow.extension_types",
+    "pyarrow", "pyarrow.fs", "pyarrow.parquet", "pyarrow.dataset", "yaml", "pydantic", "pydantic.main",
     "sklearn", "sklearn.linear_model", "sklearn.neural_network", "sklearn.model_selection", "sklearn.metrics",
-    "great_expectations", "great_expectations.expectations", "skops.io", "safetensors", "torch",
-    "torch._dynamo", "torch.func", "opacus", "tqdm", "rich", "matplotlib",
+    "great_expectations", "great_expectations.expectations", "skops.io", "safetensors", "safetensors.torch",
+    "torch", "torch._dynamo", "torch.func", "opacus", "dp_accounting", "dp_accounting.pld.privacy_loss_distribution",
+    "tqdm", "rich", "matplotlib", "matplotlib.figure", "matplotlib.backends.backend_agg",
 )
 
 
@@ -248,6 +250,8 @@ def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m privaudit.warm.server", description=__doc__.splitlines()[0])
     p.add_argument("--socket", type=Path, required=True, help="Unix socket to bind (in a user-private folder)")
     p.add_argument("--parent", type=int, default=None, help="stop when this process is no longer the parent")
+    p.add_argument("--preload", default=None, metavar="MODULE,...",
+                   help="modules to import before serving (default: PRELOAD, the stages' heavy libraries)")
     return p
 
 
@@ -268,7 +272,7 @@ def main(argv: list[str] | None = None) -> int:
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
-    preload()
+    preload(tuple(m for m in args.preload.split(",") if m) if args.preload is not None else PRELOAD)
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(str(binding))
     listener.listen(64)

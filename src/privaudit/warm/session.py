@@ -21,18 +21,22 @@ from pathlib import Path
 from privaudit.warm.protocol import SOCKET_ENV
 
 @contextmanager
-def warm_stages(env: dict[str, str] | None = None) -> Iterator[dict[str, str]]:
+def warm_stages(env: dict[str, str] | None = None, preload: Sequence[str] | None = None) -> Iterator[dict[str, str]]:
     """Start a warm stage server; yield ``env`` (default: this process's) with ``PRIVAUDIT_WARM_SOCKET`` set.
 
     The server's socket appears once its imports are done (seconds): stages that start before run cold, as
-    they do when the server cannot start (a note on stderr when the block ends).
+    they do when the server cannot start (a note on stderr when the block ends). ``preload``: the modules the
+    server imports (default: :data:`privaudit.warm.server.PRELOAD`).
     """
     base = dict(os.environ if env is None else env)
     base.pop(SOCKET_ENV, None)
     folder = Path(tempfile.mkdtemp(prefix="privaudit-warm-"))
     path = folder / "stages.sock"
+    command = [sys.executable, "-m", "privaudit.warm.server", "--socket", str(path), "--parent", str(os.getpid())]
+    if preload is not None:
+        command += ["--preload", ",".join(preload)]
     server = subprocess.Popen(
-        [sys.executable, "-m", "privaudit.warm.server", "--socket", str(path), "--parent", str(os.getpid())],
+        command,
         env=base, stdin=subprocess.DEVNULL, start_new_session=True,
     )
     try:

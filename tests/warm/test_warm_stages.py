@@ -1,0 +1,164 @@
+"""The warm stage server (privaudit.warm): a stage run there behaves as the same stage run cold.
+
+A toy ``stages`` package (the repository's own hook in ``stages/__init__.py``, a module ``stages.echo``) runs
+under a server that preloads a marker module (``xml.dom.minidom``): the child that ran it must see the marker
+already imported (it ran warm), its own arguments, working directory, environment and streams, and exit with
+its own code; code edited between two runs is imported fresh; what the server cannot take runs cold.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from privaudit.warm.client import stage_invocation
+from privaudit.warm.protocol import SOCKET_ENV, startup_env
+from privaudit.warm.session import warm_stages
+
+REPO = Path(__file__).resolve().parents[2]
+MARKER = "xml.dom.minidom"  # preloaded by the test server; nothing in the toy stage imports it
+
+ECHO = '''
+import json, os, sys, time
+from toy_lib import VALUE
+args = sys.argv[1:]
+if args[:1] == ["sleep"]:
+    print("pid", os.getpid(), flush=True)
+    time.sleep(60)
+if args[:1] == ["raise"]:
+    raise RuntimeError("toy stage failed")
+print(json.dumps({"argv": args, "cwd": os.getcwd(), "env": os.environ.get("TOY_VALUE"), "lib": VALUE,
+                  "warm": "xml.dom.minidom" in sys.modules, "pid": os.getpid(), "ppid": os.getppid(),
+                  "main": __name__}))
+print("to stderr", file=sys.stderr)
+sys.exit(int(args[0]) if args and args[0].isdigit() else 0)
+'''
+
+
+@pytest.fixture()
+def toy(tmp_path: Path) -> Path:
+    (tmp_path / "stages").mkdir()
+    shutil.copy2(REPO / "stages" / "__init__.py", tmp_path / "stages" / "__init__.py")
+    (tmp_path / "stages" / "echo.py").write_text(ECHO)
+    (tmp_path / "lib").mkdir()
+    (tmp_path / "lib" / "toy_lib.py").write_text("VALUE = 1\n")
+    (tmp_path / "work").mkdir()
+    return tmp_path
+
+
+def _env(toy: Path) -> dict[str, str]:
+    env = dict(os.environ)
+    env.pop(SOCKET_ENV, None)
+    env["PYTHONPATH"] = os.pathsep.join([str(toy / "lib"), str(toy), str(REPO / "src")])
+    return env
+
+
+def _wait_ready(env: dict[str, str]) -> None:
+    deadline = time.monotonic() + 60
+    while not Path(env[SOCKET_ENV]).exists():
+        if time.monotonic() > deadline:
+            pytest.fail("the warm server did not bind its socket within 60 s")
+        time.sleep(0.02)
+
+
+def _echo(env: dict[str, str], cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "stages.echo", *args], cwd=cwd, env=env, capture_output=True,
+                          text=True, timeout=60)
+
+
+def test_a_stage_runs_warm_with_its_own_arguments_directory_environment_and_exit_code(toy: Path) -> None:
+    with warm_stages(_env(toy), preload=[MARKER]) as env:
+        _wait_ready(env)
+        env = {**env, "TOY_VALUE": "from the client"}
+        done = _echo(env, toy / "work", "3", "--flag", "x y")
+        assert done.returncode == 3, done.stderr
+        out = json.loads(done.stdout)
+        assert out["warm"] is True  # the server's preloaded module: it ran in a fork of the server
+        assert out["argv"] == ["3", "--flag", "x y"] and out["main"] == "__main__"
+        assert out["cwd"] == str(toy / "work") and out["env"] == "from the client"
+        assert done.stderr.strip() == "to stderr"  # the client's own stderr, nothing added
+        failed = _echo(env, toy / "work", "raise")
+        assert failed.returncode == 1 and "RuntimeError: toy stage failed" in failed.stderr  # as a cold run
+
+
+def test_edited_code_is_imported_fresh_in_every_run(toy: Path) -> None:
+    with warm_stages(_env(toy), preload=[MARKER, "toy_lib"]) as env:  # the server imported toy_lib (VALUE = 1)
+        _wait_ready(env)
+        first = json.loads(_echo(env, toy).stdout)
+        (toy / "lib" / "toy_lib.py").write_text("VALUE = 2\n")
+        (toy / "stages" / "echo.py").write_text(ECHO.replace('"main": __name__', '"main": "edited"'))
+        second = json.loads(_echo(env, toy).stdout)
+    assert first["warm"] and second["warm"] and first["pid"] != second["pid"]
+    assert (first["lib"], first["main"]) == (1, "__main__") and (second["lib"], second["main"]) == (2, "edited")
+
+
+def test_what_the_server_cannot_take_runs_cold(toy: Path) -> None:
+    env = _env(toy)
+    env["PYTHONHASHSEED"] = "1"
+    with warm_stages(env, preload=[MARKER]) as warm:
+        _wait_ready(warm)
+        other = _echo({**warm, "PYTHONHASHSEED": "2"}, toy)  # another interpreter start-up: refused
+        assert other.returncode == 0 and json.loads(other.stdout.splitlines()[0])["warm"] is False
+        assert "runs cold: start-up environment differs from the server's (PYTHONHASHSEED)" in other.stderr
+        options = subprocess.run([sys.executable, "-X", "utf8", "-m", "stages.echo"], cwd=toy, env=warm,
+                                 capture_output=True, text=True, timeout=60)  # an interpreter option: cold, quietly
+        assert json.loads(options.stdout.splitlines()[0])["warm"] is False and "runs cold" not in options.stderr
+    missing = {**env, SOCKET_ENV: str(toy / "no-server.sock")}  # not there (yet): cold, quietly
+    cold = _echo(missing, toy, "4")
+    assert cold.returncode == 4 and json.loads(cold.stdout)["warm"] is False and "warm" not in cold.stderr
+
+
+def test_a_signal_to_the_stage_process_reaches_the_warm_stage(toy: Path) -> None:
+    with warm_stages(_env(toy), preload=[MARKER]) as env:
+        _wait_ready(env)
+        client = subprocess.Popen([sys.executable, "-m", "stages.echo", "sleep"], cwd=toy, env=env,
+                                  stdout=subprocess.PIPE, text=True)
+        child = int(client.stdout.readline().split()[1])
+        assert child != client.pid
+        client.send_signal(signal.SIGTERM)  # as DVC or a timeout stops a stage
+        assert client.wait(timeout=30) == 128 + signal.SIGTERM
+        client.stdout.close()
+        with pytest.raises(ProcessLookupError):
+            for _ in range(100):
+                os.kill(child, 0)
+                time.sleep(0.05)
+
+
+def test_the_server_and_its_socket_are_gone_after_the_block(toy: Path) -> None:
+    with warm_stages(_env(toy), preload=[MARKER]) as env:
+        _wait_ready(env)
+        folder = Path(env[SOCKET_ENV]).parent
+        assert oct(folder.stat().st_mode & 0o777) == "0o700"  # no other user can connect
+    assert not folder.exists()
+
+
+def test_privaudit_warm_runs_the_command_and_returns_its_exit_code(toy: Path) -> None:
+    env = _env(toy)
+    cmd = [sys.executable, "-m", "privaudit.cli", "warm", "--", sys.executable, "-c",
+           f"import os, sys; print(os.environ['{SOCKET_ENV}']); sys.exit(5)"]
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 5 and "privaudit-warm-" in done.stdout
+    usage = subprocess.run([sys.executable, "-m", "privaudit.cli", "warm"], env=env, capture_output=True, text=True,
+                           timeout=60)
+    assert usage.returncode == 2 and "privaudit warm -- dvc repro" in usage.stderr
+
+
+def test_stage_invocation_takes_only_plain_python_dash_m_stages() -> None:
+    assert stage_invocation(["python", "-m", "stages.ltu", "--params", "p.yaml"]) == ("stages.ltu", ["--params", "p.yaml"])
+    assert stage_invocation(["python", "-m", "stages.ltu"]) == ("stages.ltu", [])
+    assert stage_invocation(["python", "-X", "importtime", "-m", "stages.ltu"]) is None
+    assert stage_invocation(["python", "-m", "privaudit.cli", "verdict"]) is None
+    assert stage_invocation(["python", "stages/ltu.py"]) is None
+
+
+def test_startup_env_holds_what_a_running_interpreter_cannot_take_back() -> None:
+    env = {"PYTHONHASHSEED": "0", "PYTHONPATH": "/x", "OMP_NUM_THREADS": "1", "HOME": "/h", "PRIVAUDIT_X": "1"}
+    assert startup_env(env) == {"PYTHONHASHSEED": "0", "OMP_NUM_THREADS": "1"}
