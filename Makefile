@@ -70,7 +70,7 @@ VERDICT = $(BIN)/privaudit verdict --gate metrics/gate.json || { rc=$$?; \
 
 audit: setup
 	@test -d data/external || { mkdir -p data/external && touch data/external/.gitkeep; }
-	PRIVAUDIT_TRIGGER="make audit" $(BIN)/dvc repro
+	PRIVAUDIT_TRIGGER="make audit" $(BIN)/privaudit warm -- $(BIN)/dvc repro
 	@$(VERDICT)
 
 verdict: setup

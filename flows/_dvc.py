@@ -30,6 +30,7 @@ import yaml
 
 from privaudit.artifacts import atomic_file
 from privaudit.config import Params, parse_params
+from privaudit.repro.warm.session import warm_stages
 
 DVC_CONCURRENCY_LIMIT = "privaudit-dvc"
 LOCK_FILE = Path(".dvc") / "tmp" / "privaudit-flow.lock"
@@ -94,11 +95,16 @@ def run_dvc(repo: Path, args: list[str], timeout_s: float | None = None,
 
     ``on_line`` gets each stdout line as it is printed (the plan, a line per finished shard with rate and
     ETA), so a Prefect run shows a long stage's progress while it runs, not when it ends. The ``history`` stage
-    records the run with its trigger (:func:`flow_trigger`)."""
+    records the run with its trigger (:func:`flow_trigger`). The stages run on a warm stage server
+    (:func:`privaudit.repro.warm.session.warm_stages`, as ``make audit`` does)."""
     ensure_external_data(repo)
-    cmd = [sys.executable, "-m", "dvc", *args]
-    proc = subprocess.Popen(cmd, cwd=repo, env=pipeline_env(flow_trigger()), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+    with warm_stages(pipeline_env(flow_trigger())) as env:  # the stages' heavy imports once per run
+        return _run(repo, [sys.executable, "-m", "dvc", *args], args, env, timeout_s, on_line)
+
+
+def _run(repo: Path, cmd: list[str], args: list[str], env: dict[str, str], timeout_s: float | None,
+         on_line: Callable[[str], None] | None) -> str:
+    proc = subprocess.Popen(cmd, cwd=repo, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     err: list[str] = []
     reader = threading.Thread(target=lambda: err.append(proc.stderr.read() if proc.stderr else ""), daemon=True)
     reader.start()

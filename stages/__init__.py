@@ -2,12 +2,12 @@
 
 Under ``privaudit warm -- dvc repro`` (``PRIVAUDIT_WARM_SOCKET`` set), ``python -m stages.<name>`` hands
 itself to the warm stage server here, before importing anything, and exits with the stage's exit code
-(:mod:`privaudit.warm.client`); otherwise, or when the server cannot take it, the stage runs in this process.
+(:mod:`privaudit.repro.warm.client`); otherwise, or when the server cannot take it, the stage runs in this process.
 """
 
 import os as _os
 
 if _os.environ.get("PRIVAUDIT_WARM_SOCKET"):
-    from privaudit.warm.client import hand_off_stage
+    from privaudit.repro.warm.client import hand_off_stage
 
     hand_off_stage()

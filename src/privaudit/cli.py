@@ -33,8 +33,8 @@ the report after ``git checkout <rev> -- dvc.lock metrics``). The verdict then n
 ``dvc repro``; ``--no-check`` prints the stored verdict anyway. A gate without provenance
 (older format) is refused the same way.
 
-``privaudit warm -- COMMAND ...`` runs the command (``dvc repro``, ``dvc exp run``) with a warm stage server
-(:mod:`privaudit.warm`): each ``python -m stages.<name>`` it starts runs in a fork of one process that imported
+``privaudit warm [--log FILE] -- COMMAND ...`` runs the command (``dvc repro``, ``dvc exp run``) with a warm stage server
+(:mod:`privaudit.repro.warm`): each ``python -m stages.<name>`` it starts runs in a fork of one process that imported
 Great Expectations, torch, scikit-learn, skops and scipy once; exit code of the command.
 
 ``privaudit history [--defender NAME] [--json] [--repo DIR]`` prints the audit history kept on the git ref
@@ -388,19 +388,21 @@ def _record_release(args: argparse.Namespace) -> str:
 
 def _warm_arguments(parser: argparse.ArgumentParser) -> None:
     """Arguments of ``privaudit warm``."""
+    parser.add_argument("--log", type=Path, default=None,
+                        help="append a JSON line per stage the server ran (module, pid, exit code, seconds) to this file")
     parser.add_argument("argv", nargs=argparse.REMAINDER, metavar="-- COMMAND ...",
                         help="the command to run, e.g. -- dvc repro")
 
 
 def _warm(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    """Handler of ``privaudit warm``: run the command with a warm stage server (:mod:`privaudit.warm`)."""
-    from privaudit.warm.session import run_warm
+    """Handler of ``privaudit warm``: run the command with a warm stage server (:mod:`privaudit.repro.warm`)."""
+    from privaudit.repro.warm.session import run_warm
 
     command = args.argv[1:] if args.argv[:1] == ["--"] else args.argv
     if not command:
         print("privaudit warm: no command given; usage: privaudit warm -- dvc repro", file=err)
         return EXIT_USAGE
-    return run_warm(command)
+    return run_warm(command, log=args.log)
 
 
 # --------------------------------------------------------------------------- history

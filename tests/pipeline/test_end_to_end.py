@@ -11,6 +11,11 @@ import yaml
 from tests.pipeline.conftest import TINY_PARAMS, run
 
 DVC = [sys.executable, "-m", "dvc"]
+WARM = [sys.executable, "-m", "privaudit.cli", "warm", "--"]
+
+
+def WARM_LOGGED(log: Path) -> list[str]:  # noqa: N802 - a command prefix, like WARM
+    return [sys.executable, "-m", "privaudit.cli", "warm", "--log", str(log), "--"]
 METRICS = ("ltu.json", "audit.json", "bounds.json", "gate.json")
 
 
@@ -85,18 +90,24 @@ def test_pipeline_end_to_end(workspace: Path) -> None:
     (ws / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     stale = run(verdict, ws, check=False)  # the gate predates the new ltu.rounds
     assert stale.returncode == 2 and "ltu.rounds changed" in stale.stderr and "dvc repro" in stale.stderr
-    partial = run(DVC + ["repro"], ws)
+    partial = run(WARM + DVC + ["repro"], ws)  # on a warm stage server (privaudit warm, as make audit runs it)
     assert run(verdict, ws, check=False).returncode in (0, 1)
     ran = {s for s in ("ingest", "split", "featurize", "defenders", "canaries", "game3", "blackbox", "lidp", "audit", "ltu",
                        "bounds", "report")
            if f"Running stage '{s}'" in partial.stdout}
     assert ran == {"ltu", "bounds", "report"}, partial.stdout
 
-    # back to the original params, forced full rerun → byte-identical metrics (CPU determinism)
+    # back to the original params, forced full rerun on a warm stage server → the same bytes as the first, cold run
+    # (CPU determinism, and a stage forked from the warm server computes what a fresh process computes)
     params["ltu"]["rounds"] = TINY_PARAMS["ltu"]["rounds"]
     (ws / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
-    run(DVC + ["repro", "--force"], ws)
+    log = ws / ".dvc" / "tmp" / "warm.jsonl"
+    forced = run(WARM_LOGGED(log) + DVC + ["repro", "--force"], ws)
     second = _metrics(ws)
+    ran = {line.split("'")[1] for line in forced.stdout.splitlines() if line.startswith("Running stage")}
+    warm = [json.loads(line) for line in log.read_text().splitlines()]
+    assert all(r["exit"] == 0 for r in warm) and {r["module"] for r in warm} <= {f"stages.{s}" for s in ran}
+    assert {"stages.ltu", "stages.canaries", "stages.audit", "stages.report"} <= {r["module"] for r in warm}, warm
     for m in METRICS:
         if m == "gate.json":
             continue

@@ -1,4 +1,4 @@
-"""The warm stage server (privaudit.warm): a stage run there behaves as the same stage run cold.
+"""The warm stage server (privaudit.repro.warm): a stage run there behaves as the same stage run cold.
 
 A toy ``stages`` package (the repository's own hook in ``stages/__init__.py``, a module ``stages.echo``) runs
 under a server that preloads a marker module (``xml.dom.minidom``): the child that ran it must see the marker
@@ -19,9 +19,9 @@ from pathlib import Path
 
 import pytest
 
-from privaudit.warm.client import stage_invocation
-from privaudit.warm.protocol import SOCKET_ENV, startup_env
-from privaudit.warm.session import warm_stages
+from privaudit.repro.warm.client import stage_invocation
+from privaudit.repro.warm.protocol import SOCKET_ENV, startup_env
+from privaudit.repro.warm.session import warm_stages
 
 REPO = Path(__file__).resolve().parents[2]
 MARKER = "xml.dom.minidom"  # preloaded by the test server; nothing in the toy stage imports it
@@ -75,7 +75,8 @@ def _echo(env: dict[str, str], cwd: Path, *args: str) -> subprocess.CompletedPro
 
 
 def test_a_stage_runs_warm_with_its_own_arguments_directory_environment_and_exit_code(toy: Path) -> None:
-    with warm_stages(_env(toy), preload=[MARKER]) as env:
+    log = toy / "warm.jsonl"
+    with warm_stages(_env(toy), preload=[MARKER], log=log) as env:
         _wait_ready(env)
         env = {**env, "TOY_VALUE": "from the client"}
         done = _echo(env, toy / "work", "3", "--flag", "x y")
@@ -87,6 +88,8 @@ def test_a_stage_runs_warm_with_its_own_arguments_directory_environment_and_exit
         assert done.stderr.strip() == "to stderr"  # the client's own stderr, nothing added
         failed = _echo(env, toy / "work", "raise")
         assert failed.returncode == 1 and "RuntimeError: toy stage failed" in failed.stderr  # as a cold run
+    runs = [json.loads(line) for line in log.read_text().splitlines()]
+    assert [(r["module"], r["exit"], r["pid"]) for r in runs] == [("stages.echo", 3, out["pid"]), ("stages.echo", 1, runs[1]["pid"])]
 
 
 def test_edited_code_is_imported_fresh_in_every_run(toy: Path) -> None:
@@ -162,3 +165,14 @@ def test_stage_invocation_takes_only_plain_python_dash_m_stages() -> None:
 def test_startup_env_holds_what_a_running_interpreter_cannot_take_back() -> None:
     env = {"PYTHONHASHSEED": "0", "PYTHONPATH": "/x", "OMP_NUM_THREADS": "1", "HOME": "/h", "PRIVAUDIT_X": "1"}
     assert startup_env(env) == {"PYTHONHASHSEED": "0", "OMP_NUM_THREADS": "1"}
+
+
+def test_the_client_imports_only_the_standard_library() -> None:
+    """A stage's first import under a server: nothing heavy, nothing of privaudit beyond the client itself."""
+    probe = ("import sys; import privaudit.repro.warm.client; "
+             "print(' '.join(sorted(m for m in sys.modules if m.split('.')[0] in "
+             "('privaudit', 'numpy', 'torch', 'pandas', 'great_expectations', 'sklearn', 'scipy', 'pydantic', 'yaml'))))")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True,
+                         env={**os.environ, "PYTHONPATH": str(REPO / "src")}).stdout.split()
+    assert out == ["privaudit", "privaudit.repro", "privaudit.repro.warm", "privaudit.repro.warm.client",
+                   "privaudit.repro.warm.protocol"]

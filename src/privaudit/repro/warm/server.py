@@ -1,8 +1,8 @@
 """The warm stage server: import the heavy libraries once, fork a child per stage run.
 
-``python -m privaudit.warm.server --socket PATH [--parent PID]`` imports :data:`PRELOAD`, then binds ``PATH``
+``python -m privaudit.repro.warm.server --socket PATH [--parent PID]`` imports :data:`PRELOAD`, then binds ``PATH``
 (a Unix socket, made under another name and renamed: it exists only once the server is ready; its folder
-should be private to the user, as :mod:`privaudit.warm.session` makes it), freezes the preloaded objects out of
+should be private to the user, as :mod:`privaudit.repro.warm.session` makes it), freezes the preloaded objects out of
 the garbage collector (``gc.freeze``: a child's collections neither walk nor copy them), and serves until SIGTERM or until the process ``--parent`` is gone. For each request (:mod:`.protocol`) it checks
 that the client runs the same interpreter with the same start-up environment, forks, and tells the client
 the child's pid and later its exit code; the parent only accepts, forks and reaps.
@@ -22,6 +22,7 @@ import argparse
 import gc
 import importlib
 import io
+import json
 import os
 import runpy
 import selectors
@@ -29,10 +30,11 @@ import signal
 import socket
 import sys
 import sysconfig
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from privaudit.warm.protocol import (MODULE_PREFIX, PROTOCOL_VERSION, Request, recv_request, send_message,
+from privaudit.repro.warm.protocol import (MODULE_PREFIX, PROTOCOL_VERSION, Request, recv_request, send_message,
                                      startup_env)
 
 #: what the stages import that costs seconds (measured per stage with ``python -X importtime``); a module
@@ -89,8 +91,9 @@ def base_sys_path() -> list[str]:
     return [p for p in sys.path[1:] if p not in own]
 
 
-def serve(listener: socket.socket, parent: int | None) -> Job:
-    """Accept, fork, reap until stopped; returns only in a forked child, with its job."""
+def serve(listener: socket.socket, parent: int | None, log: Path | None = None) -> Job:
+    """Accept, fork, reap until stopped; returns only in a forked child, with its job. ``log``: a JSON line per
+    finished run (module, pid, exit code, seconds) is appended there."""
     server_env = startup_env(dict(os.environ))
     base_path = base_sys_path()
     project = project_modules()
@@ -98,7 +101,7 @@ def serve(listener: socket.socket, parent: int | None) -> Job:
     gc.freeze()  # the preloaded objects: a child's collections skip them (and do not copy their pages)
     sel = selectors.DefaultSelector()
     sel.register(listener, selectors.EVENT_READ, None)
-    children: dict[int, socket.socket] = {}
+    children: dict[int, tuple[socket.socket, str, float]] = {}
     while True:
         for key, _ in sel.select(timeout=0.05 if children else 1.0):
             if key.data is not None:  # a child's pidfd: it ended
@@ -108,16 +111,16 @@ def serve(listener: socket.socket, parent: int | None) -> Job:
             if job is not None:  # the child
                 sel.close()
                 listener.close()
-                for other in children.values():
+                for other, _module, _t0 in children.values():
                     other.close()
                 return job
-        _reap(children, sel)
+        _reap(children, sel, log)
         if parent is not None and os.getppid() != parent:
             raise SystemExit(0)
 
 
 def _start(conn: socket.socket, server_env: dict[str, str], base_path: list[str], project: tuple[str, ...],
-           children: dict[int, socket.socket], sel: selectors.BaseSelector) -> Job | None:
+           children: dict[int, tuple[socket.socket, str, float]], sel: selectors.BaseSelector) -> Job | None:
     conn.settimeout(10)
     try:
         request, fds = recv_request(conn)
@@ -142,7 +145,7 @@ def _start(conn: socket.socket, server_env: dict[str, str], base_path: list[str]
         send_message(conn, pid=pid)
     except OSError:  # the client is gone: nobody waits for this run
         os.kill(pid, signal.SIGTERM)
-    children[pid] = conn
+    children[pid] = (conn, request.module, time.monotonic())
     if hasattr(os, "pidfd_open"):
         try:
             sel.register(os.pidfd_open(pid), selectors.EVENT_READ, pid)
@@ -159,7 +162,8 @@ def _refuse(conn: socket.socket, reason: str) -> None:
     conn.close()
 
 
-def _reap(children: dict[int, socket.socket], sel: selectors.BaseSelector) -> None:
+def _reap(children: dict[int, tuple[socket.socket, str, float]], sel: selectors.BaseSelector,
+          log: Path | None) -> None:
     while children:
         try:
             pid, status = os.waitpid(-1, os.WNOHANG)
@@ -171,13 +175,19 @@ def _reap(children: dict[int, socket.socket], sel: selectors.BaseSelector) -> No
             if key.data == pid:
                 sel.unregister(key.fileobj)
                 os.close(key.fd)
-        conn = children.pop(pid, None)
-        if conn is not None:
-            try:
-                send_message(conn, exit=os.waitstatus_to_exitcode(status))
-            except OSError:
-                pass
-            conn.close()
+        if pid not in children:
+            continue
+        conn, module, t0 = children.pop(pid)
+        code = os.waitstatus_to_exitcode(status)
+        try:
+            send_message(conn, exit=code)
+        except OSError:
+            pass
+        conn.close()
+        if log is not None:
+            with log.open("a", encoding="utf-8") as fh:
+                fh.write(json.dumps({"module": module, "pid": pid, "exit": code,
+                                     "seconds": round(time.monotonic() - t0, 3)}) + "\n")
 
 
 def run_job(job: Job) -> int:
@@ -247,9 +257,10 @@ def project_modules() -> tuple[str, ...]:
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m privaudit.warm.server", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="python -m privaudit.repro.warm.server", description=__doc__.splitlines()[0])
     p.add_argument("--socket", type=Path, required=True, help="Unix socket to bind (in a user-private folder)")
     p.add_argument("--parent", type=int, default=None, help="stop when this process is no longer the parent")
+    p.add_argument("--log", type=Path, default=None, help="append a JSON line per finished stage run here")
     p.add_argument("--preload", default=None, metavar="MODULE,...",
                    help="modules to import before serving (default: PRELOAD, the stages' heavy libraries)")
     return p
@@ -278,7 +289,7 @@ def main(argv: list[str] | None = None) -> int:
     listener.listen(64)
     os.rename(binding, args.socket)  # the socket appears when it is ready: until then stages run cold
     try:
-        job = serve(listener, args.parent)
+        job = serve(listener, args.parent, args.log)
     except SystemExit:
         stop(0, None)
         raise

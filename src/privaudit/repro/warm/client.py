@@ -17,7 +17,7 @@ import signal
 import socket
 import sys
 
-from privaudit.warm.protocol import MODULE_PREFIX, SOCKET_ENV, recv_message, send_request, this_request
+from privaudit.repro.warm.protocol import MODULE_PREFIX, SOCKET_ENV, recv_message, send_request, this_request
 
 _FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
 

@@ -1,6 +1,6 @@
 """Run a command (``dvc repro``, ``dvc exp run``) with a warm stage server for its stages.
 
-:func:`warm_stages` starts :mod:`privaudit.warm.server` on a socket in a fresh user-private temporary folder
+:func:`warm_stages` starts :mod:`privaudit.repro.warm.server` on a socket in a fresh user-private temporary folder
 (mode 0700: no other user can connect), in its own session (a terminal's Ctrl-C reaches the stages through
 their clients, not the server), and yields the environment that points stages at it; leaving the block stops
 the server and removes the folder. The server also stops by itself when this process is gone.
@@ -18,21 +18,25 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-from privaudit.warm.protocol import SOCKET_ENV
+from privaudit.repro.warm.protocol import SOCKET_ENV
 
 @contextmanager
-def warm_stages(env: dict[str, str] | None = None, preload: Sequence[str] | None = None) -> Iterator[dict[str, str]]:
+def warm_stages(env: dict[str, str] | None = None, preload: Sequence[str] | None = None,
+                log: Path | None = None) -> Iterator[dict[str, str]]:
     """Start a warm stage server; yield ``env`` (default: this process's) with ``PRIVAUDIT_WARM_SOCKET`` set.
 
     The server's socket appears once its imports are done (seconds): stages that start before run cold, as
     they do when the server cannot start (a note on stderr when the block ends). ``preload``: the modules the
-    server imports (default: :data:`privaudit.warm.server.PRELOAD`).
+    server imports (default: :data:`privaudit.repro.warm.server.PRELOAD`); ``log``: a file the server appends a
+    JSON line to for every stage it ran (module, pid, exit code, seconds).
     """
     base = dict(os.environ if env is None else env)
     base.pop(SOCKET_ENV, None)
     folder = Path(tempfile.mkdtemp(prefix="privaudit-warm-"))
     path = folder / "stages.sock"
-    command = [sys.executable, "-m", "privaudit.warm.server", "--socket", str(path), "--parent", str(os.getpid())]
+    command = [sys.executable, "-m", "privaudit.repro.warm.server", "--socket", str(path), "--parent", str(os.getpid())]
+    if log is not None:
+        command += ["--log", str(Path(log).resolve())]
     if preload is not None:
         command += ["--preload", ",".join(preload)]
     server = subprocess.Popen(
@@ -54,9 +58,10 @@ def warm_stages(env: dict[str, str] | None = None, preload: Sequence[str] | None
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def run_warm(command: Sequence[str]) -> int:
-    """Run ``command`` with a warm stage server; its exit code (127 when it cannot be started)."""
-    with warm_stages() as env:
+def run_warm(command: Sequence[str], log: Path | None = None) -> int:
+    """Run ``command`` with a warm stage server; its exit code (127 when it cannot be started). ``log``: as
+    :func:`warm_stages`."""
+    with warm_stages(log=log) as env:
         try:
             return subprocess.call(list(command), env=env)
         except OSError as err:
