@@ -51,6 +51,9 @@ COVERAGE: list[tuple[str, tuple[str, ...] | str]] = [
     (r"python -m stages\.<name> --help", ("tests/unit/test_stage_imports.py::"
                                           "test_stage_start_up_imports_exactly_the_expected_heavy_packages",)),
     # --- verdict
+    (r"privaudit warm -- dvc (repro|exp run -S ltu\.rounds=2000)",
+     ("tests/pipeline/test_end_to_end.py::test_pipeline_end_to_end",
+      "tests/warm/test_warm_stages.py::test_privaudit_warm_runs_the_command_and_returns_its_exit_code")),
     (r"(\.venv/bin/)?privaudit verdict", ("tests/report/test_cli.py::test_real_process_exit_code",
                                           "tests/pipeline/test_end_to_end.py::test_pipeline_end_to_end", WALK)),
     (r"make (audit|test|verdict|test-all|test-server|setup)( TORCH_INDEX=\S+)?", MAKE),
@@ -127,6 +130,7 @@ COVERAGE: list[tuple[str, tuple[str, ...] | str]] = [
     (r"python benchmarks/bench_blackbox_catalogue\.py --claims 1 4 --seeds 5 --ladder 40 320 --scale 30 --level 0\.00833 --curves gdp eps_delta declared", BENCH),
     (r"python benchmarks/(ltu_table1|bench_ltu_retrain|bench_sample_risk)\.py( --dataset digits)?", BENCH),
     (r"(DEVICE=cpu )?bash benchmarks/gpu_check\.sh( tests audit)?", GPU),
+    (r"python benchmarks/bench_scale\.py --data params", BENCH),
     (r"python benchmarks/bench_scale\.py \[--n 10000 --d 128 --k 10\] \[--device cuda\] \[--timeout S\] \[--profile STAGE\]",
      ("tests/pipeline/test_bench_scale.py::test_a_small_run_records_every_stage",
       "tests/pipeline/test_bench_scale.py::test_a_cut_off_run_names_the_stage_it_stopped_in")),
