@@ -135,6 +135,23 @@ def test_a_signal_to_the_stage_process_reaches_the_warm_stage(toy: Path) -> None
                 time.sleep(0.05)
 
 
+def test_a_killed_client_takes_its_warm_stage_with_it(toy: Path) -> None:
+    """SIGKILL cannot be passed on: the server sees the client's connection close and ends the stage, as the end of
+    a cold stage's process would (no orphan left writing outputs)."""
+    with warm_stages(_env(toy), preload=[MARKER]) as env:
+        _wait_ready(env)
+        client = subprocess.Popen([sys.executable, "-m", "stages.echo", "sleep"], cwd=toy, env=env,
+                                  stdout=subprocess.PIPE, text=True)
+        child = int(client.stdout.readline().split()[1])
+        client.kill()
+        client.wait(timeout=30)
+        client.stdout.close()
+        with pytest.raises(ProcessLookupError):
+            for _ in range(100):
+                os.kill(child, 0)
+                time.sleep(0.05)
+
+
 def test_the_server_and_its_socket_are_gone_after_the_block(toy: Path) -> None:
     with warm_stages(_env(toy), preload=[MARKER]) as env:
         _wait_ready(env)

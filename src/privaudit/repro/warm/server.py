@@ -104,11 +104,17 @@ def serve(listener: socket.socket, parent: int | None, log: Path | None = None) 
     children: dict[int, tuple[socket.socket, str, float]] = {}
     while True:
         for key, _ in sel.select(timeout=0.05 if children else 1.0):
-            if key.data is not None:  # a child's pidfd: it ended
+            if isinstance(key.data, int):  # a child's pidfd: it ended
                 continue  # reaped below
+            if isinstance(key.data, tuple):  # a client's connection: readable only when the client is gone
+                _client_gone(key.data[1], key.fileobj, sel)
+                continue
             conn, _addr = listener.accept()
             job = _start(conn, server_env, base_path, project, children, sel)
             if job is not None:  # the child
+                for other_key in list(sel.get_map().values()):
+                    if isinstance(other_key.data, int):  # another child's pidfd
+                        os.close(other_key.fd)
                 sel.close()
                 listener.close()
                 for other, _module, _t0 in children.values():
@@ -146,12 +152,29 @@ def _start(conn: socket.socket, server_env: dict[str, str], base_path: list[str]
     except OSError:  # the client is gone: nobody waits for this run
         os.kill(pid, signal.SIGTERM)
     children[pid] = (conn, request.module, time.monotonic())
+    sel.register(conn, selectors.EVENT_READ, ("client", pid))
     if hasattr(os, "pidfd_open"):
         try:
             sel.register(os.pidfd_open(pid), selectors.EVENT_READ, pid)
         except OSError:
             pass  # the 50 ms poll reaps it
     return None
+
+
+def _client_gone(pid: int, conn: socket.socket, sel: selectors.BaseSelector) -> None:
+    """The client of a running stage closed its connection (killed, e.g. SIGKILL, which it cannot pass on): stop
+    the stage, as the end of a cold stage's process would; reaped (and logged) as any other child."""
+    sel.unregister(conn)
+    try:
+        data = conn.recv(1, socket.MSG_PEEK)
+    except OSError:
+        data = b""
+    if data:  # the client sends nothing after its request: not an end
+        return
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
 
 
 def _refuse(conn: socket.socket, reason: str) -> None:
@@ -175,6 +198,8 @@ def _reap(children: dict[int, tuple[socket.socket, str, float]], sel: selectors.
             if key.data == pid:
                 sel.unregister(key.fileobj)
                 os.close(key.fd)
+            elif key.data == ("client", pid):
+                sel.unregister(key.fileobj)
         if pid not in children:
             continue
         conn, module, t0 = children.pop(pid)
