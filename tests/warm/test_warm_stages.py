@@ -76,7 +76,7 @@ def _echo(env: dict[str, str], cwd: Path, *args: str) -> subprocess.CompletedPro
 
 def test_a_stage_runs_warm_with_its_own_arguments_directory_environment_and_exit_code(toy: Path) -> None:
     log = toy / "warm.jsonl"
-    with warm_stages(_env(toy), preload=[MARKER], log=log) as env:
+    with warm_stages(_env(toy), preload=[MARKER], later=[], log=log) as env:
         _wait_ready(env)
         env = {**env, "TOY_VALUE": "from the client"}
         done = _echo(env, toy / "work", "3", "--flag", "x y")
@@ -92,8 +92,21 @@ def test_a_stage_runs_warm_with_its_own_arguments_directory_environment_and_exit
     assert [(r["module"], r["exit"], r["pid"]) for r in runs] == [("stages.echo", 3, out["pid"]), ("stages.echo", 1, runs[1]["pid"])]
 
 
+def test_the_later_modules_are_imported_while_it_serves(toy: Path) -> None:
+    """The socket appears after the first modules; the rest are imported between runs, and a child forked after
+    that has them (one already running keeps what it had)."""
+    echo = ECHO.replace('"xml.dom.minidom" in sys.modules', '"xml.sax.saxutils" in sys.modules')
+    (toy / "stages" / "echo.py").write_text(echo)
+    with warm_stages(_env(toy), preload=[MARKER], later=["xml.sax.saxutils"]) as env:
+        _wait_ready(env)
+        deadline = time.monotonic() + 30
+        while not json.loads(_echo(env, toy).stdout)["warm"]:
+            assert time.monotonic() < deadline, "the later module never reached a child"
+            time.sleep(0.1)
+
+
 def test_edited_code_is_imported_fresh_in_every_run(toy: Path) -> None:
-    with warm_stages(_env(toy), preload=[MARKER, "toy_lib"]) as env:  # the server imported toy_lib (VALUE = 1)
+    with warm_stages(_env(toy), preload=[MARKER, "toy_lib"], later=[]) as env:  # the server imported toy_lib (VALUE = 1)
         _wait_ready(env)
         first = json.loads(_echo(env, toy).stdout)
         (toy / "lib" / "toy_lib.py").write_text("VALUE = 2\n")
@@ -106,7 +119,7 @@ def test_edited_code_is_imported_fresh_in_every_run(toy: Path) -> None:
 def test_what_the_server_cannot_take_runs_cold(toy: Path) -> None:
     env = _env(toy)
     env["PYTHONHASHSEED"] = "1"
-    with warm_stages(env, preload=[MARKER]) as warm:
+    with warm_stages(env, preload=[MARKER], later=[]) as warm:
         _wait_ready(warm)
         other = _echo({**warm, "PYTHONHASHSEED": "2"}, toy)  # another interpreter start-up: refused
         assert other.returncode == 0 and json.loads(other.stdout.splitlines()[0])["warm"] is False
@@ -120,7 +133,7 @@ def test_what_the_server_cannot_take_runs_cold(toy: Path) -> None:
 
 
 def test_a_signal_to_the_stage_process_reaches_the_warm_stage(toy: Path) -> None:
-    with warm_stages(_env(toy), preload=[MARKER]) as env:
+    with warm_stages(_env(toy), preload=[MARKER], later=[]) as env:
         _wait_ready(env)
         client = subprocess.Popen([sys.executable, "-m", "stages.echo", "sleep"], cwd=toy, env=env,
                                   stdout=subprocess.PIPE, text=True)
@@ -138,7 +151,7 @@ def test_a_signal_to_the_stage_process_reaches_the_warm_stage(toy: Path) -> None
 def test_a_killed_client_takes_its_warm_stage_with_it(toy: Path) -> None:
     """SIGKILL cannot be passed on: the server sees the client's connection close and ends the stage, as the end of
     a cold stage's process would (no orphan left writing outputs)."""
-    with warm_stages(_env(toy), preload=[MARKER]) as env:
+    with warm_stages(_env(toy), preload=[MARKER], later=[]) as env:
         _wait_ready(env)
         client = subprocess.Popen([sys.executable, "-m", "stages.echo", "sleep"], cwd=toy, env=env,
                                   stdout=subprocess.PIPE, text=True)
@@ -153,7 +166,7 @@ def test_a_killed_client_takes_its_warm_stage_with_it(toy: Path) -> None:
 
 
 def test_the_server_and_its_socket_are_gone_after_the_block(toy: Path) -> None:
-    with warm_stages(_env(toy), preload=[MARKER]) as env:
+    with warm_stages(_env(toy), preload=[MARKER], later=[]) as env:
         _wait_ready(env)
         folder = Path(env[SOCKET_ENV]).parent
         assert oct(folder.stat().st_mode & 0o777) == "0o700"  # no other user can connect

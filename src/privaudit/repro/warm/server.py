@@ -1,9 +1,10 @@
 """The warm stage server: import the heavy libraries once, fork a child per stage run.
 
-``python -m privaudit.repro.warm.server --socket PATH [--parent PID]`` imports :data:`PRELOAD`, then binds ``PATH``
+``python -m privaudit.repro.warm.server --socket PATH [--parent PID]`` imports :data:`FIRST`, then binds ``PATH``
 (a Unix socket, made under another name and renamed: it exists only once the server is ready; its folder
 should be private to the user, as :mod:`privaudit.repro.warm.session` makes it), freezes the preloaded objects out of
-the garbage collector (``gc.freeze``: a child's collections neither walk nor copy them), and serves until SIGTERM or until the process ``--parent`` is gone. For each request (:mod:`.protocol`) it checks
+the garbage collector (``gc.freeze``: a child's collections neither walk nor copy them), and serves (importing
+:data:`LATER` one module at a time whenever no client waits) until SIGTERM or until the process ``--parent`` is gone. For each request (:mod:`.protocol`) it checks
 that the client runs the same interpreter with the same start-up environment, forks, and tells the client
 the child's pid and later its exit code; the parent only accepts, forks and reaps.
 
@@ -32,23 +33,27 @@ import sys
 import sysconfig
 import time
 from dataclasses import dataclass
+from collections.abc import Sequence
 from pathlib import Path
 
 from privaudit.repro.warm.protocol import (MODULE_PREFIX, PROTOCOL_VERSION, Request, recv_request, send_message,
                                      startup_env)
 
-#: what the stages import that costs seconds (measured per stage with ``python -X importtime``); a module
-#: missing from the environment is skipped
-PRELOAD: tuple[str, ...] = (
-    "numpy", "scipy.stats", "scipy.optimize", "scipy.special", "pandas", "pandas.core.arrays.arrow.extension_types",
-    "pyarrow", "pyarrow.fs", "pyarrow.parquet", "pyarrow.dataset", "yaml", "pydantic", "pydantic.main",
-    "sklearn", "sklearn.linear_model", "sklearn.neural_network", "sklearn.model_selection", "sklearn.metrics",
-    "great_expectations", "great_expectations.expectations", "skops.io", "safetensors", "safetensors.torch",
-    "torch", "torch._dynamo", "torch.func", "opacus", "dp_accounting", "dp_accounting.pld.privacy_loss_distribution",
-    "tqdm", "rich", "matplotlib", "matplotlib.figure", "matplotlib.backends.backend_agg",
+#: what the stages import that costs seconds (measured per stage with ``python -X importtime``), in two parts:
+#: :data:`FIRST` before the socket appears (what the first stages, which read data and validate it, import), then
+#: :data:`LATER`, one module at a time whenever no client is waiting (torch, opacus, skops: the training stages'
+#: libraries). A module missing from the environment is skipped.
+FIRST: tuple[str, ...] = (
+    "numpy", "yaml", "pydantic", "pydantic.main", "pandas", "pandas.core.arrays.arrow.extension_types",
+    "pyarrow", "pyarrow.fs", "pyarrow.parquet", "pyarrow.dataset", "scipy.stats", "scipy.optimize", "scipy.special",
+    "great_expectations", "great_expectations.expectations", "sklearn", "sklearn.datasets",
 )
-
-
+LATER: tuple[str, ...] = (
+    "sklearn.linear_model", "sklearn.neural_network", "sklearn.model_selection", "sklearn.metrics",
+    "torch", "torch._dynamo", "torch.func", "safetensors", "safetensors.torch", "skops.io", "opacus",
+    "dp_accounting", "dp_accounting.pld.privacy_loss_distribution", "tqdm", "rich", "matplotlib",
+    "matplotlib.figure", "matplotlib.backends.backend_agg",
+)
 @dataclass(frozen=True)
 class Job:
     """A request this process (a fresh fork) is to run."""
@@ -59,7 +64,7 @@ class Job:
     project_modules: tuple[str, ...]
 
 
-def preload(modules: tuple[str, ...] = PRELOAD) -> list[str]:
+def preload(modules: Sequence[str]) -> list[str]:
     """Import ``modules``; the names that are not installed (skipped)."""
     missing = []
     for name in modules:
@@ -91,26 +96,29 @@ def base_sys_path() -> list[str]:
     return [p for p in sys.path[1:] if p not in own]
 
 
-def serve(listener: socket.socket, parent: int | None, log: Path | None = None) -> Job:
+def serve(listener: socket.socket, parent: int | None, log: Path | None = None, later: Sequence[str] = ()) -> Job:
     """Accept, fork, reap until stopped; returns only in a forked child, with its job. ``log``: a JSON line per
-    finished run (module, pid, exit code, seconds) is appended there."""
+    finished run (module, pid, exit code, seconds) is appended there. ``later``: modules imported one at a time
+    while no client waits (a child gets what was imported when it was forked)."""
     server_env = startup_env(dict(os.environ))
     base_path = base_sys_path()
-    project = project_modules()
+    project = ProjectModules()
+    pending = list(later)
     gc.collect()
     gc.freeze()  # the preloaded objects: a child's collections skip them (and do not copy their pages)
     sel = selectors.DefaultSelector()
     sel.register(listener, selectors.EVENT_READ, None)
     children: dict[int, tuple[socket.socket, str, float]] = {}
     while True:
-        for key, _ in sel.select(timeout=0.05 if children else 1.0):
+        events = sel.select(timeout=0 if pending else 0.05 if children else 1.0)
+        for key, _ in events:
             if isinstance(key.data, int):  # a child's pidfd: it ended
                 continue  # reaped below
             if isinstance(key.data, tuple):  # a client's connection: readable only when the client is gone
                 _client_gone(key.data[1], key.fileobj, sel)
                 continue
             conn, _addr = listener.accept()
-            job = _start(conn, server_env, base_path, project, children, sel)
+            job = _start(conn, server_env, base_path, project.names(), children, sel)
             if job is not None:  # the child
                 for other_key in list(sel.get_map().values()):
                     if isinstance(other_key.data, int):  # another child's pidfd
@@ -123,6 +131,9 @@ def serve(listener: socket.socket, parent: int | None, log: Path | None = None) 
         _reap(children, sel, log)
         if parent is not None and os.getppid() != parent:
             raise SystemExit(0)
+        if pending and not events:  # nobody waiting: the next import (a connection waits at most for one)
+            preload((pending.pop(0),))
+            gc.freeze()
 
 
 def _start(conn: socket.socket, server_env: dict[str, str], base_path: list[str], project: tuple[str, ...],
@@ -263,22 +274,26 @@ def _interpreter_roots() -> tuple[str, ...]:
     return tuple(sorted({os.path.realpath(p) for p in paths}))
 
 
-def project_modules() -> tuple[str, ...]:
+class ProjectModules:
     """The imported modules whose files are not under the interpreter's prefixes (stdlib, site-packages):
-    privaudit, the stages and whatever ``PYTHONPATH`` gave; a child forgets them and imports them again."""
-    roots = _interpreter_roots()
+    privaudit, the stages and whatever ``PYTHONPATH`` gave; a child forgets them and imports them again.
+    Each module is looked at once (the server keeps importing while it serves)."""
 
-    def inside(path: str) -> bool:
+    def __init__(self) -> None:
+        self._roots = _interpreter_roots()
+        self._project: dict[str, bool] = {}
+
+    def _inside(self, path: str) -> bool:
         real = os.path.realpath(path)
-        return any(real == r or real.startswith(r + os.sep) for r in roots)
+        return any(real == r or real.startswith(r + os.sep) for r in self._roots)
 
-    project = []
-    for name, module in list(sys.modules.items()):
-        file = getattr(module, "__file__", None)
-        paths = [file] if file else list(getattr(module, "__path__", None) or [])
-        if paths and not all(inside(p) for p in paths):
-            project.append(name)
-    return tuple(project)
+    def names(self) -> tuple[str, ...]:
+        for name, module in list(sys.modules.items()):
+            if name not in self._project:
+                file = getattr(module, "__file__", None)
+                paths = [file] if file else list(getattr(module, "__path__", None) or [])
+                self._project[name] = bool(paths) and not all(self._inside(p) for p in paths)
+        return tuple(name for name, project in self._project.items() if project and name in sys.modules)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -287,7 +302,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--parent", type=int, default=None, help="stop when this process is no longer the parent")
     p.add_argument("--log", type=Path, default=None, help="append a JSON line per finished stage run here")
     p.add_argument("--preload", default=None, metavar="MODULE,...",
-                   help="modules to import before serving (default: PRELOAD, the stages' heavy libraries)")
+                   help="modules to import before serving (default: FIRST)")
+    p.add_argument("--later", default=None, metavar="MODULE,...",
+                   help="modules to import one at a time while serving (default: LATER)")
     return p
 
 
@@ -308,13 +325,15 @@ def main(argv: list[str] | None = None) -> int:
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
-    preload(tuple(m for m in args.preload.split(",") if m) if args.preload is not None else PRELOAD)
+    first = tuple(m for m in args.preload.split(",") if m) if args.preload is not None else FIRST
+    later = tuple(m for m in args.later.split(",") if m) if args.later is not None else LATER
+    preload(first)
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(str(binding))
     listener.listen(64)
     os.rename(binding, args.socket)  # the socket appears when it is ready: until then stages run cold
     try:
-        job = serve(listener, args.parent, args.log)
+        job = serve(listener, args.parent, args.log, later)
     except SystemExit:
         stop(0, None)
         raise
