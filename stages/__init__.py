@@ -7,7 +7,11 @@ itself to the warm stage server here, before importing anything, and exits with 
 
 import os as _os
 
+#: stages that use no heavy library (they hash files, read JSON, call git): while the server is still importing
+#: they run cold at once rather than wait for it (their start-up imports none: ``tests/unit/test_stage_imports.py``)
+NO_WAIT = ("stages.user_code", "stages.environment", "stages.plan", "stages.history")
+
 if _os.environ.get("PRIVAUDIT_WARM_SOCKET"):
     from privaudit.repro.warm.client import hand_off_stage
 
-    hand_off_stage()
+    hand_off_stage(no_wait=NO_WAIT)

@@ -95,6 +95,13 @@ def test_every_stage_is_in_the_table() -> None:
     assert stages == {m for m in EXPECTED if m.startswith("stages.")}
 
 
+def test_the_stages_that_never_wait_for_a_warm_server_are_light() -> None:
+    """``stages.NO_WAIT`` run cold while a warm server still imports: only stages that load nothing heavy."""
+    import stages
+
+    assert stages.NO_WAIT and all(EXPECTED[m] == _NONE for m in stages.NO_WAIT)
+
+
 @pytest.mark.parametrize("module", sorted(EXPECTED))
 def test_stage_start_up_imports_exactly_the_expected_heavy_packages(module: str) -> None:
     run_help = not module.startswith("stages._")  # the shared runner modules have no __main__

@@ -92,6 +92,25 @@ def test_a_stage_runs_warm_with_its_own_arguments_directory_environment_and_exit
     assert [(r["module"], r["exit"], r["pid"]) for r in runs] == [("stages.echo", 3, out["pid"]), ("stages.echo", 1, runs[1]["pid"])]
 
 
+def test_a_stage_waits_for_a_server_that_is_still_importing_but_a_light_one_does_not(toy: Path) -> None:
+    (toy / "lib" / "slow_mod.py").write_text("import time\ntime.sleep(3)\n")
+    shutil.copy2(toy / "stages" / "echo.py", toy / "stages" / "user_code.py")  # a NO_WAIT stage's name
+    with warm_stages(_env(toy), preload=[MARKER, "slow_mod"], later=[]) as env:
+        light = subprocess.run([sys.executable, "-m", "stages.user_code"], cwd=toy, env=env, capture_output=True,
+                               text=True, timeout=60)
+        assert not Path(env[SOCKET_ENV]).exists()  # it did not wait for the server
+        assert json.loads(light.stdout)["warm"] is False and light.returncode == 0
+        waited = _echo(env, toy)  # the server was still importing slow_mod: this one waits, then runs there
+        assert json.loads(waited.stdout)["warm"] is True and waited.returncode == 0
+
+
+def test_a_server_that_dies_while_importing_leaves_the_stages_cold(toy: Path) -> None:
+    (toy / "lib" / "dying_mod.py").write_text("import os, time\ntime.sleep(1)\nos._exit(3)\n")
+    with warm_stages(_env(toy), preload=["dying_mod"], later=[]) as env:
+        done = _echo(env, toy, "4")
+        assert done.returncode == 4 and json.loads(done.stdout)["warm"] is False
+
+
 def test_the_later_modules_are_imported_while_it_serves(toy: Path) -> None:
     """The socket appears after the first modules; the rest are imported between runs, and a child forked after
     that has them (one already running keeps what it had)."""

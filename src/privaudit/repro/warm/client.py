@@ -4,8 +4,7 @@
 ``PRIVAUDIT_WARM_SOCKET`` names a server and this process is ``python -m stages.<name> ...``, it sends the run
 there and ends this process with the stage's exit code (``SystemExit``). Signals this process gets (DVC
 stopping on Ctrl-C, a timeout's SIGTERM) are passed to the stage's process. Every way the server cannot take
-the run — no socket (yet: the server makes it once its imports are done; the first stages of a run
-start cold rather than wait), refused (another interpreter, other start-up environment), closed before the stage
+the run — no server, one that died while it imported, refused (another interpreter, other start-up environment), closed before the stage
 started — returns, and the stage runs here, cold, with a one-line note on stderr when a server was meant.
 Stdlib only.
 """
@@ -16,9 +15,13 @@ import os
 import signal
 import socket
 import sys
+import time
 
-from privaudit.repro.warm.protocol import MODULE_PREFIX, SOCKET_ENV, recv_message, send_request, this_request
+from privaudit.repro.warm.protocol import (MODULE_PREFIX, SOCKET_ENV, STARTING_SUFFIX, recv_message, send_request,
+                                          this_request)
 
+#: the longest a stage waits for a server that is still importing (then it runs cold)
+WAIT_S = 120.0
 _FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
 
 
@@ -30,15 +33,39 @@ def stage_invocation(orig_argv: list[str]) -> tuple[str, list[str]] | None:
     return None
 
 
-def hand_off_stage() -> None:
-    """Run this stage process on the warm server and exit with its code; return to run it cold."""
+def hand_off_stage(no_wait: tuple[str, ...] = ()) -> None:
+    """Run this stage process on the warm server and exit with its code; return to run it cold.
+
+    While the server is still importing (its ``.starting`` file names a live process) a stage waits for it,
+    but the stages in ``no_wait``: those use no heavy library and start faster cold than they would wait.
+    """
     path = os.environ.get(SOCKET_ENV)
     invocation = stage_invocation(list(getattr(sys, "orig_argv", [])))
-    if not path or invocation is None or not os.path.exists(path):  # no socket yet: the server is preloading
+    if not path or invocation is None:
+        return
+    if not os.path.exists(path) and (invocation[0] in no_wait or not wait_for_server(path)):
         return
     code = run_on_server(path, *invocation)
     if code is not None:
         raise SystemExit(code)
+
+
+def wait_for_server(path: str, timeout_s: float = WAIT_S) -> bool:
+    """Wait until the socket ``path`` exists while the server that is making it (``<path>.starting`` holds its
+    pid) is alive; ``False`` when there is no such server, it died, or ``timeout_s`` passed."""
+    starting = path + STARTING_SUFFIX
+    deadline = time.monotonic() + timeout_s
+    while not os.path.exists(path):
+        try:
+            with open(starting, encoding="utf-8") as fh:
+                pid = int(fh.read().strip() or 0)
+            os.kill(pid, 0)
+        except (OSError, ValueError):
+            return os.path.exists(path)  # no server starting (or it just finished: the socket is there)
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
 
 
 def run_on_server(path: str, module: str, args: list[str]) -> int | None:

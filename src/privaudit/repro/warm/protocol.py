@@ -19,6 +19,8 @@ from dataclasses import asdict, dataclass
 #: environment variable naming the server's socket (set by ``privaudit warm``)
 SOCKET_ENV = "PRIVAUDIT_WARM_SOCKET"
 PROTOCOL_VERSION = 1
+#: ``<socket><suffix>`` holds the server's pid while it imports, before the socket exists
+STARTING_SUFFIX = ".starting"
 #: only these modules are run warm
 MODULE_PREFIX = "stages."
 #: environment read when the interpreter or a preloaded library starts: a client whose values differ from the

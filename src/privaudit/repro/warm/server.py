@@ -36,8 +36,8 @@ from dataclasses import dataclass
 from collections.abc import Sequence
 from pathlib import Path
 
-from privaudit.repro.warm.protocol import (MODULE_PREFIX, PROTOCOL_VERSION, Request, recv_request, send_message,
-                                     startup_env)
+from privaudit.repro.warm.protocol import (MODULE_PREFIX, PROTOCOL_VERSION, STARTING_SUFFIX, Request,
+                                          recv_request, send_message, startup_env)
 
 #: what the stages import that costs seconds (measured per stage with ``python -X importtime``), in two parts:
 #: :data:`FIRST` before the socket appears (what the first stages, which read data and validate it, import), then
@@ -314,9 +314,11 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("DO_NOT_TRACK", "1")  # as stages/_runner.py, before Great Expectations is imported
     os.environ.setdefault("GX_ANALYTICS_ENABLED", "False")
     binding = args.socket.with_name(args.socket.name + ".binding")
+    starting = args.socket.with_name(args.socket.name + STARTING_SUFFIX)
+    starting.write_text(str(os.getpid()))  # stages wait for this process until the socket appears
 
     def stop(_signum: int, _frame: object) -> None:
-        for path in (args.socket, binding):
+        for path in (args.socket, binding, starting):
             try:
                 path.unlink()
             except OSError:
@@ -331,7 +333,8 @@ def main(argv: list[str] | None = None) -> int:
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(str(binding))
     listener.listen(64)
-    os.rename(binding, args.socket)  # the socket appears when it is ready: until then stages run cold
+    os.rename(binding, args.socket)  # the socket appears when it is ready
+    starting.unlink()
     try:
         job = serve(listener, args.parent, args.log, later)
     except SystemExit:
