@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from privaudit.planning.cost import (MIN_BLACKBOX_RUNS, STAGE_STARTUP_S, WORKER_STARTUP_S, AuditSizes, DefenderInput,
                                      FitRate, OverBudgetError, grid_runs, plan_audit)
-from privaudit.planning.fit_probe import rate_from_blocks
+from privaudit.planning.fit_probe import LARGE, SMALL, rate_from_blocks
 
 N = 900
 SIZES = AuditSizes(reference_models=8, reference_fraction=0.5, risk_reference_models=32, ltu_jobs=2, game3_runs=1,
@@ -54,7 +54,7 @@ def test_batched_trainers_are_timed_per_call_and_per_model() -> None:
 
 
 def test_the_slope_comes_from_two_block_sizes() -> None:
-    call, model = rate_from_blocks(0.46, 0.64)  # 2 and 8 models
+    call, model = rate_from_blocks(0.46, 0.64, n_small=2, n_large=8)
     assert (call, model) == (pytest.approx(0.4), pytest.approx(0.03))
 
 
@@ -138,7 +138,7 @@ def test_a_truncated_call_model_is_recovered_from_three_timed_calls() -> None:
 
     f, c, s, k, full = 0.7, 0.004, 0.0009, 64, 7820
     t = lambda m, u: f + u * (c + m * s)  # noqa: E731
-    call, model = rate_from_truncated(t(2, k), t(8, k), t(2, 2 * k), k, full)
+    call, model = rate_from_truncated(t(SMALL, k), t(LARGE, k), t(SMALL, 2 * k), k, full)
     assert call == pytest.approx(f + full * c) and model == pytest.approx(full * s)
 
 
@@ -149,7 +149,7 @@ def test_truncated_rates_are_never_negative_whatever_the_noise(f: float, c: floa
     from privaudit.planning.fit_probe import rate_from_truncated
 
     t = lambda m, u: f + u * (c + m * s)  # noqa: E731
-    call, model = rate_from_truncated(t(2, 10) + e1, t(8, 10), t(2, 20) + e2, 10, 1000)
+    call, model = rate_from_truncated(t(SMALL, 10) + e1, t(LARGE, 10), t(SMALL, 20) + e2, 10, 1000)
     assert call >= 0 and model >= 0
 
 

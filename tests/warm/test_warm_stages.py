@@ -76,7 +76,7 @@ def _echo(env: dict[str, str], cwd: Path, *args: str) -> subprocess.CompletedPro
 
 def test_a_stage_runs_warm_with_its_own_arguments_directory_environment_and_exit_code(toy: Path) -> None:
     log = toy / "warm.jsonl"
-    with warm_stages(_env(toy), preload=[MARKER], later=[], log=log) as env:
+    with warm_stages(_env(toy), preload=[MARKER], log=log) as env:
         _wait_ready(env)
         env = {**env, "TOY_VALUE": "from the client"}
         done = _echo(env, toy / "work", "3", "--flag", "x y")
@@ -95,7 +95,7 @@ def test_a_stage_runs_warm_with_its_own_arguments_directory_environment_and_exit
 def test_a_stage_waits_for_a_server_that_is_still_importing_but_a_light_one_does_not(toy: Path) -> None:
     (toy / "lib" / "slow_mod.py").write_text("import time\ntime.sleep(3)\n")
     shutil.copy2(toy / "stages" / "echo.py", toy / "stages" / "user_code.py")  # a NO_WAIT stage's name
-    with warm_stages(_env(toy), preload=[MARKER, "slow_mod"], later=[]) as env:
+    with warm_stages(_env(toy), preload=[MARKER, "slow_mod"]) as env:
         light = subprocess.run([sys.executable, "-m", "stages.user_code"], cwd=toy, env=env, capture_output=True,
                                text=True, timeout=60)
         assert not Path(env[SOCKET_ENV]).exists()  # it did not wait for the server
@@ -106,26 +106,13 @@ def test_a_stage_waits_for_a_server_that_is_still_importing_but_a_light_one_does
 
 def test_a_server_that_dies_while_importing_leaves_the_stages_cold(toy: Path) -> None:
     (toy / "lib" / "dying_mod.py").write_text("import os, time\ntime.sleep(1)\nos._exit(3)\n")
-    with warm_stages(_env(toy), preload=["dying_mod"], later=[]) as env:
+    with warm_stages(_env(toy), preload=["dying_mod"]) as env:
         done = _echo(env, toy, "4")
         assert done.returncode == 4 and json.loads(done.stdout)["warm"] is False
 
 
-def test_the_later_modules_are_imported_while_it_serves(toy: Path) -> None:
-    """The socket appears after the first modules; the rest are imported between runs, and a child forked after
-    that has them (one already running keeps what it had)."""
-    echo = ECHO.replace('"xml.dom.minidom" in sys.modules', '"xml.sax.saxutils" in sys.modules')
-    (toy / "stages" / "echo.py").write_text(echo)
-    with warm_stages(_env(toy), preload=[MARKER], later=["xml.sax.saxutils"]) as env:
-        _wait_ready(env)
-        deadline = time.monotonic() + 30
-        while not json.loads(_echo(env, toy).stdout)["warm"]:
-            assert time.monotonic() < deadline, "the later module never reached a child"
-            time.sleep(0.1)
-
-
 def test_edited_code_is_imported_fresh_in_every_run(toy: Path) -> None:
-    with warm_stages(_env(toy), preload=[MARKER, "toy_lib"], later=[]) as env:  # the server imported toy_lib (VALUE = 1)
+    with warm_stages(_env(toy), preload=[MARKER, "toy_lib"]) as env:  # the server imported toy_lib (VALUE = 1)
         _wait_ready(env)
         first = json.loads(_echo(env, toy).stdout)
         (toy / "lib" / "toy_lib.py").write_text("VALUE = 2\n")
@@ -138,7 +125,7 @@ def test_edited_code_is_imported_fresh_in_every_run(toy: Path) -> None:
 def test_what_the_server_cannot_take_runs_cold(toy: Path) -> None:
     env = _env(toy)
     env["PYTHONHASHSEED"] = "1"
-    with warm_stages(env, preload=[MARKER], later=[]) as warm:
+    with warm_stages(env, preload=[MARKER]) as warm:
         _wait_ready(warm)
         other = _echo({**warm, "PYTHONHASHSEED": "2"}, toy)  # another interpreter start-up: refused
         assert other.returncode == 0 and json.loads(other.stdout.splitlines()[0])["warm"] is False
@@ -152,7 +139,7 @@ def test_what_the_server_cannot_take_runs_cold(toy: Path) -> None:
 
 
 def test_a_signal_to_the_stage_process_reaches_the_warm_stage(toy: Path) -> None:
-    with warm_stages(_env(toy), preload=[MARKER], later=[]) as env:
+    with warm_stages(_env(toy), preload=[MARKER]) as env:
         _wait_ready(env)
         client = subprocess.Popen([sys.executable, "-m", "stages.echo", "sleep"], cwd=toy, env=env,
                                   stdout=subprocess.PIPE, text=True)
@@ -170,7 +157,7 @@ def test_a_signal_to_the_stage_process_reaches_the_warm_stage(toy: Path) -> None
 def test_a_killed_client_takes_its_warm_stage_with_it(toy: Path) -> None:
     """SIGKILL cannot be passed on: the server sees the client's connection close and ends the stage, as the end of
     a cold stage's process would (no orphan left writing outputs)."""
-    with warm_stages(_env(toy), preload=[MARKER], later=[]) as env:
+    with warm_stages(_env(toy), preload=[MARKER]) as env:
         _wait_ready(env)
         client = subprocess.Popen([sys.executable, "-m", "stages.echo", "sleep"], cwd=toy, env=env,
                                   stdout=subprocess.PIPE, text=True)
@@ -185,7 +172,7 @@ def test_a_killed_client_takes_its_warm_stage_with_it(toy: Path) -> None:
 
 
 def test_the_server_and_its_socket_are_gone_after_the_block(toy: Path) -> None:
-    with warm_stages(_env(toy), preload=[MARKER], later=[]) as env:
+    with warm_stages(_env(toy), preload=[MARKER]) as env:
         _wait_ready(env)
         folder = Path(env[SOCKET_ENV]).parent
         assert oct(folder.stat().st_mode & 0o777) == "0o700"  # no other user can connect

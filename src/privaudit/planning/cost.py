@@ -11,7 +11,7 @@ costs: a sequential trainer (sklearn kinds, ``kind: python``, PATE) ``model_seco
 is the warm-up — a user trainer that computes σ with an accountant on its first call took 6.2 s there against
 0.017 s per later fit — then the median of three fits); a batched trainer (``torch_mlp``, ``dp_sgd``)
 ``call_seconds + k × model_seconds`` for a call of k models (after a warm-up call, the medians of three calls
-of 2 and of 8 models: intercept and per-model slope). A call on r rows is scaled by r / (rows measured).
+of 2 and of 32 models: intercept and per-model slope). A call on r rows is scaled by r / (rows measured).
 The calls of each stage:
 
 ==========  ==========================================================================================

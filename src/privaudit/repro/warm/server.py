@@ -1,10 +1,9 @@
 """The warm stage server: import the heavy libraries once, fork a child per stage run.
 
-``python -m privaudit.repro.warm.server --socket PATH [--parent PID]`` imports :data:`FIRST`, then binds ``PATH``
+``python -m privaudit.repro.warm.server --socket PATH [--parent PID]`` imports :data:`PRELOAD`, then binds ``PATH``
 (a Unix socket, made under another name and renamed: it exists only once the server is ready; its folder
 should be private to the user, as :mod:`privaudit.repro.warm.session` makes it), freezes the preloaded objects out of
-the garbage collector (``gc.freeze``: a child's collections neither walk nor copy them), and serves (importing
-:data:`LATER` one module at a time whenever no client waits) until SIGTERM or until the process ``--parent`` is gone. For each request (:mod:`.protocol`) it checks
+the garbage collector (``gc.freeze``: a child's collections neither walk nor copy them), and serves until SIGTERM or until the process ``--parent`` is gone. For each request (:mod:`.protocol`) it checks
 that the client runs the same interpreter with the same start-up environment, forks, and tells the client
 the child's pid and later its exit code; the parent only accepts, forks and reaps.
 
@@ -39,21 +38,21 @@ from pathlib import Path
 from privaudit.repro.warm.protocol import (MODULE_PREFIX, PROTOCOL_VERSION, STARTING_SUFFIX, Request,
                                           recv_request, send_message, startup_env)
 
-#: what the stages import that costs seconds (measured per stage with ``python -X importtime``), in two parts:
-#: :data:`FIRST` before the socket appears (what the first stages, which read data and validate it, import), then
-#: :data:`LATER`, one module at a time whenever no client is waiting (torch, opacus, skops: the training stages'
-#: libraries). A module missing from the environment is skipped.
-FIRST: tuple[str, ...] = (
+#: what the stages import that costs seconds (measured per stage with ``python -X importtime``), all imported before
+#: the socket appears: importing while stages run would compete with them for the cores, and the defenders
+#: stage times its trainers (the plan's per-fit costs) while it runs. A module missing from the environment is
+#: skipped.
+PRELOAD: tuple[str, ...] = (
     "numpy", "yaml", "pydantic", "pydantic.main", "pandas", "pandas.core.arrays.arrow.extension_types",
     "pyarrow", "pyarrow.fs", "pyarrow.parquet", "pyarrow.dataset", "scipy.stats", "scipy.optimize", "scipy.special",
     "great_expectations", "great_expectations.expectations", "sklearn", "sklearn.datasets",
-)
-LATER: tuple[str, ...] = (
     "sklearn.linear_model", "sklearn.neural_network", "sklearn.model_selection", "sklearn.metrics",
     "torch", "torch._dynamo", "torch.func", "safetensors", "safetensors.torch", "skops.io", "opacus",
     "dp_accounting", "dp_accounting.pld.privacy_loss_distribution", "tqdm", "rich", "matplotlib",
     "matplotlib.figure", "matplotlib.backends.backend_agg",
 )
+
+
 @dataclass(frozen=True)
 class Job:
     """A request this process (a fresh fork) is to run."""
@@ -96,22 +95,19 @@ def base_sys_path() -> list[str]:
     return [p for p in sys.path[1:] if p not in own]
 
 
-def serve(listener: socket.socket, parent: int | None, log: Path | None = None, later: Sequence[str] = ()) -> Job:
+def serve(listener: socket.socket, parent: int | None, log: Path | None = None) -> Job:
     """Accept, fork, reap until stopped; returns only in a forked child, with its job. ``log``: a JSON line per
-    finished run (module, pid, exit code, seconds) is appended there. ``later``: modules imported one at a time
-    while no client waits (a child gets what was imported when it was forked)."""
+    finished run (module, pid, exit code, seconds) is appended there."""
     server_env = startup_env(dict(os.environ))
     base_path = base_sys_path()
     project = ProjectModules()
-    pending = list(later)
     gc.collect()
     gc.freeze()  # the preloaded objects: a child's collections skip them (and do not copy their pages)
     sel = selectors.DefaultSelector()
     sel.register(listener, selectors.EVENT_READ, None)
     children: dict[int, tuple[socket.socket, str, float]] = {}
     while True:
-        events = sel.select(timeout=0 if pending else 0.05 if children else 1.0)
-        for key, _ in events:
+        for key, _ in sel.select(timeout=0.05 if children else 1.0):
             if isinstance(key.data, int):  # a child's pidfd: it ended
                 continue  # reaped below
             if isinstance(key.data, tuple):  # a client's connection: readable only when the client is gone
@@ -131,9 +127,6 @@ def serve(listener: socket.socket, parent: int | None, log: Path | None = None, 
         _reap(children, sel, log)
         if parent is not None and os.getppid() != parent:
             raise SystemExit(0)
-        if pending and not events:  # nobody waiting: the next import (a connection waits at most for one)
-            preload((pending.pop(0),))
-            gc.freeze()
 
 
 def _start(conn: socket.socket, server_env: dict[str, str], base_path: list[str], project: tuple[str, ...],
@@ -302,9 +295,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--parent", type=int, default=None, help="stop when this process is no longer the parent")
     p.add_argument("--log", type=Path, default=None, help="append a JSON line per finished stage run here")
     p.add_argument("--preload", default=None, metavar="MODULE,...",
-                   help="modules to import before serving (default: FIRST)")
-    p.add_argument("--later", default=None, metavar="MODULE,...",
-                   help="modules to import one at a time while serving (default: LATER)")
+                   help="modules to import before serving (default: PRELOAD, the stages' heavy libraries)")
     return p
 
 
@@ -327,16 +318,14 @@ def main(argv: list[str] | None = None) -> int:
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
-    first = tuple(m for m in args.preload.split(",") if m) if args.preload is not None else FIRST
-    later = tuple(m for m in args.later.split(",") if m) if args.later is not None else LATER
-    preload(first)
+    preload(tuple(m for m in args.preload.split(",") if m) if args.preload is not None else PRELOAD)
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(str(binding))
     listener.listen(64)
     os.rename(binding, args.socket)  # the socket appears when it is ready
     starting.unlink()
     try:
-        job = serve(listener, args.parent, args.log, later)
+        job = serve(listener, args.parent, args.log)
     except SystemExit:
         stop(0, None)
         raise

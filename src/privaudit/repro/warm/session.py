@@ -22,13 +22,13 @@ from privaudit.repro.warm.protocol import SOCKET_ENV
 
 @contextmanager
 def warm_stages(env: dict[str, str] | None = None, preload: Sequence[str] | None = None,
-                later: Sequence[str] | None = None, log: Path | None = None) -> Iterator[dict[str, str]]:
+                log: Path | None = None) -> Iterator[dict[str, str]]:
     """Start a warm stage server; yield ``env`` (default: this process's) with ``PRIVAUDIT_WARM_SOCKET`` set.
 
-    The server's socket appears once its imports are done (seconds): stages that start before run cold, as
-    they do when the server cannot start (a note on stderr when the block ends). ``preload``: the modules the
-    server imports before it serves (default: :data:`privaudit.repro.warm.server.FIRST`), ``later`` those it imports
-    one at a time while it serves (default: :data:`~privaudit.repro.warm.server.LATER`); ``log``: a file the server appends a
+    The server's socket appears once its imports are done (seconds): stages that start before wait for it (but
+    the light ones, ``stages.NO_WAIT``, which run cold); when the server cannot start they all run cold (a note
+    on stderr when the block ends). ``preload``: the modules the
+    server imports before it serves (default: :data:`privaudit.repro.warm.server.PRELOAD`); ``log``: a file the server appends a
     JSON line to for every stage it ran (module, pid, exit code, seconds).
     """
     base = dict(os.environ if env is None else env)
@@ -40,8 +40,6 @@ def warm_stages(env: dict[str, str] | None = None, preload: Sequence[str] | None
         command += ["--log", str(Path(log).resolve())]
     if preload is not None:
         command += ["--preload", ",".join(preload)]
-    if later is not None:
-        command += ["--later", ",".join(later)]
     server = subprocess.Popen(
         command,
         env=base, stdin=subprocess.DEVNULL, start_new_session=True,
