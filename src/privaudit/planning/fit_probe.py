@@ -2,8 +2,9 @@
 
 * A sequential trainer (sklearn kinds, ``kind: python``, PATE): its release fit (timed by the defenders
   stage) is the warm-up — imports, a first call's caches, an accountant computing σ (a user trainer took
-  6.2 s on its first fit against 0.017 s per later fit) — then :data:`REPEATS` fits on the Defender set;
-  the median is the seconds per fit.
+  6.2 s on its first fit against 0.017 s per later fit) — then :data:`REPEATS` fits on the Defender set, on
+  one BLAS/OpenMP thread as every audit fit runs (a digits logistic regression: 0.04-0.07 s on one thread,
+  0.67-0.82 s on the 2 cores' default threads); the median is the seconds per fit.
 * A batched trainer (``torch_mlp``, ``dp_sgd``: :func:`privaudit.train.train_heads`): one warm-up call of
   :data:`SMALL` models, then :data:`REPEATS` calls of :data:`SMALL` and of :data:`LARGE` models on the
   Defender set; from the two medians the per-model slope and the per-call intercept, so that a block of a
@@ -103,12 +104,15 @@ def measure_fit_rate(spec: Any, X: np.ndarray, y: np.ndarray, n_classes: int, de
 
     recipe = recipe_from_spec(spec, len(y), n_classes)
     if recipe is None:
+        from threadpoolctl import threadpool_limits
+
         from privaudit.defenders.registry import make_defender
 
         seeds = iter(range(seed, seed + REPEATS))
-        per_fit = _median_seconds(lambda: make_defender(spec, n_classes=n_classes, device=device).fit(
-            X, y, seed=next(seeds)))
-        return 0.0, per_fit, f"median of {REPEATS} fits after the release fit"
+        with threadpool_limits(1):  # as every audit fit runs (canary shards, LTU retrains, reference models)
+            per_fit = _median_seconds(lambda: make_defender(spec, n_classes=n_classes, device=device).fit(
+                X, y, seed=next(seeds)))
+        return 0.0, per_fit, f"median of {REPEATS} fits on one BLAS thread after the release fit"
     import torch
 
     from privaudit.train import TrainData, train_heads
