@@ -66,7 +66,7 @@ def _body(args: argparse.Namespace, params: Params) -> None:
             per_call, per_model, how = measure_fit_rate(spec, *fs.defender, fs.n_classes, device, params.base.seed)
             times.append(FitTime(spec.name, fit_key(spec.model_dump(mode="json"), digests.get(spec.name),
                                                     int(t.info["n_defender"])), t.fit_seconds, int(t.info["n_defender"]),
-                                 model_seconds=per_model, call_seconds=per_call, timed_by=how))
+                                 model_seconds=per_model, call_seconds=per_call, timed_by=how, device=device))
             validate_defender_outputs(t.outputs, fs.n_classes, fs.ids)  # output, before it is moved into place
             write_defender(tmp / spec.name, t.model, t.outputs, t.info, t.watch)
             info = t.info

@@ -3,6 +3,8 @@ and its one-line message (issue 43: the plan never shrinks an audit behind the u
 
 from __future__ import annotations
 
+import dataclasses
+
 import re
 
 import pytest
@@ -56,6 +58,23 @@ def test_batched_trainers_are_timed_per_call_and_per_model() -> None:
 def test_the_slope_comes_from_two_block_sizes() -> None:
     call, model = rate_from_blocks(0.46, 0.64, n_small=2, n_large=8)
     assert (call, model) == (pytest.approx(0.4), pytest.approx(0.03))
+
+
+def test_a_batched_defender_timed_on_a_cpu_shares_the_canary_workers() -> None:
+    """On a CPU the canaries stage runs a batched defender's shards (one call each) on the compute.n_jobs workers
+    like any other; on CUDA they train in the stage's own process: the plan divides by the workers only there
+    (it did not: a 10k x 128 audit's canaries planned at 1.5x its wall on 2 cores)."""
+    two = AuditSizes(**{**SIZES.__dict__, "canary_jobs": 2})
+    gpu = plan_audit([_dpsgd()], two, fixed=FIXED).defenders[0].stage("canaries")
+    cpu = plan_audit([dataclasses.replace(_dpsgd(), batched_on_workers=True)], two, fixed=FIXED).defenders[0]
+    assert gpu.workers == 1 and cpu.stage("canaries").workers == 2
+    assert cpu.stage("canaries").seconds == pytest.approx(gpu.seconds / 2)
+    assert cpu.stage("ltu").workers == 1  # LTU's reference models train batched in the stage's process
+    one_call = AuditSizes(**{**two.__dict__, "lidp_trials": 0, "game3_runs": 1, "block_trials": 16,
+                              "blackbox_block": 100_000})  # game3 and the whole black-box audit: 2 calls
+    few = plan_audit([dataclasses.replace(_dpsgd(), batched_on_workers=True)], AuditSizes(
+        **{**one_call.__dict__, "canary_jobs": 8}), fixed=FIXED).defenders[0].stage("canaries")
+    assert few.workers == few.calls == 2  # never more workers than calls
 
 
 def test_fixed_cost_is_counted_once_per_stage_not_per_defender() -> None:

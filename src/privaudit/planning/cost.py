@@ -104,6 +104,9 @@ class DefenderInput:
         n_defender, n_reserved: Defender and Reserved set sizes.
         sequential_runs: its black-box runs come from ``blackbox.sequential_runs`` (what the budget message
             proposes to lower).
+        batched_on_workers: a batched defender timed on a CPU: the canaries stage then runs its shards on the
+            ``compute.n_jobs`` workers like any other (on CUDA they train in the stage's own process,
+            ``privaudit.canaries.shards.run_missing_shards``).
     """
 
     name: str
@@ -116,6 +119,7 @@ class DefenderInput:
     n_defender: int = 1
     n_reserved: int = 1
     sequential_runs: bool = False
+    batched_on_workers: bool = False
 
 
 @dataclass(frozen=True)
@@ -274,10 +278,14 @@ def _stages(d: DefenderInput, sizes: AuditSizes, runs: int) -> tuple[AuditCost, 
     r, n = d.rate, d.n_defender
     ref_rows = max(2, int(round(sizes.reference_fraction * d.n_reserved)))
 
-    def work(stage: str, pieces: Sequence[tuple[str, int, int, int]], workers: int) -> AuditCost:
+    def work(stage: str, pieces: Sequence[tuple[str, int, int, int]], workers: int,
+             batched_on_workers: bool = False) -> AuditCost:
         """pieces: (name, calls, models, rows per model)."""
         fits = sum(m for _, _, m, _ in pieces)
-        w = 1 if d.batched else max(1, min(workers, fits))
+        if d.batched:  # one call is one shard's work: as many workers as calls at most
+            w = max(1, min(workers, sum(c for _, c, _, _ in pieces))) if batched_on_workers else 1
+        else:
+            w = max(1, min(workers, fits))
         timed = None if r is None else tuple((p, r.seconds(c, m, rows) / w) for p, c, m, rows in pieces)
         return AuditCost(stage, fits, w, None if timed is None else sum(s for _, s in timed),
                          sum(c for _, c, _, _ in pieces), timed or ())
@@ -297,7 +305,7 @@ def _stages(d: DefenderInput, sizes: AuditSizes, runs: int) -> tuple[AuditCost, 
                 ("blackbox", calls(2 * runs, bb), 2 * runs, n + 1)]
     white = sizes.whitebox_runs if d.observable else 0
     return (work("ltu", ltu, ltu_workers),
-            work("canaries", canaries, sizes.canary_jobs),
+            work("canaries", canaries, sizes.canary_jobs, d.batched_on_workers),
             work("one_run", [("one_run", 1, 1, n)], 1),
             work("whitebox", [("whitebox", white, white, n)], 1))
 

@@ -50,6 +50,7 @@ class FitTime:
     model_seconds: float | None = None
     call_seconds: float = 0.0
     timed_by: str = ""
+    device: str = ""  # where the fits were timed (``cpu``, ``cuda:0``; empty: not recorded)
 
     def planning_seconds(self) -> tuple[float, str]:
         """The seconds per fit the plan uses and where they come from: the audit fits' time when recorded
@@ -86,7 +87,7 @@ def read_fit_times(path: Path = DEFAULT_TIMINGS) -> dict[str, FitTime]:
                                 audit_seconds=None if audit is None else float(audit),
                                 model_seconds=None if model is None else float(model),
                                 call_seconds=float(entry.get("call_seconds", 0.0)),
-                                timed_by=str(entry.get("timed_by", "")))
+                                timed_by=str(entry.get("timed_by", "")), device=str(entry.get("device", "")))
         except (KeyError, TypeError, ValueError):
             continue
     return out
@@ -132,6 +133,7 @@ def _write(times: dict[str, FitTime], path: Path) -> None:
                       | ({} if t.audit_seconds is None else {"audit_seconds": t.audit_seconds})
                       | ({} if t.model_seconds is None else {"model_seconds": t.model_seconds,
                                                              "call_seconds": t.call_seconds, "timed_by": t.timed_by})
+                      | ({"device": t.device} if t.device else {})
                       for n, t in sorted(times.items())})
 
 
