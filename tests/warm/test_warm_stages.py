@@ -8,6 +8,7 @@ its own code; code edited between two runs is imported fresh; what the server ca
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -20,7 +21,8 @@ from pathlib import Path
 import pytest
 
 from privaudit.repro.warm.client import stage_invocation
-from privaudit.repro.warm.protocol import SOCKET_ENV, startup_env
+from privaudit.repro.warm.protocol import SOCKET_ENV, startup_env, this_request
+from privaudit.repro.warm.server import refusal
 from privaudit.repro.warm.session import warm_stages
 
 REPO = Path(__file__).resolve().parents[2]
@@ -152,6 +154,25 @@ def test_a_signal_to_the_stage_process_reaches_the_warm_stage(toy: Path) -> None
             for _ in range(100):
                 os.kill(child, 0)
                 time.sleep(0.05)
+
+
+def test_any_name_of_the_servers_interpreter_runs_warm_another_environment_does_not(toy: Path) -> None:
+    """``make audit`` runs the server from the console script (``.venv/bin/python3.11``) and DVC the stages with
+    ``python``: one interpreter, two names. Another environment (``sys.prefix``) is refused."""
+    bindir = Path(sys.executable).parent
+    names = [bindir / n for n in ("python", "python3", f"python3.{sys.version_info.minor}")]
+    alias = next((p for p in names if p.exists() and p.name != Path(sys.executable).name), None)
+    if alias is None:
+        pytest.skip(f"{bindir} has no other name for this interpreter")
+    with warm_stages(_env(toy), preload=[MARKER]) as env:
+        _wait_ready(env)
+        done = subprocess.run([str(alias), "-m", "stages.echo"], cwd=toy, env=env, capture_output=True, text=True,
+                              timeout=60)
+        assert json.loads(done.stdout)["warm"] is True, done.stderr
+    request = this_request("stages.echo", [])
+    other = dataclasses.replace(request, prefix="/elsewhere/venv")
+    assert refusal(request, startup_env(request.env)) is None
+    assert "the server runs" in (refusal(other, startup_env(other.env)) or "")
 
 
 def test_a_killed_client_takes_its_warm_stage_with_it(toy: Path) -> None:

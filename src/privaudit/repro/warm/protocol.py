@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass
 
 #: environment variable naming the server's socket (set by ``privaudit warm``)
 SOCKET_ENV = "PRIVAUDIT_WARM_SOCKET"
-PROTOCOL_VERSION = 1
+PROTOCOL_VERSION = 2
 #: ``<socket><suffix>`` holds the server's pid while it imports, before the socket exists
 STARTING_SUFFIX = ".starting"
 #: only these modules are run warm
@@ -34,10 +34,12 @@ _LEN = struct.Struct(">I")
 
 @dataclass(frozen=True)
 class Request:
-    """One stage run: ``python -m <module> <args...>`` in ``cwd`` with ``env``, by ``executable``."""
+    """One stage run: ``python -m <module> <args...>`` in ``cwd`` with ``env``, by ``executable`` of the environment
+    ``prefix`` (``sys.prefix``: a virtual environment's folder)."""
 
     version: int
     executable: str
+    prefix: str
     module: str
     args: list[str]
     cwd: str
@@ -106,5 +108,5 @@ def _recv_exact(sock: socket.socket, n: int) -> bytes:
 
 def this_request(module: str, args: list[str]) -> Request:
     """The request that runs ``python -m module args`` as this process would."""
-    return Request(version=PROTOCOL_VERSION, executable=sys.executable, module=module, args=list(args),
+    return Request(version=PROTOCOL_VERSION, executable=sys.executable, prefix=sys.prefix, module=module, args=list(args),
                    cwd=os.getcwd(), env=dict(os.environ))

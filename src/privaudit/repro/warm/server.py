@@ -78,8 +78,9 @@ def refusal(request: Request, server_env: dict[str, str]) -> str | None:
     """Why this server cannot run ``request`` as a cold ``python -m`` would, or ``None``."""
     if request.version != PROTOCOL_VERSION:
         return f"protocol {request.version}, the server speaks {PROTOCOL_VERSION}"
-    if request.executable != sys.executable:
-        return f"interpreter {request.executable}, the server runs {sys.executable}"
+    # one interpreter by any of its names (a venv's python, python3, python3.11) in the same environment
+    if os.path.realpath(request.executable) != os.path.realpath(sys.executable) or request.prefix != sys.prefix:
+        return f"interpreter {request.executable} ({request.prefix}), the server runs {sys.executable} ({sys.prefix})"
     if not request.module.startswith(MODULE_PREFIX):
         return f"module {request.module} is not a stage ({MODULE_PREFIX}*)"
     theirs = startup_env(request.env)
