@@ -76,6 +76,21 @@ def _echo(env: dict[str, str], cwd: Path, *args: str) -> subprocess.CompletedPro
                           text=True, timeout=60)
 
 
+def _sleeping_stage(env: dict[str, str], cwd: Path) -> tuple[subprocess.Popen[str], int]:
+    """A client running ``stages.echo sleep`` and the pid of the process that runs the stage."""
+    client = subprocess.Popen([sys.executable, "-m", "stages.echo", "sleep"], cwd=cwd, env=env,
+                              stdout=subprocess.PIPE, text=True)
+    return client, int(client.stdout.readline().split()[1])
+
+
+def _assert_gone(pid: int) -> None:
+    """``pid`` ends within 5 s."""
+    with pytest.raises(ProcessLookupError):
+        for _ in range(100):
+            os.kill(pid, 0)
+            time.sleep(0.05)
+
+
 def test_a_stage_runs_warm_with_its_own_arguments_directory_environment_and_exit_code(toy: Path) -> None:
     log = toy / "warm.jsonl"
     with warm_stages(_env(toy), preload=[MARKER], log=log) as env:
@@ -143,17 +158,12 @@ def test_what_the_server_cannot_take_runs_cold(toy: Path) -> None:
 def test_a_signal_to_the_stage_process_reaches_the_warm_stage(toy: Path) -> None:
     with warm_stages(_env(toy), preload=[MARKER]) as env:
         _wait_ready(env)
-        client = subprocess.Popen([sys.executable, "-m", "stages.echo", "sleep"], cwd=toy, env=env,
-                                  stdout=subprocess.PIPE, text=True)
-        child = int(client.stdout.readline().split()[1])
+        client, child = _sleeping_stage(env, toy)
         assert child != client.pid
         client.send_signal(signal.SIGTERM)  # as DVC or a timeout stops a stage
         assert client.wait(timeout=30) == 128 + signal.SIGTERM
         client.stdout.close()
-        with pytest.raises(ProcessLookupError):
-            for _ in range(100):
-                os.kill(child, 0)
-                time.sleep(0.05)
+        _assert_gone(child)
 
 
 def test_any_name_of_the_servers_interpreter_runs_warm_another_environment_does_not(toy: Path) -> None:
@@ -180,16 +190,11 @@ def test_a_killed_client_takes_its_warm_stage_with_it(toy: Path) -> None:
     a cold stage's process would (no orphan left writing outputs)."""
     with warm_stages(_env(toy), preload=[MARKER]) as env:
         _wait_ready(env)
-        client = subprocess.Popen([sys.executable, "-m", "stages.echo", "sleep"], cwd=toy, env=env,
-                                  stdout=subprocess.PIPE, text=True)
-        child = int(client.stdout.readline().split()[1])
+        client, child = _sleeping_stage(env, toy)
         client.kill()
         client.wait(timeout=30)
         client.stdout.close()
-        with pytest.raises(ProcessLookupError):
-            for _ in range(100):
-                os.kill(child, 0)
-                time.sleep(0.05)
+        _assert_gone(child)
 
 
 def test_the_server_and_its_socket_are_gone_after_the_block(toy: Path) -> None:
