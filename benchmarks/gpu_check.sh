@@ -21,7 +21,8 @@
 #   scale   bench_scale.py --gpu: the default audit's `dvc repro` on a synthetic 50k x 512 x 10 embedding CSV
 #           in a scratch copy (per-stage wall, fits, peak RSS and peak GPU memory), stopped after
 #           SCALE_TIMEOUT seconds (default 330, so the step ends within ~6 minutes; what finished is
-#           written, the cut-off stage named); SCALE_N / SCALE_D change the size
+#           written, the cut-off stage named); SCALE_N / SCALE_D change the size; on the warm stage server
+#           (`privaudit warm -- dvc repro`, as make audit) unless SCALE_WARM=0
 #
 # Everything goes to benchmarks/results/gpu/<device name>/ (the gate records that folder's hash, like
 # every benchmark result). DEVICE=cpu runs the same steps on the CPU into a temporary folder, to
@@ -109,12 +110,14 @@ PYEOF
       ;;
     scale)
       # on the CPU dry run: a small size, so the step is checked without a GPU
+      # on the warm stage server, as make audit runs it (SCALE_WARM=0: cold, as a plain dvc repro)
+      warm=$([ "${SCALE_WARM:-1}" = 1 ] && echo --warm --tag warm)
       if [ "$DEVICE" = cuda ]; then
         DVC="$DVC" $PY benchmarks/bench_scale.py --device cuda --n "${SCALE_N:-50000}" --d "${SCALE_D:-512}" \
-          --timeout "${SCALE_TIMEOUT:-330}" --out-dir "$out"
+          --timeout "${SCALE_TIMEOUT:-330}" --out-dir "$out" $warm
       else
         DVC="$DVC" $PY benchmarks/bench_scale.py --device cpu --n "${SCALE_N:-600}" --d "${SCALE_D:-16}" \
-          --timeout "${SCALE_TIMEOUT:-60}" --out-dir "$out"
+          --timeout "${SCALE_TIMEOUT:-60}" --out-dir "$out" $warm
       fi
       ;;
     *)
