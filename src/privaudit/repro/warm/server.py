@@ -148,6 +148,8 @@ def _start(conn: socket.socket, server_env: dict[str, str], base_path: list[str]
     sys.stderr.flush()
     pid = os.fork()
     if pid == 0:
+        for sig in (signal.SIGTERM, signal.SIGINT):  # the server's handlers remove its socket: not the child's job
+            signal.signal(sig, signal.SIG_DFL)
         conn.close()
         return Job(request=request, fds=fds, base_path=base_path, project_modules=project)
     for fd in fds:
