@@ -11,6 +11,7 @@ Stdlib only.
 
 from __future__ import annotations
 
+import fcntl
 import os
 import signal
 import socket
@@ -36,7 +37,7 @@ def stage_invocation(orig_argv: list[str]) -> tuple[str, list[str]] | None:
 def hand_off_stage(no_wait: tuple[str, ...] = ()) -> None:
     """Run this stage process on the warm server and exit with its code; return to run it cold.
 
-    While the server is still importing (its ``.starting`` file names a live process) a stage waits for it,
+    While the server is still importing (it holds the lock on its ``.starting`` file) a stage waits for it,
     but the stages in ``no_wait``: those use no heavy library and start faster cold than they would wait.
     """
     path = os.environ.get(SOCKET_ENV)
@@ -51,16 +52,21 @@ def hand_off_stage(no_wait: tuple[str, ...] = ()) -> None:
 
 
 def wait_for_server(path: str, timeout_s: float = WAIT_S) -> bool:
-    """Wait until the socket ``path`` exists while the server that is making it (``<path>.starting`` holds its
-    pid) is alive; ``False`` when there is no such server, it died, or ``timeout_s`` passed."""
+    """Wait until the socket ``path`` exists while the server that is making it is alive (it holds an exclusive
+    lock on ``<path>.starting`` until then); ``False`` when there is no such server, it died, or ``timeout_s``
+    passed."""
     starting = path + STARTING_SUFFIX
     deadline = time.monotonic() + timeout_s
     while not os.path.exists(path):
         try:
             with open(starting, encoding="utf-8") as fh:
-                pid = int(fh.read().strip() or 0)
-            os.kill(pid, 0)
-        except (OSError, ValueError):
+                try:
+                    fcntl.flock(fh, fcntl.LOCK_SH | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    pass  # the server holds it: still importing
+                else:
+                    return os.path.exists(path)  # nobody holds it: the server died (or just finished)
+        except OSError:
             return os.path.exists(path)  # no server starting (or it just finished: the socket is there)
         if time.monotonic() > deadline:
             return False

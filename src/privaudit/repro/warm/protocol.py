@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass
 #: environment variable naming the server's socket (set by ``privaudit warm``)
 SOCKET_ENV = "PRIVAUDIT_WARM_SOCKET"
 PROTOCOL_VERSION = 2
-#: ``<socket><suffix>`` holds the server's pid while it imports, before the socket exists
+#: ``<socket><suffix>``: locked (``flock``) by the server while it imports, before the socket exists
 STARTING_SUFFIX = ".starting"
 #: only these modules are run warm
 MODULE_PREFIX = "stages."

@@ -19,6 +19,7 @@ CUDA here (a child may).
 from __future__ import annotations
 
 import argparse
+import fcntl
 import gc
 import importlib
 import io
@@ -309,10 +310,10 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("GX_ANALYTICS_ENABLED", "False")
     binding = args.socket.with_name(args.socket.name + ".binding")
     starting = args.socket.with_name(args.socket.name + STARTING_SUFFIX)
-    starting.write_text(str(os.getpid()))  # stages wait for this process until the socket appears
+    locking = starting.with_name(starting.name + ".new")
 
     def stop(_signum: int, _frame: object) -> None:
-        for path in (args.socket, binding, starting):
+        for path in (args.socket, binding, starting, locking):
             try:
                 path.unlink()
             except OSError:
@@ -321,12 +322,20 @@ def main(argv: list[str] | None = None) -> int:
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
+    # stages wait while this process holds the lock on ``.starting`` (released when it exits, even as a zombie);
+    # locked under another name first, so that no stage ever sees the file unlocked while this process lives
+    lock = locking.open("w")
+    fcntl.flock(lock, fcntl.LOCK_EX)
+    lock.write(str(os.getpid()))
+    lock.flush()
+    os.rename(locking, starting)
     preload(tuple(m for m in args.preload.split(",") if m) if args.preload is not None else PRELOAD)
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(str(binding))
     listener.listen(64)
     os.rename(binding, args.socket)  # the socket appears when it is ready
     starting.unlink()
+    lock.close()
     try:
         job = serve(listener, args.parent, args.log)
     except SystemExit:

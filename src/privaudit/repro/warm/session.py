@@ -14,11 +14,12 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-from privaudit.repro.warm.protocol import SOCKET_ENV
+from privaudit.repro.warm.protocol import SOCKET_ENV, STARTING_SUFFIX
 
 @contextmanager
 def warm_stages(env: dict[str, str] | None = None, preload: Sequence[str] | None = None,
@@ -45,6 +46,10 @@ def warm_stages(env: dict[str, str] | None = None, preload: Sequence[str] | None
         env=base, stdin=subprocess.DEVNULL, start_new_session=True,
     )
     try:
+        starting = Path(str(path) + STARTING_SUFFIX)
+        deadline = time.monotonic() + 10.0  # its interpreter start: then stages know to wait for it
+        while not (starting.exists() or path.exists()) and server.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.01)
         yield {**base, SOCKET_ENV: str(path)}
     finally:
         if server.poll() not in (None, 0):
