@@ -11,6 +11,7 @@ and raises on failure.
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 from typing import Any, Sequence
@@ -52,23 +53,16 @@ def _context() -> Any:
     return ctx
 
 
+@functools.cache
 def _source() -> Any:
     """The process's pandas data source (adding one re-serialises the context's whole config: once)."""
-    ctx = _context()
-    if len(_CONTEXT) == 1:
-        _CONTEXT.append(ctx.data_sources.add_pandas("privaudit"))
-    return _CONTEXT[1]
+    return _context().data_sources.add_pandas("privaudit")
 
 
-_BATCH_DEFINITIONS: dict[str, Any] = {}
-
-
-def _batch_definition(source: Any, batch_name: str) -> Any:
+@functools.cache
+def _batch_definition(batch_name: str) -> Any:
     """One whole-dataframe batch definition per batch name and process (the frame is passed at each run)."""
-    if batch_name not in _BATCH_DEFINITIONS:
-        asset = source.add_dataframe_asset(batch_name)
-        _BATCH_DEFINITIONS[batch_name] = asset.add_batch_definition_whole_dataframe(f"{batch_name}-all")
-    return _BATCH_DEFINITIONS[batch_name]
+    return _source().add_dataframe_asset(batch_name).add_batch_definition_whole_dataframe(f"{batch_name}-all")
 
 
 def _plain(values: Sequence[Any]) -> list[Any]:
@@ -87,7 +81,7 @@ def evaluate_suite(
     """Validate each named batch against its GX expectation objects; every outcome, in order."""
     import great_expectations as gx
 
-    source = _source()
+    _context()  # GX needs an active context before a suite takes expectations
     _RUN_COUNTER[0] += 1
     run_id = f"{suite_name}-{_RUN_COUNTER[0]}"
     outcomes: list[ExpectationOutcome] = []
@@ -99,7 +93,7 @@ def evaluate_suite(
         for e in exps:
             suite.add_expectation(e)
         # unnamed index: GX then reports offending rows as index labels, not dicts
-        batch = _batch_definition(source, batch_name).get_batch(batch_parameters={"dataframe": frame.rename_axis(None)})
+        batch = _batch_definition(batch_name).get_batch(batch_parameters={"dataframe": frame.rename_axis(None)})
         result = batch.validate(suite, result_format="COMPLETE")
         for r in result.results:
             cfg = r.expectation_config

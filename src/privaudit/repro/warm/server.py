@@ -102,7 +102,7 @@ def serve(listener: socket.socket, parent: int | None, log: Path | None = None) 
     finished run (module, pid, exit code, seconds) is appended there."""
     server_env = startup_env(dict(os.environ))
     base_path = base_sys_path()
-    project = ProjectModules()
+    project = project_modules()  # sys.modules stays as the preload left it: computed once
     gc.collect()
     gc.freeze()  # the preloaded objects: a child's collections skip them (and do not copy their pages)
     sel = selectors.DefaultSelector()
@@ -116,7 +116,7 @@ def serve(listener: socket.socket, parent: int | None, log: Path | None = None) 
                 _client_gone(key.data[1], key.fileobj, sel)
                 continue
             conn, _addr = listener.accept()
-            job = _start(conn, server_env, base_path, project.names(), children, sel)
+            job = _start(conn, server_env, base_path, project, children, sel)
             if job is not None:  # the child
                 for other_key in list(sel.get_map().values()):
                     if isinstance(other_key.data, int):  # another child's pidfd
@@ -271,26 +271,22 @@ def _interpreter_roots() -> tuple[str, ...]:
     return tuple(sorted({os.path.realpath(p) for p in paths}))
 
 
-class ProjectModules:
+def project_modules() -> tuple[str, ...]:
     """The imported modules whose files are not under the interpreter's prefixes (stdlib, site-packages):
-    privaudit, the stages and whatever ``PYTHONPATH`` gave; a child forgets them and imports them again.
-    Each module is looked at once (the server keeps importing while it serves)."""
+    privaudit, the stages and whatever ``PYTHONPATH`` gave; a child forgets them and imports them again."""
+    roots = _interpreter_roots()
 
-    def __init__(self) -> None:
-        self._roots = _interpreter_roots()
-        self._project: dict[str, bool] = {}
-
-    def _inside(self, path: str) -> bool:
+    def inside(path: str) -> bool:
         real = os.path.realpath(path)
-        return any(real == r or real.startswith(r + os.sep) for r in self._roots)
+        return any(real == r or real.startswith(r + os.sep) for r in roots)
 
-    def names(self) -> tuple[str, ...]:
-        for name, module in list(sys.modules.items()):
-            if name not in self._project:
-                file = getattr(module, "__file__", None)
-                paths = [file] if file else list(getattr(module, "__path__", None) or [])
-                self._project[name] = bool(paths) and not all(self._inside(p) for p in paths)
-        return tuple(name for name, project in self._project.items() if project and name in sys.modules)
+    project = []
+    for name, module in list(sys.modules.items()):
+        file = getattr(module, "__file__", None)
+        paths = [file] if file else list(getattr(module, "__path__", None) or [])
+        if paths and not all(inside(p) for p in paths):
+            project.append(name)
+    return tuple(project)
 
 
 def _parser() -> argparse.ArgumentParser:

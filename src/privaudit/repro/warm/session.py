@@ -21,6 +21,7 @@ from pathlib import Path
 
 from privaudit.repro.warm.protocol import SOCKET_ENV, STARTING_SUFFIX
 
+
 @contextmanager
 def warm_stages(env: dict[str, str] | None = None, preload: Sequence[str] | None = None,
                 log: Path | None = None) -> Iterator[dict[str, str]]:
@@ -28,9 +29,9 @@ def warm_stages(env: dict[str, str] | None = None, preload: Sequence[str] | None
 
     The server's socket appears once its imports are done (seconds): stages that start before wait for it (but
     the light ones, ``stages.NO_WAIT``, which run cold); when the server cannot start they all run cold (a note
-    on stderr when the block ends). ``preload``: the modules the
-    server imports before it serves (default: :data:`privaudit.repro.warm.server.PRELOAD`); ``log``: a file the server appends a
-    JSON line to for every stage it ran (module, pid, exit code, seconds).
+    on stderr when the block ends). ``preload``: the modules the server imports before it serves (default:
+    :data:`privaudit.repro.warm.server.PRELOAD`); ``log``: a file the server appends a JSON line to for every stage
+    it ran (module, pid, exit code, seconds).
     """
     base = dict(os.environ if env is None else env)
     base.pop(SOCKET_ENV, None)
@@ -41,10 +42,7 @@ def warm_stages(env: dict[str, str] | None = None, preload: Sequence[str] | None
         command += ["--log", str(Path(log).resolve())]
     if preload is not None:
         command += ["--preload", ",".join(preload)]
-    server = subprocess.Popen(
-        command,
-        env=base, stdin=subprocess.DEVNULL, start_new_session=True,
-    )
+    server = subprocess.Popen(command, env=base, stdin=subprocess.DEVNULL, start_new_session=True)
     try:
         starting = Path(str(path) + STARTING_SUFFIX)
         deadline = time.monotonic() + 10.0  # its interpreter start: then stages know to wait for it
