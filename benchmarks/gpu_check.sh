@@ -2,7 +2,8 @@
 # The GPU checks of issue 17 in one command, on a machine with a CUDA GPU and a CUDA build of torch
 # in .venv (`make setup TORCH_INDEX=https://download.pytorch.org/whl/cu126`, or your own torch):
 #
-#   bash benchmarks/gpu_check.sh [STEP ...]      STEP: tests kernels canary many audit scale (default: all six)
+#   bash benchmarks/gpu_check.sh [STEP ...]      STEP: tests kernels canary many audit default scale
+#                                                (default: all but `default`, which `audit` covers twice)
 #
 #   tests   the suite's CUDA tests (tests/train/test_devices.py — with issue 43's CUDA-graph test —, the
 #           static-step tests and the device/determinism tests)
@@ -18,13 +19,16 @@
 #           the release verdict, run-to-run identity of every stage output on the GPU, and
 #           `dvc metrics diff` against the committed CPU metrics; the workspace is restored
 #           afterwards (git checkout + dvc checkout), so nothing GPU-made is left to commit by mistake
+#   default bench_scale.py --data params --device cuda: the default audit's `dvc repro` once, per stage (wall,
+#           fits, peak RSS and GPU memory, the plan's estimate), on the warm stage server unless SCALE_WARM=0;
+#           stopped after DEFAULT_TIMEOUT seconds (default 240)
 #   scale   bench_scale.py --gpu: the default audit's `dvc repro` on a synthetic 50k x 512 x 10 embedding CSV
 #           in a scratch copy (per-stage wall, fits, peak RSS and peak GPU memory), stopped after
 #           SCALE_TIMEOUT seconds (default 330, so the step ends within ~6 minutes; what finished is
 #           written, the cut-off stage named); SCALE_N / SCALE_D change the size; on the warm stage server
 #           (`privaudit warm -- dvc repro`, as make audit) unless SCALE_WARM=0
 #
-# Everything goes to benchmarks/results/gpu/<device name>/ (the gate records that folder's hash, like
+# Everything goes to benchmarks/results/gpu/<device name>/, or to $RESULTS when set (the gate records that folder's hash, like
 # every benchmark result). DEVICE=cpu runs the same steps on the CPU into a temporary folder, to
 # check this script without a GPU: `audit` then shows no metric differences; `canary` and `many`
 # run shrunk dry runs (static steps without graphs in place of CUDA graphs). PY and DVC name another interpreter and DVC command (default: the project's .venv),
@@ -41,7 +45,7 @@ steps=("$@")
 if [ "$DEVICE" = cuda ]; then
   $PY -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 'no CUDA device visible to torch ' + torch.__version__)"
   name=$($PY -c "import torch; print(torch.cuda.get_device_name().replace(' ', '_'))")
-  out=benchmarks/results/gpu/$name
+  out=${RESULTS:-benchmarks/results/gpu/$name}
 else
   name=cpu-dry-run
   out=$(mktemp -d)  # a dry run leaves nothing under benchmarks/results
@@ -108,6 +112,11 @@ PYEOF
         git diff --stat HEAD -- dvc.lock metrics
       } 2>&1 | tee "$out/audit_vs_cpu.txt"
       ;;
+    default)
+      warm=$([ "${SCALE_WARM:-1}" = 1 ] && echo --warm --tag warm)
+      DVC="$DVC" $PY benchmarks/bench_scale.py --data params --device "$DEVICE" \
+        --timeout "${DEFAULT_TIMEOUT:-240}" --out-dir "$out" $warm
+      ;;
     scale)
       # on the CPU dry run: a small size, so the step is checked without a GPU
       # on the warm stage server, as make audit runs it (SCALE_WARM=0: cold, as a plain dvc repro)
@@ -121,7 +130,7 @@ PYEOF
       fi
       ;;
     *)
-      echo "gpu_check: unknown step $step (tests kernels canary many audit scale)" >&2
+      echo "gpu_check: unknown step $step (tests kernels canary many audit default scale)" >&2
       exit 2
       ;;
   esac

@@ -238,3 +238,14 @@ def test_the_client_imports_only_the_standard_library() -> None:
                          env={**os.environ, "PYTHONPATH": str(REPO / "src")}).stdout.split()
     assert out == ["privaudit", "privaudit.repro", "privaudit.repro.warm", "privaudit.repro.warm.client",
                    "privaudit.repro.warm.protocol"]
+
+
+def test_a_server_whose_preload_initialised_cuda_does_not_serve_and_stages_run_cold(toy: Path) -> None:
+    """A forked child cannot use a GPU its parent initialised: such a server exits before binding its socket."""
+    (toy / "lib" / "cuda_init_mod.py").write_text(
+        "import sys, types\n"  # a stand-in for a library that initialises CUDA at import
+        "sys.modules['torch'] = types.SimpleNamespace(cuda=types.SimpleNamespace(is_initialized=lambda: True))\n")
+    with warm_stages(_env(toy), preload=[MARKER, "cuda_init_mod"]) as env:
+        done = _echo(env, toy)
+        assert done.returncode == 0 and json.loads(done.stdout)["warm"] is False  # ran cold
+        assert not Path(env[SOCKET_ENV]).exists()
