@@ -247,11 +247,11 @@ def test_reference_models_reuse_the_batched_trainer_and_skip_joblib(monkeypatch)
 
 def test_sequential_reference_fits_are_the_same_bits_for_any_n_jobs(monkeypatch) -> None:  # type: ignore[no-untyped-def]
     """ltu.n_jobs 1, 2 and auto: each reference fit runs single-threaded from its own seed, so the workers
-    change nothing (SEQUENTIAL_FIT_S = 0 sends every fit after the first to the joblib workers)."""
+    change nothing (workers_pay patched to yes sends every fit after the first to the joblib workers)."""
     data, _, _ = _planted({**OVERFIT_MLP, "epochs": 2}, n=40, planted=2)
     spec = validate_defender_spec({"name": "lr", "kind": "logistic_regression", "randomness": "unseeded"})
     subsets = population_subsets(data.y, 40, 4, np.random.default_rng(0))
-    monkeypatch.setattr(mia_reference, "SEQUENTIAL_FIT_S", 0.0)
+    monkeypatch.setattr(mia_reference, "workers_pay", lambda *_: True)
     one, _ = mia_reference.train_subset_confidences(spec, 3, data.X, data.y, subsets, np.arange(4), n_jobs=1)
     for jobs in (2, "auto"):
         other, _ = mia_reference.train_subset_confidences(spec, 3, data.X, data.y, subsets, np.arange(4), n_jobs=jobs)

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from privaudit.planning.cost import (MIN_BLACKBOX_RUNS, STAGE_STARTUP_S, WORKER_STARTUP_S, AuditSizes, DefenderInput,
+from privaudit.planning.cost import (MIN_BLACKBOX_RUNS, STAGE_STARTUP_S, WORKER_STARTUP_S, workers_pay, AuditSizes, DefenderInput,
                                      FitRate, OverBudgetError, grid_runs, plan_audit)
 from privaudit.planning.fit_probe import LARGE, SMALL, rate_from_blocks
 
@@ -36,12 +36,28 @@ def _dpsgd(call: float = 0.4, model: float = 0.03) -> DefenderInput:
 def test_fits_and_seconds_per_stage_follow_the_sizes() -> None:
     d = plan_audit([_user()], SIZES, fixed=FIXED).defenders[0]
     ltu, canaries = d.stage("ltu"), d.stage("canaries")
-    # 8 reference models on half the Reserved set, 32 risk models on Defender-size sets; 2 s >= 0.5 s: 2 workers
-    assert (ltu.fits, ltu.workers, ltu.seconds) == (40, 2, pytest.approx((8 * 1.0 + 32 * 2.0) / 2))
+    # 8 reference models on half the Reserved set (1 s each: 2 workers would save 3.5 s < their 5 s start-up, so
+    # in-process), 32 risk models on Defender-size sets (2 s each: they save 31 s, so on the 2 workers)
+    assert (ltu.fits, ltu.workers, ltu.seconds) == (40, 2, pytest.approx(8 * 1.0 + 32 * 2.0 / 2))
     # 1 Game-3 run, 64 LiDP fits on N + 6 rows, 640 black-box fits on N + 1 rows
     assert canaries.fits == 1 + 64 + 640
     assert canaries.seconds == pytest.approx(2.0 + 64 * 2.0 * 906 / N + 640 * 2.0 * 901 / N)
     assert d.stage("one_run").fits == 1 and d.stage("whitebox").fits == 0  # not observable
+
+
+def test_sequential_fits_go_to_workers_when_they_save_more_than_the_pools_start() -> None:
+    """Issue 43: a fixed 0.5 s threshold kept 31 logistic-regression reference fits of 0.37 s each in one process
+    on a 16-core machine (11 s that 16 workers do in under 1 s plus their start-up); on 2 cores a digits fit of
+    0.05 s stays in-process."""
+    assert workers_pay(0.37, 31, 16) and not workers_pay(0.05, 31, 2) and not workers_pay(0.028, 31, 2)
+    assert not workers_pay(100.0, 31, 1) and not workers_pay(100.0, 1, 16) and not workers_pay(100.0, 0, 16)
+    assert workers_pay(1.0, 11, 2, startup_s=5.0) and not workers_pay(1.0, 10, 2, startup_s=5.0)  # 5.5 vs 5.0 s
+
+
+@given(t=st.floats(0.0, 100.0), fits=st.integers(0, 500), jobs=st.integers(1, 64))
+def test_workers_pay_is_monotone_in_fit_time_and_count(t: float, fits: int, jobs: int) -> None:
+    if workers_pay(t, fits, jobs):
+        assert workers_pay(2 * t, fits, jobs) and workers_pay(t, fits + 1, jobs) and workers_pay(t, fits, jobs + 1)
 
 
 def test_batched_trainers_are_timed_per_call_and_per_model() -> None:

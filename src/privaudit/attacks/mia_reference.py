@@ -10,7 +10,7 @@ Both candidates are "out" for every usable model (d is never in a Reserved subse
 Defenders with a batched recipe (``kind: torch_mlp`` / ``dp_sgd``) train the K models in
 chunks of at most ``max_models`` per call of the batched trainer
 (:func:`privaudit.attacks.batched_mocks.reference_confidences`); other kinds fit them one by one
-(in-process when the first fit is quick, else joblib workers). :func:`train_subset_confidences`
+(in-process unless joblib workers would save more than their start-up). :func:`train_subset_confidences`
 is the shared trainer for any row subsets: the per-sample risk
 (:mod:`privaudit.attacks.sample_risk`) trains its population reference models with it. The
 evaluator keeps one defender's Reserved-side models for all its attackers
@@ -23,15 +23,15 @@ import time
 from typing import Literal
 
 import numpy as np
-from joblib import Parallel, delayed
+from joblib import Parallel, cpu_count, delayed
 
 from privaudit.attacks.batched_mocks import MAX_MODELS, batched_recipe, reference_confidences
+from privaudit.defenders.fit_workers import workers_pay
 from privaudit.defenders.specs import DefenderSpecBase
 from privaudit.seeding import draw_seeds
 
-
-#: a first reference fit faster than this (seconds) means the others are fitted in-process too
-SEQUENTIAL_FIT_S = 0.5
+#: in-process fits expected to take less than this (seconds, all together) show no progress line
+QUIET_S = 5.0
 #: in a log (no terminal), a pass of reference fits prints one progress line when it ends, and one every this many
 #: seconds while it runs (with rate and ETA); a terminal shows a bar that advances on every fit
 LOG_EVERY_S = 30.0
@@ -78,8 +78,9 @@ def train_subset_confidences(spec: DefenderSpecBase, n_classes: int, X: np.ndarr
     has a batched recipe (``torch_mlp`` / ``dp_sgd``), up to ``max_models`` models train in one
     call of the batched trainer on ``device`` (subsets must then have one size); otherwise
     ``n_jobs`` joblib workers (``auto``: every core) fit them one by one with ``make_defender`` (the first in-process;
-    if it took less than :data:`SEQUENTIAL_FIT_S` the rest too — same numbers either way, every
-    fit runs single-threaded from its own seed).
+    the rest too unless the workers would save more than their start-up,
+    :func:`privaudit.defenders.fit_workers.workers_pay` — same numbers either way, every fit runs single-threaded from
+    its own seed).
 
     Args:
         subsets: K arrays of rows, each in training order. seeds: (K,) per-model seeds.
@@ -99,9 +100,10 @@ def train_subset_confidences(spec: DefenderSpecBase, n_classes: int, X: np.ndarr
         # starting joblib workers (seconds: each imports torch) costs more than the rest of the fits
         start = time.perf_counter()
         cols = [_fit_conf(spec, n_classes, X, y, subsets[0], int(seeds[0]))]
-        quick = time.perf_counter() - start < SEQUENTIAL_FIT_S
         rest = list(zip(subsets[1:], seeds[1:]))
-        if quick or not rest:
+        first = time.perf_counter() - start
+        parallel = workers_pay(first, len(rest), cpu_count() if jobs == -1 else jobs)
+        if not parallel and first * len(rest) < QUIET_S:
             cols += [_fit_conf(spec, n_classes, X, y, s, int(sd)) for s, sd in rest]
         else:  # slow fits: a progress bar (terminal) or a line per fit, with rate and ETA
             from privaudit.progress import FitProgress, terminal
@@ -109,7 +111,7 @@ def train_subset_confidences(spec: DefenderSpecBase, n_classes: int, X: np.ndarr
             # in a log: one line per pass, plus one every LOG_EVERY_S on a slow pass (a bar shows every fit)
             on_terminal, pending, last = terminal(), 1, time.monotonic()
             with FitProgress(f"{spec.name}: reference models", count, "fit", bar=on_terminal) as bar:
-                fits = ((_fit_conf(spec, n_classes, X, y, s, int(sd)) for s, sd in rest) if jobs == 1 else
+                fits = ((_fit_conf(spec, n_classes, X, y, s, int(sd)) for s, sd in rest) if not parallel else
                         Parallel(n_jobs=jobs, return_as="generator")(
                             delayed(_fit_conf)(spec, n_classes, X, y, s, int(sd)) for s, sd in rest))
                 for k, col in enumerate(fits, start=2):

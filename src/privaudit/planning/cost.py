@@ -49,20 +49,18 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-__all__ = ["MAX_BATCHED_MODELS", "MIN_BLACKBOX_RUNS", "SEQUENTIAL_FIT_S", "STAGE_STARTUP_S", "STAGES",
-           "WORKER_STARTUP_S", "AuditCost", "AuditSizes", "CostPlan", "DefenderCost", "DefenderInput", "FitRate",
+from privaudit.defenders.fit_workers import WORKER_STARTUP_S, workers_pay
+
+__all__ = ["MAX_BATCHED_MODELS", "MIN_BLACKBOX_RUNS", "STAGE_STARTUP_S", "STAGES",
+           "WORKER_STARTUP_S", "workers_pay", "AuditCost", "AuditSizes", "CostPlan", "DefenderCost", "DefenderInput", "FitRate",
            "OverBudgetError", "grid_runs", "plan_audit"]
 
 #: seconds a stage process takes before its first fit when nothing better was measured (benchmarks use it)
 STAGE_STARTUP_S = 5.0
-#: a local worker pool's start (each worker imports the trainer's libraries), when no stage wall was recorded
-WORKER_STARTUP_S = 5.0
 #: the stages whose work the plan estimates, in the order DVC runs them
 STAGES = ("ltu", "canaries", "one_run", "whitebox")
 #: models per call of the batched trainer in the LTU stage (:data:`privaudit.attacks.batched_mocks.MAX_MODELS`)
 MAX_BATCHED_MODELS = 256
-#: a reference fit at least this slow runs on ``ltu.n_jobs`` workers (:data:`privaudit.attacks.mia_reference.SEQUENTIAL_FIT_S`)
-SEQUENTIAL_FIT_S = 0.5
 
 #: fewest black-box runs per side the over-budget message proposes (below this the certification share of
 #: 80 % leaves too few runs for any claim under ε ≈ 5 to be refuted, whatever the model)
@@ -279,14 +277,19 @@ def _stages(d: DefenderInput, sizes: AuditSizes, runs: int) -> tuple[AuditCost, 
     ref_rows = max(2, int(round(sizes.reference_fraction * d.n_reserved)))
 
     def work(stage: str, pieces: Sequence[tuple[str, int, int, int]], workers: int,
-             batched_on_workers: bool = False) -> AuditCost:
-        """pieces: (name, calls, models, rows per model)."""
+             batched_on_workers: bool = False,
+             piece_workers: Callable[[str, int, int], int] | None = None) -> AuditCost:
+        """pieces: (name, calls, models, rows per model); piece_workers(name, models, rows): a piece's own worker
+        count where the stage decides per piece (the LTU stage's sequential fits)."""
         fits = sum(m for _, _, m, _ in pieces)
         if d.batched:  # one call is one shard's work: as many workers as calls at most
             w = max(1, min(workers, sum(c for _, c, _, _ in pieces))) if batched_on_workers else 1
         else:
             w = max(1, min(workers, fits))
-        timed = None if r is None else tuple((p, r.seconds(c, m, rows) / w) for p, c, m, rows in pieces)
+        ws = {p: (piece_workers(p, m, rows) if piece_workers is not None and not d.batched else w)
+              for p, _, m, rows in pieces}
+        timed = None if r is None else tuple((p, r.seconds(c, m, rows) / ws[p]) for p, c, m, rows in pieces)
+        w = max(ws.values(), default=w)
         return AuditCost(stage, fits, w, None if timed is None else sum(s for _, s in timed),
                          sum(c for _, c, _, _ in pieces), timed or ())
 
@@ -296,7 +299,14 @@ def _stages(d: DefenderInput, sizes: AuditSizes, runs: int) -> tuple[AuditCost, 
     ltu = [("reference", calls(sizes.reference_models, MAX_BATCHED_MODELS), sizes.reference_models, ref_rows),
            ("risk", calls(sizes.risk_reference_models, MAX_BATCHED_MODELS), sizes.risk_reference_models, n),
            ("retrain", calls(sizes.retrain_mocks, MAX_BATCHED_MODELS), sizes.retrain_mocks, n)]
-    ltu_workers = sizes.ltu_jobs if r is not None and r.model_seconds >= SEQUENTIAL_FIT_S else 1
+
+    def ltu_workers(piece: str, models: int, rows: int) -> int:
+        """The retrain mocks always run on the workers; reference models when :func:`workers_pay` says so for the
+        fits after the first (timed in the stage, as here)."""
+        if piece == "retrain":
+            return max(1, min(sizes.ltu_jobs, models))
+        pays = r is not None and models > 1 and workers_pay(r.seconds(1, 1, rows), models - 1, sizes.ltu_jobs)
+        return min(sizes.ltu_jobs, models - 1) if pays else 1
     lidp_models = sizes.lidp_trials * sizes.lidp_models_per_trial
     bt, bb = sizes.block_trials, sizes.blackbox_block
     canaries = [("game3", calls(sizes.game3_runs, bt), sizes.game3_runs, n),
@@ -304,7 +314,7 @@ def _stages(d: DefenderInput, sizes: AuditSizes, runs: int) -> tuple[AuditCost, 
                  n + sizes.lidp_canaries),
                 ("blackbox", calls(2 * runs, bb), 2 * runs, n + 1)]
     white = sizes.whitebox_runs if d.observable else 0
-    return (work("ltu", ltu, ltu_workers),
+    return (work("ltu", ltu, 1, piece_workers=ltu_workers),
             work("canaries", canaries, sizes.canary_jobs, d.batched_on_workers),
             work("one_run", [("one_run", 1, 1, n)], 1),
             work("whitebox", [("whitebox", white, white, n)], 1))
