@@ -208,6 +208,15 @@ class _Optimizer:
             p.sub_(upd)
 
 
+def _without_host_reads(device: torch.device) -> bool:
+    """Whether a step must not read a value back to the host: on CUDA each read waits for the queue to drain, so a
+    step of small kernels cannot overlap the next one's launches (the SGD path read ``active.all()`` every step;
+    the H200 lease measured 18.5 s per call of the default MLP at 50k rows, 1.6 ms a step). The masked update then
+    runs every step: the same numbers when every model is active (``bf*m + g`` rounds as ``bf.mul_(m).add_(g)``,
+    times 1.0 is exact). On a CPU the read is free and the unmasked update cheaper."""
+    return device.type == "cuda"
+
+
 def _bcast(active: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
     return active.reshape(-1, *([1] * (like.dim() - 1))).to(like.dtype)
 
@@ -533,7 +542,7 @@ def _train_sgd(recipe: HeadRecipe, data: TrainData, heads: StackedHeads, opt: _O
                 _put(g, m0, gw, gb)
             g = _add(g, _grad_canary_term(data, idx.expand(M, -1), in_batch & is_grad_all, heads,
                                           w.max(1).values.unsqueeze(1)))
-            opt.step(g, None if bool(active.all()) else active)
+            opt.step(g, active if _without_host_reads(dev) else (None if bool(active.all()) else active))
 
 
 def _train_dp(dp: DPSettings, lr: float, data: TrainData, heads: StackedHeads,
