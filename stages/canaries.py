@@ -16,7 +16,7 @@ from privaudit.canaries.assembly import canary_meta, summary_line, write_defende
 from privaudit.canaries.plan import CanaryPlan
 from privaudit.canaries.runner import check_canary_setup
 from privaudit.canaries.shards import (DEFAULT_SHARD_ROOT, Shard, inputs_fingerprint, missing_shards, plan_shards,
-                                       prune_shards, run_missing_shards)
+                                       prune_shards, run_missing_shards, shards_at_once)
 from privaudit.canaries.sizes import game3_canaries
 from privaudit.config import Params
 from privaudit.planning.plan_files import read_sized_runs
@@ -61,10 +61,12 @@ def _body(args: argparse.Namespace, params: Params) -> None:
 
     def done(s: Shard, seconds: float) -> None:
         took.setdefault(s.defender, []).append((s.stop - s.start, seconds))
-        bar.advance(s.stop - s.start, f"{s.defender} {s.experiment} {s.start}-{s.stop}", planned=planned_of.get(s))
+        bar.advance(s.stop - s.start, f"{s.defender} {s.experiment} {s.start}-{s.stop}", planned=planned_of.get(s),
+                    seconds=seconds)
 
     with FitProgress("canaries", sum(s.stop - s.start for s in todo), "trial", bar=progress_enabled(),
-                     planned_seconds=None if planned is None else sum(planned)) as bar:
+                     planned_seconds=None if planned is None else sum(planned),
+                     workers=shards_at_once(plan, todo, device)) as bar:
         run_missing_shards(args.shards, plan, fs, todo, device, done)
     fp, n_game3 = inputs_fingerprint(fs), game3_canaries(plan, int(fs.is_defender.sum()))
     meta = canary_meta(plan, fs.n_classes, n_game3, fp)

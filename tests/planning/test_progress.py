@@ -104,3 +104,66 @@ def test_planned_progress_needs_each_piece_planned() -> None:
     p = FitProgress("x", 4, "fit", bar=False, out=io.StringIO(), planned_seconds=4.0)
     with pytest.raises(ValueError, match="planned"):
         p.advance(1, "a")
+
+
+def _simulate_workers(pieces: list[tuple[str, int, float, float]], workers: int, startup: float,
+                      told: int, own_seconds: bool = True) -> list[tuple[float, float | None]]:
+    """(true seconds left, printed ETA) after each piece, the pieces run on ``workers`` processes (each takes the next
+    piece when free and pays ``startup`` on its first; worker k starts 0.2 k s late), the progress told ``told``
+    workers and, with ``own_seconds``, each piece's seconds in its process."""
+    free, started = [0.2 * k for k in range(workers)], [False] * workers
+    ends = []
+    for name, units, seconds, plan in pieces:
+        w = min(range(workers), key=lambda i: free[i])
+        took = seconds + (0.0 if started[w] else startup)
+        free[w] += took
+        started[w] = True
+        ends.append((free[w], name, units, plan, took))
+    now = [0.0]
+    out = io.StringIO()
+    p = FitProgress("canaries", sum(u for _, u, _, _ in pieces), "trial", bar=False, out=out, clock=lambda: now[0],
+                    planned_seconds=sum(s for *_, s in pieces), workers=told)
+    res = []
+    for end, name, units, plan, took in sorted(ends):
+        now[0] = end
+        p.advance(units, name, planned=plan, seconds=took if own_seconds else None)
+        res.append((max(free) - end, _eta_seconds(out.getvalue().splitlines()[-1])))
+    return res
+
+
+def _default_audit_canaries() -> list[tuple[str, int, float, float]]:
+    """The default audit's canaries shards on 2 cores, longest first (measured 2026-11-27; planned seconds from that
+    run's plan, which underestimated every piece by 2-3x): four 1000-model DP-SGD calls, then the small shards."""
+    pieces = [(f"dpsgd_eps1 blackbox {i}", 1000, 6.5, 2.15) for i in range(4)]
+    pieces += [("mlp blackbox", 64, 2.8, 0.93), ("dpsgd_eps1 lidp", 32, 0.5, 0.21), ("mlp lidp", 32, 2.4, 1.0)]
+    pieces += [(f"logreg lidp {i}", 16, 1.5, 0.47) for i in range(2)]
+    pieces += [(f"logreg blackbox {i}", 16, 0.5, 0.23) for i in range(4)]
+    pieces += [("logreg game3", 1, 0.1, 0.014), ("dpsgd_eps1 game3", 1, 0.2, 0.04), ("mlp game3", 1, 0.3, 0.09)]
+    return pieces
+
+
+def test_eta_of_pieces_on_two_workers_is_within_2x_once_a_tenth_is_done() -> None:
+    """The default audit's canaries stage printed "ETA 0:01" with 15.7 s to go: the second worker's first piece
+    ended 0.2 s after the first's and was credited to those 0.2 s. Told the workers, the rate starts after both."""
+    shown = [(left, eta) for left, eta in _simulate_workers(_default_audit_canaries(), 2, 5.0, told=2)
+             if eta is not None]
+    assert shown, "an ETA once a tenth is done"
+    for left, eta in shown:
+        if left > 5:
+            assert left / 2 <= eta <= 2 * left, (left, eta)
+    untold = [(left, eta) for left, eta in _simulate_workers(_default_audit_canaries(), 2, 5.0, told=1,
+                                                             own_seconds=False) if eta is not None and left > 5]
+    assert any(eta < left / 2 for left, eta in untold)  # what the stage printed before
+
+
+def test_no_eta_before_a_piece_after_the_workers_first_ones() -> None:
+    out = io.StringIO()
+    now = [0.0]
+    p = FitProgress("x", 40, "fit", bar=False, out=out, clock=lambda: now[0], workers=4)
+    for k in range(1, 6):
+        now[0] = float(k)
+        p.advance(8 if k < 5 else 4, f"piece {k}")
+    etas = [_eta_seconds(line) for line in out.getvalue().splitlines()]
+    assert etas == [None, None, None, None, 1]  # 4 units in the 1 s after the 4th piece; 4 to go
+    with pytest.raises(ValueError, match="workers"):
+        FitProgress("x", 4, "fit", bar=False, workers=0)

@@ -303,6 +303,17 @@ def run_missing_shards(root: Path, plan: CanaryPlan, fs: FeatureSet, todo: Seque
             progress(shard, seconds)
 
 
+def shards_at_once(plan: CanaryPlan, todo: Sequence[Shard], device: str) -> int:
+    """How many of ``todo`` :func:`run_missing_shards` runs side by side locally: the worker processes, plus this
+    process where it trains batched kinds' shards beside them (CUDA); 1 when they run one after the other or on
+    a Dask cluster (its size is the cluster's). For the progress line's ETA (:class:`privaudit.progress.FitProgress`)."""
+    if plan.compute.scheduler != "local":
+        return 1
+    here = [s for s in todo if _trains_here(plan, s, device)]
+    n_jobs = min(plan.compute.workers(), len(todo) - len(here))
+    return 1 if n_jobs <= 1 else n_jobs + (1 if here else 0)
+
+
 def _trains_here(plan: CanaryPlan, shard: Shard, device: str) -> bool:
     """A batched kind's shard on a CUDA device: trained in the stage's own process, beside the workers."""
     kinds = {spec.name: spec.kind for spec in plan.defenders}
