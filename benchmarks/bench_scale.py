@@ -286,12 +286,18 @@ def main() -> int:
             rc = proc.wait(timeout=args.timeout)
         except subprocess.TimeoutExpired:
             cut_off = True
-            os.killpg(proc.pid, signal.SIGTERM)
+            # SIGINT first, as Ctrl-C would: a stage under cProfile (--profile) writes its profile on the
+            # KeyboardInterrupt, so a cut-off run still shows where the stage spent its time
+            os.killpg(proc.pid, signal.SIGINT)
             try:
-                rc = proc.wait(timeout=20)
+                rc = proc.wait(timeout=15)
             except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                rc = proc.wait()
+                os.killpg(proc.pid, signal.SIGTERM)
+                try:
+                    rc = proc.wait(timeout=20)
+                except subprocess.TimeoutExpired:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                    rc = proc.wait()
     total = time.perf_counter() - t0
     load_after = os.getloadavg()
 

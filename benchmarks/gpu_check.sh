@@ -25,7 +25,8 @@
 #   scale   bench_scale.py --gpu: the default audit's `dvc repro` on a synthetic 50k x 512 x 10 embedding CSV
 #           in a scratch copy (per-stage wall, fits, peak RSS and peak GPU memory), stopped after
 #           SCALE_TIMEOUT seconds (default 330, so the step ends within ~6 minutes; what finished is
-#           written, the cut-off stage named); SCALE_N / SCALE_D change the size; on the warm stage server
+#           written, the cut-off stage named); SCALE_N / SCALE_D change the size, SCALE_PROFILE=STAGE runs that
+#           stage under cProfile (its top entries in the results, also when cut off); on the warm stage server
 #           (`privaudit warm -- dvc repro`, as make audit) unless SCALE_WARM=0
 #
 # Everything goes to benchmarks/results/gpu/<device name>/, or to $RESULTS when set (the gate records that folder's hash, like
@@ -123,7 +124,7 @@ PYEOF
       warm=$([ "${SCALE_WARM:-1}" = 1 ] && echo --warm --tag warm)
       if [ "$DEVICE" = cuda ]; then
         DVC="$DVC" $PY benchmarks/bench_scale.py --device cuda --n "${SCALE_N:-50000}" --d "${SCALE_D:-512}" \
-          --timeout "${SCALE_TIMEOUT:-330}" --out-dir "$out" $warm
+          --timeout "${SCALE_TIMEOUT:-330}" --profile "${SCALE_PROFILE:-}" --out-dir "$out" $warm
       else
         DVC="$DVC" $PY benchmarks/bench_scale.py --device cpu --n "${SCALE_N:-600}" --d "${SCALE_D:-16}" \
           --timeout "${SCALE_TIMEOUT:-60}" --out-dir "$out" $warm
