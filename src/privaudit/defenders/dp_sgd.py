@@ -33,6 +33,7 @@ from torch import nn
 
 from privaudit.compat.opacus_warnings import opacus_noise_filtered
 from privaudit.claims.mechanisms import SubsampledGaussianMechanism
+from privaudit.defenders import sigma_memo
 from privaudit.defenders.registry import register
 from privaudit.defenders.specs import DpSgdSpec
 from privaudit.defenders.torch_head import TorchHeadDefender, build_mlp
@@ -41,11 +42,18 @@ from privaudit.seeding import draw_seed
 
 @lru_cache(maxsize=256)
 def _sigma(epsilon: float, delta: float, q: float, steps: int, accountant: str) -> float:
+    """opacus's σ, remembered on disk across stages (:mod:`privaudit.defenders.sigma_memo`)."""
+    key = sigma_memo.memo_key(epsilon, delta, q, steps, accountant)
+    remembered = sigma_memo.lookup(key)
+    if remembered is not None:
+        return remembered
     from opacus.accountants.utils import get_noise_multiplier  # opacus is imported only to train
 
     with opacus_noise_filtered(accountant):
-        return float(get_noise_multiplier(target_epsilon=epsilon, target_delta=delta, sample_rate=q,
-                                          steps=steps, accountant=accountant))
+        sigma = float(get_noise_multiplier(target_epsilon=epsilon, target_delta=delta, sample_rate=q,
+                                           steps=steps, accountant=accountant))
+    sigma_memo.store(key, sigma)
+    return sigma
 
 
 def noise_multiplier(spec: DpSgdSpec, n_train: int) -> float:
