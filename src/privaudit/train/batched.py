@@ -348,7 +348,12 @@ class _Plan:
         flat = self._base_rows(idx)
         y = torch.index_select(data.y_base, 0, flat).view(Mc, b)
         xsq = torch.index_select(self.xsq_base, 0, flat).view(Mc, b)
-        if (slots := self._extra_slots(idx)) is not None:
+        if _without_host_reads(idx.device):
+            if (dense := self._extra_dense(idx, m0)) is not None:
+                mask, models, e = dense
+                y = torch.where(mask, data.y_extra[models, e], y)
+                xsq = torch.where(mask, self.xsq_extra[models, e], xsq)
+        elif (slots := self._extra_slots(idx)) is not None:
             mi, bi, e = slots
             y[mi, bi] = data.y_extra[m0 + mi, e]
             xsq[mi, bi] = self.xsq_extra[m0 + mi, e]
@@ -368,7 +373,11 @@ class _Plan:
         if self._rows_buf is None or self._rows_buf.numel() < need:
             self._rows_buf = torch.empty(need, dtype=data.X_base.dtype, device=data.X_base.device)
         X = torch.index_select(data.X_base, 0, flat, out=self._rows_buf[:need].view(Mc * b, self.d)).view(Mc, b, self.d)
-        if (slots := self._extra_slots(idx)) is not None:
+        if _without_host_reads(idx.device):
+            if (dense := self._extra_dense(idx, m0)) is not None:
+                mask, models, e = dense
+                X = torch.where(mask.unsqueeze(2), data.X_extra[models, e], X)
+        elif (slots := self._extra_slots(idx)) is not None:
             mi, bi, e = slots
             X[mi, bi] = data.X_extra[m0 + mi, e]
         return X
@@ -377,6 +386,17 @@ class _Plan:
         """``idx`` flattened; rows past the base rows (extra rows, gradient canaries) mapped to the last base row."""
         n = self.data.n_base
         return (idx if self.data.n_virtual == n else idx.clamp(max=n - 1)).reshape(-1)
+
+    def _extra_dense(self, idx: torch.Tensor, m0: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None:
+        """Where ``idx`` (Mc, b) points at a per-model extra row (mask), and the (model, extra-row) index of every
+        slot (clamped where it does not): the extra rows taken by :func:`torch.where`, with nothing read back to
+        the host (:func:`_without_host_reads`; :meth:`_extra_slots` counts the slots). None without extra rows."""
+        n, E = self.data.n_base, self.data.n_extra
+        if not E:
+            return None
+        mask = (idx >= n) & (idx < n + E)
+        models = torch.arange(m0, m0 + idx.shape[0], device=idx.device).unsqueeze(1).expand_as(idx)
+        return mask, models, (idx - n).clamp(0, E - 1)
 
     def _extra_slots(self, idx: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None:
         """The (model, slot, extra-row) indices of ``idx``'s per-model extra rows; None when it has none."""
