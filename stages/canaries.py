@@ -59,14 +59,17 @@ def _body(args: argparse.Namespace, params: Params) -> None:
                                     [(s.defender, s.experiment, s.stop - s.start) for s in todo], plan.trials)
     planned_of = dict(zip(todo, planned)) if planned is not None else {}
 
+    # side by side: each shard's own seconds give the rate (None, on a Dask cluster of unknown size: the wall clock)
+    at_once = shards_at_once(plan, todo, device)
+
     def done(s: Shard, seconds: float) -> None:
         took.setdefault(s.defender, []).append((s.stop - s.start, seconds))
         bar.advance(s.stop - s.start, f"{s.defender} {s.experiment} {s.start}-{s.stop}", planned=planned_of.get(s),
-                    seconds=seconds)
+                    seconds=None if at_once is None else seconds)
 
     with FitProgress("canaries", sum(s.stop - s.start for s in todo), "trial", bar=progress_enabled(),
                      planned_seconds=None if planned is None else sum(planned),
-                     workers=shards_at_once(plan, todo, device)) as bar:
+                     workers=at_once or 1) as bar:
         run_missing_shards(args.shards, plan, fs, todo, device, done)
     fp, n_game3 = inputs_fingerprint(fs), game3_canaries(plan, int(fs.is_defender.sum()))
     meta = canary_meta(plan, fs.n_classes, n_game3, fp)

@@ -18,6 +18,7 @@ from privaudit.canaries.shards import (
     save_shard,
     shard_dir,
     shard_path,
+    shards_at_once,
 )
 from tests.canaries.conftest import DP, LOGREG, MLP, digits_features, make_params
 
@@ -224,3 +225,15 @@ def test_sized_runs_change_only_the_sized_defenders_shards(tmp_path: Path) -> No
     a = {s.defender: shard_path(tmp_path, asked, s).parent for s in plan_shards(asked)}
     b = {s.defender: shard_path(tmp_path, sized, s).parent for s in plan_shards(sized)}
     assert a["mlp"] == b["mlp"] and a["mine"] != b["mine"]
+
+
+def test_shards_at_once_counts_the_workers_and_this_process_on_cuda() -> None:
+    """What the canaries stage tells its ETA: the local workers (at most one per shard that goes to them), plus the
+    stage's own process where it trains batched shards on CUDA beside them; unknown on a Dask cluster."""
+    two = make_params([LOGREG, MLP], compute={"n_jobs": 2})
+    shards = plan_shards(two)
+    assert shards_at_once(two, shards, "cpu") == 2
+    assert shards_at_once(two, shards[:1], "cpu") == 1
+    assert shards_at_once(two, shards, "cuda") == 3  # MLP shards train here on the GPU, logreg on the 2 workers
+    assert shards_at_once(make_params([LOGREG, MLP], compute={"n_jobs": 1}), shards, "cpu") == 1
+    assert shards_at_once(make_params([MLP], compute={"scheduler": "tcp://127.0.0.1:8786"}), shards, "cpu") is None

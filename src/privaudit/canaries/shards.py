@@ -303,12 +303,13 @@ def run_missing_shards(root: Path, plan: CanaryPlan, fs: FeatureSet, todo: Seque
             progress(shard, seconds)
 
 
-def shards_at_once(plan: CanaryPlan, todo: Sequence[Shard], device: str) -> int:
+def shards_at_once(plan: CanaryPlan, todo: Sequence[Shard], device: str) -> int | None:
     """How many of ``todo`` :func:`run_missing_shards` runs side by side locally: the worker processes, plus this
-    process where it trains batched kinds' shards beside them (CUDA); 1 when they run one after the other or on
-    a Dask cluster (its size is the cluster's). For the progress line's ETA (:class:`privaudit.progress.FitProgress`)."""
+    process where it trains batched kinds' shards beside them (CUDA); 1 when they run one after the other; ``None``
+    on a Dask cluster (its size is not known here). For the progress line's ETA
+    (:class:`privaudit.progress.FitProgress`)."""
     if plan.compute.scheduler != "local":
-        return 1
+        return None
     here = [s for s in todo if _trains_here(plan, s, device)]
     n_jobs = min(plan.compute.workers(), len(todo) - len(here))
     return 1 if n_jobs <= 1 else n_jobs + (1 if here else 0)
