@@ -268,9 +268,7 @@ def run_missing_shards(root: Path, plan: CanaryPlan, fs: FeatureSet, todo: Seque
             save_shard(root, plan, shard, arrays)
             progress(shard, seconds)
 
-        here = [s for s in todo if _trains_here(plan, s, device)]
-        away = [s for s in todo if s not in here]
-        n_jobs = min(plan.compute.workers(), len(away))
+        here, away, n_jobs = _local_split(plan, todo, device)
         if n_jobs <= 1:
             for shard in todo:
                 run_here(shard)
@@ -310,9 +308,15 @@ def shards_at_once(plan: CanaryPlan, todo: Sequence[Shard], device: str) -> int 
     (:class:`privaudit.progress.FitProgress`)."""
     if plan.compute.scheduler != "local":
         return None
-    here = [s for s in todo if _trains_here(plan, s, device)]
-    n_jobs = min(plan.compute.workers(), len(todo) - len(here))
+    here, _away, n_jobs = _local_split(plan, todo, device)
     return 1 if n_jobs <= 1 else n_jobs + (1 if here else 0)
+
+
+def _local_split(plan: CanaryPlan, todo: Sequence[Shard], device: str) -> tuple[list[Shard], list[Shard], int]:
+    """The shards trained in this process (batched kinds on CUDA), those for the workers, and the worker count."""
+    here = [s for s in todo if _trains_here(plan, s, device)]
+    away = [s for s in todo if s not in here]
+    return here, away, min(plan.compute.workers(), len(away))
 
 
 def _trains_here(plan: CanaryPlan, shard: Shard, device: str) -> bool:
