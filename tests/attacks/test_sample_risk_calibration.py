@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from sklearn.datasets import load_digits
 
@@ -201,6 +201,8 @@ _stats = st.lists(st.one_of(st.just(0.0), st.sampled_from([1.0, 2.5, 7.0]),
 
 @settings(max_examples=150, deadline=None)
 @given(test=_stats, control=_stats)
+@example(test=[0.0, 1.0 + 1e-12], control=[0.0, 1.0])  # floating-point noise above the top: a tie
+@example(test=[0.0, 1.00001], control=[0.0, 1.0])
 def test_control_p_values_are_valid_monotone_and_tie_respecting(test: list[float], control: list[float]) -> None:
     from privaudit.attacks.sample_risk import control_p_values
 
@@ -215,8 +217,11 @@ def test_control_p_values_are_valid_monotone_and_tie_respecting(test: list[float
     inside = s <= c.max()
     conformal = (1 + (c[None, :] >= s[:, None]).sum(axis=1)) / (len(c) + 1)
     assert np.all(p[inside] >= conformal[inside] - 1e-12)
-    # a statistic tied with the control's largest values is never beyond them
-    at_max = np.isclose(s, c.max())
+    # a statistic tied with the control's largest values is never beyond them; a tie is what the
+    # function documents, floating-point noise (1e-9 relative), not np.isclose's 1e-5: a statistic
+    # 1e-5 above the top lies beyond it, where the fitted tail may extrapolate (hypothesis found
+    # test=[0, 1.00001], control=[0, 1] against the np.isclose version)
+    at_max = np.abs(s - c.max()) <= 1e-9 * np.maximum(1.0, np.abs(s))
     assert np.all(p[at_max] >= (1 + np.sum(c >= c.max())) / (len(c) + 1) - 1e-12)
 
 

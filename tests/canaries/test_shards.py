@@ -237,3 +237,31 @@ def test_shards_at_once_counts_the_workers_and_this_process_on_cuda() -> None:
     assert shards_at_once(two, shards, "cuda") == 3  # MLP shards train here on the GPU, logreg on the 2 workers
     assert shards_at_once(make_params([LOGREG, MLP], compute={"n_jobs": 1}), shards, "cpu") == 1
     assert shards_at_once(make_params([MLP], compute={"scheduler": "tcp://127.0.0.1:8786"}), shards, "cpu") is None
+
+
+def test_shards_of_the_native_library_and_of_the_torch_path_are_kept_apart(tmp_path: Path, monkeypatch) -> None:
+    """DP-SGD's noise on the CPU comes from the native library's streams, or from ``torch.randn`` where it
+    is turned off (``PRIVAUDIT_NATIVE=0``) or cannot be built: other numbers, so another shard directory."""
+    from privaudit.train import native
+
+    p = make_params([DP])
+    native._reset()
+    if native.linear_dp_kernel() is None:
+        pytest.skip(f"the native library is unavailable here: {native.unavailable_reason()}")
+    on = shard_dir(tmp_path, p)
+    try:
+        monkeypatch.setenv("PRIVAUDIT_NATIVE", "0")
+        native._reset()
+        off = shard_dir(tmp_path, p)
+        monkeypatch.delenv("PRIVAUDIT_NATIVE")
+        native._reset()
+
+        def no_compiler(isa=None):  # noqa: ANN001, ANN202
+            raise OSError("no C compiler found (test)")
+
+        monkeypatch.setattr(native, "load_kernel", no_compiler)
+        with pytest.warns(RuntimeWarning, match="could not be built"):
+            unbuilt = shard_dir(tmp_path, p)
+    finally:
+        native._reset()
+    assert off != on and unbuilt == off

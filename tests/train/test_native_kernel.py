@@ -132,8 +132,8 @@ _BUILDS = [
 def test_bit_identical_across_simd_widths(kernel, tmp_path, monkeypatch, isa, flags) -> None:
     """Builds of every vector width (SSE2, AVX2 with 8 or 16 lanes, AVX-512 with 16) give the same bits
     as the build in use, over shapes that exercise every tail (d not a multiple of 8 or 16, odd class
-    counts: a class pair with one class): the order of operations is fixed by the code, not by the
-    compiler's vectoriser or the vector width."""
+    counts: a class pair with one class), and the same Gaussian noise: the order of operations is fixed by
+    the code, not by the compiler's vectoriser or the vector width."""
     monkeypatch.setenv("PRIVAUDIT_NATIVE_CACHE", str(tmp_path))
     if flags is not None:
         monkeypatch.setattr(native, "_arch_flags", lambda _isa=None: list(flags))
@@ -148,6 +148,12 @@ def test_bit_identical_across_simd_widths(kernel, tmp_path, monkeypatch, isa, fl
         other.clipped_sum(X, y, xsq, None, None, None, idx, counts, flat, out, 1.0, 80.0, 2)
         assert torch.isfinite(ref).all()
         assert torch.equal(out, ref), (M, n, d, C)
+    for M, P, seed in [(3, 650, 11), (5, 37, 2**63 + 5), (1, 16, 0), (2, 1, 9)]:  # the noise (gaussian_noise.c)
+        ref, out = torch.full((M, P), float("nan")), torch.full((M, P), float("nan"))
+        kernel.gaussian_fill(seed, ref, 0.37, 2)
+        other.gaussian_fill(seed, out, 0.37, 2)
+        assert torch.isfinite(ref).all()
+        assert torch.equal(out, ref), (M, P)
 
 
 def test_the_build_follows_the_cpu_and_privaudit_native_isa(monkeypatch) -> None:

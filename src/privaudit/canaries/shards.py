@@ -43,7 +43,6 @@ import dataclasses
 import functools
 import hashlib
 import json
-import os
 import queue
 import shutil
 import threading
@@ -145,11 +144,13 @@ def code_fingerprint() -> str:
 
 def environment_fingerprint(device: str) -> dict[str, object]:
     """What outside the code decides a shard's bits: the numeric packages' versions, the device the
-    trials train on (``base.device`` resolved) and the ``PRIVAUDIT_NATIVE`` switch (the fused kernel and
-    the torch path differ in the last bits)."""
+    trials train on (``base.device`` resolved) and whether the native library runs (``PRIVAUDIT_NATIVE``
+    and a C compiler: the fused kernel differs from the torch path in the last bits, and DP-SGD's noise
+    on the CPU comes from its own streams instead of ``torch.randn``)."""
     from privaudit.features import resolve_device
+    from privaudit.train.native import linear_dp_kernel
 
-    native = os.environ.get("PRIVAUDIT_NATIVE", "1").strip().lower() not in ("0", "false", "no", "off")
+    native = linear_dp_kernel() is not None  # None where PRIVAUDIT_NATIVE=0 or it cannot be built
     return {"packages": dict(_package_versions()), "device": resolve_device(device), "native": native}
 
 

@@ -29,6 +29,7 @@ import torch
 
 from privaudit.train.heads import StackedHeads, chunk_gradient, clip_factors, init_heads
 from privaudit.train.native import LinearDpKernel, linear_dp_kernel, unavailable_reason
+from privaudit.train.noise import draw_noise
 from privaudit.train.observe import HeadsObserver
 from privaudit.train.static_steps import STEPS_PER_GRAPH, StaticDpStep, capture_graph, gap_block, run_static_steps
 
@@ -624,7 +625,7 @@ def _train_dp(dp: DPSettings, lr: float, data: TrainData, heads: StackedHeads,
             sel = _dp_clipped_sum(data, plan, params, g, grad, idx, take, counts, mc, try_shared, C, ebs)
         if sel is not None and scratch is not None:
             g.add_(torch.bmm((sel * gclip / ebs).unsqueeze(1), data.grad_canaries, out=scratch.unsqueeze(1)).squeeze(1))
-        torch.randn(M, P, device=dev, generator=gen, out=noise).mul_(std / ebs)
+        draw_noise(noise, gen, std / ebs)
         if observer is not None and scratch is not None:
             canary, effect = observer.canaries(M, P, C, dev)
             g.add_(scratch.copy_(canary.div_(ebs)))  # float64 / ebs, then rounded to float32, as .to() would

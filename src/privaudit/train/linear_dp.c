@@ -178,9 +178,11 @@ static int models_range(
             const int64_t pf = r0 + PD * RB; /* rows PD blocks ahead, prefetched over the class loop */
 #if PA_VW == 16
             for (int64_t p = 0; p < npair; p++) {
-                for (int64_t t = p; t < RB * lines; t += npair) {
-                    int64_t r = pf + t / lines;
-                    if (r < nd) __builtin_prefetch((const char *)rp[r] + 64 * (t % lines), 0, 1);
+                /* lines t = p, p + npair, ... of the RB rows ahead: row t / lines, line t % lines, kept
+                 * as a running (row, line) pair (no division per prefetch) */
+                for (int64_t t = p, tr = p / lines, tl = p % lines; t < RB * lines; t += npair) {
+                    if (pf + tr < nd) __builtin_prefetch((const char *)rp[pf + tr] + 64 * tl, 0, 1);
+                    for (tl += npair; tl >= lines; tl -= lines) tr++;
                 }
                 const float *wp = Wp + p * d8 * 2;
                 const int64_t c0 = 2 * p, c1 = 2 * p + 1;
@@ -201,9 +203,11 @@ static int models_range(
             }
 #else
             for (int64_t c = 0; c < C; c++) {
-                for (int64_t t = c; t < RB * lines; t += C) {
-                    int64_t r = pf + t / lines;
-                    if (r < nd) __builtin_prefetch((const char *)rp[r] + 64 * (t % lines), 0, 1);
+                /* lines t = c, c + C, ... of the RB rows ahead: row t / lines, line t % lines, kept
+                 * as a running (row, line) pair (no division per prefetch) */
+                for (int64_t t = c, tr = c / lines, tl = c % lines; t < RB * lines; t += C) {
+                    if (pf + tr < nd) __builtin_prefetch((const char *)rp[pf + tr] + 64 * tl, 0, 1);
+                    for (tl += C; tl >= lines; tl -= lines) tr++;
                 }
                 const float *w = W + c * d;
                 v8 acc[RB];

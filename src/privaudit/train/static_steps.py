@@ -42,6 +42,7 @@ from collections.abc import Callable
 import torch
 
 from privaudit.train.heads import StackedHeads, chunk_gradient, clip_factors
+from privaudit.train.noise import draw_noise
 
 STEPS_PER_GRAPH = 32
 """DP-SGD steps captured in one CUDA graph: launch and sync costs are paid once per this many steps."""
@@ -135,8 +136,7 @@ class StaticDpStep:
         self._noise_and_update(gen)
 
     def _noise_and_update(self, gen: torch.Generator) -> None:
-        M, P, ebs = self.M, self.flat.shape[1], self.ebs
-        torch.randn(M, P, device=self.dev, generator=gen, out=self.noise).mul_(self.std / ebs)
+        draw_noise(self.noise, gen, self.std / self.ebs)
         self.g += self.noise
         self.flat.sub_(self.g.mul_(self.lr))
 
