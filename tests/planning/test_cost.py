@@ -220,3 +220,58 @@ def test_a_long_dp_sgd_recipe_is_timed_on_truncated_calls_only(monkeypatch: pyte
             assert steps == {fit_probe.PROBE_DP_STEPS, 2 * fit_probe.PROBE_DP_STEPS}, steps
             assert f"scaled to {full} steps" in how
             assert len(seen) == 1 + 3 * 3  # a warm-up, then three medians of three
+
+
+def test_canary_shards_are_planned_at_the_one_thread_rate_and_ltu_at_all_threads() -> None:
+    """A canary shard trains on one thread wherever it runs; the LTU stage's batched calls use every thread. At
+    10k x 128 on 2 cores the plan divided the all-threads rate by the 2 shard workers as well (canaries planned
+    at 85 s, wall 131 s) once DP-SGD's noise ran on both threads."""
+    two = AuditSizes(**{**SIZES.__dict__, "canary_jobs": 2})
+    both = dataclasses.replace(_dpsgd(), batched_on_workers=True,
+                               rate=FitRate(0.03, 0.4, N, "probe", one_thread_model_seconds=0.05,
+                                            one_thread_call_seconds=0.5))
+    all_threads = dataclasses.replace(both, rate=FitRate(0.03, 0.4, N, "probe"))
+    one = dataclasses.replace(both, rate=FitRate(0.05, 0.5, N, "probe"))
+    plan = plan_audit([both], two, fixed=FIXED).defenders[0]
+    assert plan.stage("canaries").seconds == pytest.approx(
+        plan_audit([one], two, fixed=FIXED).defenders[0].stage("canaries").seconds)
+    assert plan.stage("canaries").seconds > plan_audit([all_threads], two, fixed=FIXED).defenders[0].stage(
+        "canaries").seconds
+    for stage in ("ltu", "one_run", "whitebox"):
+        assert plan.stage(stage).seconds == pytest.approx(
+            plan_audit([all_threads], two, fixed=FIXED).defenders[0].stage(stage).seconds)
+    assert FitRate(0.03, 0.4, N).on_one_thread() == FitRate(0.03, 0.4, N)  # not measured apart: the same rate
+    with pytest.raises(ValueError, match="seconds >= 0"):
+        FitRate(0.03, 0.4, N, one_thread_model_seconds=-1.0)
+
+
+def test_the_one_thread_probe_runs_on_one_thread_only_where_it_differs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """measure_one_thread_rate times a batched trainer with torch on one thread and restores the count after;
+    None for a sequential trainer (always timed on one thread), on CUDA, and in a one-thread process."""
+    import numpy as np
+    import torch
+
+    import privaudit.train as train
+    from privaudit.defenders.specs import DpSgdSpec, LogRegSpec
+    from privaudit.planning import fit_probe
+
+    threads: list[int] = []
+    monkeypatch.setattr(train, "train_heads", lambda *a, **k: threads.append(torch.get_num_threads()))
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(300, 4)).astype(np.float32), rng.integers(0, 2, 300)
+    dp = DpSgdSpec(name="dp", kind="dp_sgd", epsilon=1.0, epochs=2, batch_size=64)
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        assert fit_probe.measure_one_thread_rate(dp, X, y, 2, "cpu", 0) is not None
+        assert threads and set(threads) == {1} and torch.get_num_threads() == 2
+        threads.clear()
+        fit_probe.measure_fit_rate(dp, X, y, 2, "cpu", 0)
+        assert set(threads) == {2}
+        assert fit_probe.measure_one_thread_rate(LogRegSpec(name="lr", kind="logistic_regression"), X, y, 2,
+                                                 "cpu", 0) is None
+        assert fit_probe.measure_one_thread_rate(dp, X, y, 2, "cuda", 0) is None
+        torch.set_num_threads(1)
+        assert fit_probe.measure_one_thread_rate(dp, X, y, 2, "cpu", 0) is None
+    finally:
+        torch.set_num_threads(before)
