@@ -46,7 +46,7 @@ def _body(args: argparse.Namespace, params: Params) -> None:
     # the trainers (torch, sklearn, opacus) load only once the inputs have passed their checks
     from privaudit.defenders.trained_files import train_release, write_defender
     from privaudit.features.feature_set import load_feature_set
-    from privaudit.planning.fit_probe import measure_fit_rate, measure_one_thread_rate
+    from privaudit.planning.fit_probe import measure_fit_rate
 
     fs = load_feature_set(args.features, args.split)
     from stages import _runner
@@ -64,13 +64,9 @@ def _body(args: argparse.Namespace, params: Params) -> None:
             t = train_release(spec, fs, params.base.seed, device, canary_scale=params.whitebox.canary_scale)
             # timed only (own seeds, results dropped): what the plan estimates every later fit from
             per_call, per_model, how = measure_fit_rate(spec, *fs.defender, fs.n_classes, device, params.base.seed)
-            # a batched trainer on a multi-threaded CPU: again on one thread, as the canary shards run it
-            one = measure_one_thread_rate(spec, *fs.defender, fs.n_classes, device, params.base.seed)
             times.append(FitTime(spec.name, fit_key(spec.model_dump(mode="json"), digests.get(spec.name),
                                                     int(t.info["n_defender"])), t.fit_seconds, int(t.info["n_defender"]),
-                                 model_seconds=per_model, call_seconds=per_call, timed_by=how, device=device,
-                                 one_thread_model_seconds=None if one is None else one[1],
-                                 one_thread_call_seconds=0.0 if one is None else one[0]))
+                                 model_seconds=per_model, call_seconds=per_call, timed_by=how, device=device))
             validate_defender_outputs(t.outputs, fs.n_classes, fs.ids)  # output, before it is moved into place
             write_defender(tmp / spec.name, t.model, t.outputs, t.info, t.watch)
             info = t.info

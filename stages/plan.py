@@ -83,9 +83,7 @@ def _body(args: argparse.Namespace, params: Params) -> None:
         rate = None
         if t is not None and t.key == key:
             seconds, timed_by = t.planning_seconds()
-            one = t.one_thread_model_seconds if batched and t.audit_seconds is None else None  # audit fits: one thread
-            rate = FitRate(seconds, t.call_seconds if batched else 0.0, max(1, info.n_defender), timed_by,
-                           one_thread_model_seconds=one, one_thread_call_seconds=t.one_thread_call_seconds if one else 0.0)
+            rate = FitRate(seconds, t.call_seconds if batched else 0.0, max(1, info.n_defender), timed_by)
         claims, observable = spec.claims_epsilon(), spec.observable_training()
         inputs.append(DefenderInput(
             name=spec.name, kind=spec.kind, batched=batched, claims_epsilon=claims, observable=observable, rate=rate,

@@ -11,9 +11,7 @@ costs: a sequential trainer (sklearn kinds, ``kind: python``, PATE) ``model_seco
 is the warm-up — a user trainer that computes σ with an accountant on its first call took 6.2 s there against
 0.017 s per later fit — then the median of three fits); a batched trainer (``torch_mlp``, ``dp_sgd``)
 ``call_seconds + k × model_seconds`` for a call of k models (after a warm-up call, the medians of three calls
-of 2 and of 32 models: intercept and per-model slope), on a multi-threaded CPU also on one thread
-(:meth:`FitRate.on_one_thread`: the canaries stage's shards run on one thread). A call on r rows is scaled by
-r / (rows measured).
+of 2 and of 32 models: intercept and per-model slope). A call on r rows is scaled by r / (rows measured).
 The calls of each stage:
 
 ==========  ==========================================================================================
@@ -82,25 +80,13 @@ class FitRate:
     call_seconds: float = 0.0
     n_rows: int = 1
     timed_by: str = "fits"
-    #: the same call on one thread (a batched trainer on the CPU; ``None``: the rate above holds there too)
-    one_thread_model_seconds: float | None = None
-    one_thread_call_seconds: float = 0.0
 
     def __post_init__(self) -> None:
-        if not (self.model_seconds >= 0 and self.call_seconds >= 0 and self.n_rows >= 1
-                and (self.one_thread_model_seconds is None or self.one_thread_model_seconds >= 0)
-                and self.one_thread_call_seconds >= 0):
+        if not (self.model_seconds >= 0 and self.call_seconds >= 0 and self.n_rows >= 1):
             raise ValueError(f"a fit rate needs seconds >= 0 and n_rows >= 1, got {self}")
 
     def seconds(self, calls: int, models: int, rows: int) -> float:
         return calls * self.call_seconds + models * self.model_seconds * rows / self.n_rows
-
-    def on_one_thread(self) -> FitRate:
-        """The rate of calls made on one thread, as the canaries stage's shards are (wherever they run)."""
-        if self.one_thread_model_seconds is None:
-            return self
-        return FitRate(self.one_thread_model_seconds, self.one_thread_call_seconds, self.n_rows,
-                       self.timed_by + ", on one thread")
 
 
 @dataclass(frozen=True)
@@ -292,9 +278,9 @@ def _stages(d: DefenderInput, sizes: AuditSizes, runs: int) -> tuple[AuditCost, 
 
     def work(stage: str, pieces: Sequence[tuple[str, int, int, int]], workers: int,
              batched_on_workers: bool = False,
-             piece_workers: Callable[[str, int, int], int] | None = None, rate: FitRate | None = r) -> AuditCost:
+             piece_workers: Callable[[str, int, int], int] | None = None) -> AuditCost:
         """pieces: (name, calls, models, rows per model); piece_workers(name, models, rows): a piece's own worker
-        count where the stage decides per piece (the LTU stage's sequential fits); rate: the calls' rate."""
+        count where the stage decides per piece (the LTU stage's sequential fits)."""
         fits = sum(m for _, _, m, _ in pieces)
         if d.batched:  # one call is one shard's work: as many workers as calls at most
             w = max(1, min(workers, sum(c for _, c, _, _ in pieces))) if batched_on_workers else 1
@@ -302,7 +288,7 @@ def _stages(d: DefenderInput, sizes: AuditSizes, runs: int) -> tuple[AuditCost, 
             w = max(1, min(workers, fits))
         ws = {p: (piece_workers(p, m, rows) if piece_workers is not None and not d.batched else w)
               for p, _, m, rows in pieces}
-        timed = None if rate is None else tuple((p, rate.seconds(c, m, rows) / ws[p]) for p, c, m, rows in pieces)
+        timed = None if r is None else tuple((p, r.seconds(c, m, rows) / ws[p]) for p, c, m, rows in pieces)
         w = max(ws.values(), default=w)
         return AuditCost(stage, fits, w, None if timed is None else sum(s for _, s in timed),
                          sum(c for _, c, _, _ in pieces), timed or ())
@@ -329,8 +315,7 @@ def _stages(d: DefenderInput, sizes: AuditSizes, runs: int) -> tuple[AuditCost, 
                 ("blackbox", calls(2 * runs, bb), 2 * runs, n + 1)]
     white = sizes.whitebox_runs if d.observable else 0
     return (work("ltu", ltu, 1, piece_workers=ltu_workers),
-            # a shard trains on one thread wherever it runs (privaudit.canaries.shards.run_shard)
-            work("canaries", canaries, sizes.canary_jobs, d.batched_on_workers, rate=None if r is None else r.on_one_thread()),
+            work("canaries", canaries, sizes.canary_jobs, d.batched_on_workers),
             work("one_run", [("one_run", 1, 1, n)], 1),
             work("whitebox", [("whitebox", white, white, n)], 1))
 

@@ -14,11 +14,6 @@
   give a per-call, a per-step and a per-model-step cost (:func:`rate_from_truncated`) and the full length is
   planned from them. Timing seven whole calls cost seven release fits: at 50 000 × 512 on an H200 the
   DP-SGD head's 7 820 launch-bound steps made the defenders stage's probe run for minutes.
-* On a CPU with more than one torch thread a batched trainer is timed twice: with every thread (as the LTU
-  stage's reference models and one_run call it) and on one thread (:func:`measure_one_thread_rate`), as the
-  canaries stage's shards run it wherever they run. The plan used to divide the all-threads rate by the
-  shard workers as well: at 10k × 128 on 2 cores, once DP-SGD's noise ran on both threads, the canaries
-  stage was planned at 85 s and took 131 s.
 
 The fits here use their own seeds and leave every result untouched; they run only to be timed.
 """
@@ -33,8 +28,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["LARGE", "PROBE_DP_STEPS", "REPEATS", "SMALL", "measure_fit_rate", "measure_one_thread_rate",
-           "rate_from_blocks", "rate_from_truncated",
+__all__ = ["LARGE", "PROBE_DP_STEPS", "REPEATS", "SMALL", "measure_fit_rate", "rate_from_blocks", "rate_from_truncated",
            "truncated_lengths"]
 
 #: timed repetitions of each measurement (the median is kept)
@@ -102,44 +96,10 @@ def rate_from_truncated(t_small_k: float, t_large_k: float, t_small_2k: float, k
     return round(f + full * c, 9), round(full * s, 9)
 
 
-def measure_one_thread_rate(spec: Any, X: np.ndarray, y: np.ndarray, n_classes: int, device: str,
-                            seed: int) -> tuple[float, float, str] | None:
-    """:func:`measure_fit_rate` on one thread for a batched trainer on the CPU when torch has more than one thread
-    (the canaries stage's shards run on one thread; other stages' batched calls on all of them); ``None`` where
-    the rate already holds on one thread (a sequential trainer, CUDA, a one-thread process)."""
-    import torch
-
-    from privaudit.defenders.recipes import recipe_from_spec
-
-    if device != "cpu" or torch.get_num_threads() <= 1 or recipe_from_spec(spec, len(y), n_classes) is None:
-        return None
-    return measure_fit_rate(spec, X, y, n_classes, device, seed, one_thread=True)
-
-
-def _on_one_thread(fn: Callable[[], Any]) -> Any:
-    """``fn()`` with torch, BLAS and OpenMP on one thread (torch's thread count restored after)."""
-    import torch
-    from threadpoolctl import threadpool_limits
-
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        with threadpool_limits(1):
-            return fn()
-    finally:
-        torch.set_num_threads(threads)
-
-
 def measure_fit_rate(spec: Any, X: np.ndarray, y: np.ndarray, n_classes: int, device: str,
-                     seed: int, *, one_thread: bool = False) -> tuple[float, float, str]:
+                     seed: int) -> tuple[float, float, str]:
     """(per-call seconds, per-model seconds, how) of ``spec``'s trainer on (X, y) (module docstring); the
-    caller has already run the release fit of a sequential trainer (the warm-up).
-
-    ``one_thread``: time a batched trainer's calls on one torch/BLAS/OpenMP thread, as the canaries stage's
-    shards run them (elsewhere its calls use every thread: the LTU stage's reference models, one_run); a
-    sequential trainer is always timed on one thread."""
-    if one_thread:
-        return _on_one_thread(lambda: measure_fit_rate(spec, X, y, n_classes, device, seed))
+    caller has already run the release fit of a sequential trainer (the warm-up)."""
     from privaudit.defenders.recipes import recipe_from_spec
 
     recipe = recipe_from_spec(spec, len(y), n_classes)

@@ -40,9 +40,7 @@ class FitTime:
     call, one-off costs included); ``model_seconds`` / ``call_seconds``: what a call of k models costs after a
     warm-up (``call_seconds + k × model_seconds``; :mod:`privaudit.planning.fit_probe`, ``timed_by`` says how);
     ``audit_seconds``: the seconds per fit of the last canaries stage's shards (median over shards) of the same
-    key (``None``: none recorded yet); ``one_thread_model_seconds`` / ``one_thread_call_seconds``: the same
-    call timed on one thread, as the canaries stage's shards run (a batched trainer on the CPU, whose calls
-    elsewhere use every thread; ``None``: not measured, the rate above holds on one thread too)."""
+    key (``None``: none recorded yet)."""
 
     name: str
     key: str
@@ -53,8 +51,6 @@ class FitTime:
     call_seconds: float = 0.0
     timed_by: str = ""
     device: str = ""  # where the fits were timed (``cpu``, ``cuda:0``; empty: not recorded)
-    one_thread_model_seconds: float | None = None
-    one_thread_call_seconds: float = 0.0
 
     def planning_seconds(self) -> tuple[float, str]:
         """The seconds per fit the plan uses and where they come from: the audit fits' time when recorded
@@ -86,15 +82,12 @@ def read_fit_times(path: Path = DEFAULT_TIMINGS) -> dict[str, FitTime]:
         try:
             audit = entry.get("audit_seconds")
             model = entry.get("model_seconds")
-            one = entry.get("one_thread_model_seconds")
             out[name] = FitTime(name=name, key=str(entry["key"]), seconds=float(entry["seconds"]),
                                 n_defender=int(entry["n_defender"]),
                                 audit_seconds=None if audit is None else float(audit),
                                 model_seconds=None if model is None else float(model),
                                 call_seconds=float(entry.get("call_seconds", 0.0)),
-                                timed_by=str(entry.get("timed_by", "")), device=str(entry.get("device", "")),
-                                one_thread_model_seconds=None if one is None else float(one),
-                                one_thread_call_seconds=float(entry.get("one_thread_call_seconds", 0.0)))
+                                timed_by=str(entry.get("timed_by", "")), device=str(entry.get("device", "")))
         except (KeyError, TypeError, ValueError):
             continue
     return out
@@ -141,9 +134,6 @@ def _write(times: dict[str, FitTime], path: Path) -> None:
                       | ({} if t.model_seconds is None else {"model_seconds": t.model_seconds,
                                                              "call_seconds": t.call_seconds, "timed_by": t.timed_by})
                       | ({"device": t.device} if t.device else {})
-                      | ({} if t.one_thread_model_seconds is None else
-                         {"one_thread_model_seconds": t.one_thread_model_seconds,
-                          "one_thread_call_seconds": t.one_thread_call_seconds})
                       for n, t in sorted(times.items())})
 
 
