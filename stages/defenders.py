@@ -46,7 +46,7 @@ def _body(args: argparse.Namespace, params: Params) -> None:
     # the trainers (torch, sklearn, opacus) load only once the inputs have passed their checks
     from privaudit.defenders.trained_files import train_release, write_defender
     from privaudit.features.feature_set import load_feature_set
-    from privaudit.planning.fit_probe import measure_fit_rate
+    from privaudit.planning.fit_probe import measure_fit_rate, probe_block
 
     fs = load_feature_set(args.features, args.split)
     from stages import _runner
@@ -63,7 +63,11 @@ def _body(args: argparse.Namespace, params: Params) -> None:
             # observable defenders train under privaudit.hooks.recording (same bits; the white-box audit pools it)
             t = train_release(spec, fs, params.base.seed, device, canary_scale=params.whitebox.canary_scale)
             # timed only (own seeds, results dropped): what the plan estimates every later fit from
-            per_call, per_model, how = measure_fit_rate(spec, *fs.defender, fs.n_classes, device, params.base.seed)
+            # a batched trainer's slope is timed on a call as large as the canaries' largest (its black-box blocks)
+            block = probe_block(params.blackbox.block, params.blackbox.runs_per_side(
+                batched=True, claims_epsilon=spec.claims_epsilon(), observable=spec.observable_training()))
+            per_call, per_model, how = measure_fit_rate(spec, *fs.defender, fs.n_classes, device, params.base.seed,
+                                                        block=block)
             times.append(FitTime(spec.name, fit_key(spec.model_dump(mode="json"), digests.get(spec.name),
                                                     int(t.info["n_defender"])), t.fit_seconds, int(t.info["n_defender"]),
                                  model_seconds=per_model, call_seconds=per_call, timed_by=how, device=device))

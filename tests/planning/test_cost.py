@@ -177,15 +177,56 @@ def test_a_truncated_call_model_is_recovered_from_three_timed_calls() -> None:
     assert call == pytest.approx(f + full * c) and model == pytest.approx(full * s)
 
 
-@given(st.floats(0, 2), st.floats(0, 0.1), st.floats(0, 0.1), st.floats(-0.5, 0.5), st.floats(-0.5, 0.5))
+@given(st.floats(0, 2), st.floats(0, 0.1), st.floats(0, 0.1), st.floats(-0.5, 0.5), st.floats(-0.5, 0.5),
+       st.sampled_from([None, 1, 3, 10]))
 @settings(max_examples=60, deadline=None)
 def test_truncated_rates_are_never_negative_whatever_the_noise(f: float, c: float, s: float, e1: float,
-                                                              e2: float) -> None:
+                                                              e2: float, kl: int | None) -> None:
     from privaudit.planning.fit_probe import rate_from_truncated
 
     t = lambda m, u: f + u * (c + m * s)  # noqa: E731
-    call, model = rate_from_truncated(t(SMALL, 10) + e1, t(LARGE, 10), t(SMALL, 20) + e2, 10, 1000)
+    call, model = rate_from_truncated(t(SMALL, 10) + e1, t(LARGE, 10 if kl is None else kl), t(SMALL, 20) + e2, 10,
+                                      1000, k_large=kl)
     assert call >= 0 and model >= 0
+
+
+@given(f=st.floats(0, 2), c=st.floats(0, 0.01), s=st.floats(1e-6, 1e-3), large=st.integers(33, 1000),
+       kl=st.integers(1, 64))
+@settings(max_examples=60, deadline=None)
+def test_a_large_call_of_fewer_steps_recovers_the_same_model(f: float, c: float, s: float, large: int, kl: int) -> None:
+    """Property: the large call may run fewer steps than the small ones (a 1000-model block timed on 8 steps):
+    f + u (c + M s) is still recovered exactly, for any block size and length."""
+    from privaudit.planning.fit_probe import rate_from_truncated
+
+    t = lambda m, u: f + u * (c + m * s)  # noqa: E731
+    call, model = rate_from_truncated(t(SMALL, 64), t(large, kl), t(SMALL, 128), 64, 7820, n_large=large, k_large=kl)
+    assert call == pytest.approx(f + 7820 * c, rel=1e-6, abs=1e-6) and model == pytest.approx(7820 * s, rel=1e-6)
+
+
+def test_the_probe_times_the_slope_on_a_block_as_large_as_the_canaries(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The canaries train DP-SGD in 1000-model black-box blocks, whose per-model step cost at 5 000 x 128 was 1.55x
+    the slope of calls of 2 and 32 models (planned 85 s, took 131 s): the large call now has the block's models, on
+    the CPU over fewer steps (8), on CUDA over the same 64 (the graph path); without a block, 32 models as before."""
+    import numpy as np
+
+    import privaudit.train as train
+    from privaudit.defenders.specs import DpSgdSpec
+    from privaudit.planning import fit_probe
+
+    seen: list[tuple[int, int]] = []
+    monkeypatch.setattr(train, "train_heads", lambda recipe, data, *a, **k: seen.append((data.n_models,
+                                                                                          recipe.dp.steps)))
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(20000, 4)).astype(np.float32), rng.integers(0, 2, 20000)
+    spec = DpSgdSpec(name="dp", kind="dp_sgd", epsilon=1.0, epochs=20, batch_size=64)
+    k = fit_probe.PROBE_DP_STEPS
+    for block, want in ((1000, (1000, fit_probe.MIN_LARGE_STEPS)), (fit_probe.LARGE, (fit_probe.LARGE, k))):
+        seen.clear()
+        _, _, how = fit_probe.measure_fit_rate(spec, X, y, 2, "cpu", 0, block=block)
+        assert set(seen) == {(SMALL, k), want, (SMALL, 2 * k)}, seen
+        assert f"{want[0]} x {want[1]}" in how
+    assert fit_probe.large_call_length(k, 1000, "cuda:0", True) == k  # no host here: the CUDA length alone
+    assert fit_probe.probe_block(1000, 2000) == 1000 and fit_probe.probe_block(1000, 4) == fit_probe.LARGE
 
 
 def test_a_long_dp_sgd_recipe_is_timed_on_truncated_calls_only(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -14,6 +14,11 @@
   give a per-call, a per-step and a per-model-step cost (:func:`rate_from_truncated`) and the full length is
   planned from them. Timing seven whole calls cost seven release fits: at 50 000 × 512 on an H200 the
   DP-SGD head's 7 820 launch-bound steps made the defenders stage's probe run for minutes.
+  The large call has as many models as the canaries stage's largest call of that defender (a black-box
+  block, :func:`probe_block`; up to 1 000): at 5 000 × 128 a 1000-model block's per-model step cost was 1.55×
+  the slope of calls of 2 and 32 models (its (M, P) buffers leave the cache), and the 10k canaries were
+  planned at 85 s for 131 s. On the CPU it runs fewer steps (:func:`large_call_length`: 8 for 1000 models)
+  so that it costs about four 32-model calls; the model above takes its f from the small calls.
 
 The fits here use their own seeds and leave every result untouched; they run only to be timed.
 """
@@ -28,7 +33,8 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["LARGE", "PROBE_DP_STEPS", "REPEATS", "SMALL", "measure_fit_rate", "rate_from_blocks", "rate_from_truncated",
+__all__ = ["LARGE", "MAX_PROBE_BLOCK", "MIN_LARGE_STEPS", "PROBE_DP_STEPS", "REPEATS", "SMALL", "large_call_length",
+           "measure_fit_rate", "probe_block", "rate_from_blocks", "rate_from_truncated",
            "truncated_lengths"]
 
 #: timed repetitions of each measurement (the median is kept)
@@ -78,28 +84,69 @@ def truncated_lengths(full: int, probe: int) -> tuple[int, int] | None:
 
 
 def rate_from_truncated(t_small_k: float, t_large_k: float, t_small_2k: float, k: int, full: int,
-                        n_small: int = SMALL, n_large: int = LARGE) -> tuple[float, float]:
+                        n_small: int = SMALL, n_large: int = LARGE, k_large: int | None = None) -> tuple[float, float]:
     """(per-call, per-model) seconds of a call of ``full`` length, from three truncated calls' medians.
 
     The model: a call of M models and u steps costs ``f + u (c + M s)`` (f once per call: set-up, graph
-    capture; c per step: launches, the batch draw; s per model and step). From (SMALL, k), (LARGE, k) and
-    (SMALL, 2k): s, c and f (each clipped at 0 against noise); the full call then costs ``f + full c`` plus
-    ``full s`` per model.
+    capture; c per step: launches, the batch draw; s per model and step). From (SMALL, k) and (SMALL, 2k)
+    the per-step cost u = c + SMALL s of the small call and f; from the large call of ``k_large`` steps
+    (default k) v = c + LARGE s; then s and c (each clipped at 0 against noise); the full call costs
+    ``f + full c`` plus ``full s`` per model. With ``k_large = k``: s = (t_large − t_small) / ((LARGE − SMALL) k).
 
     >>> rate_from_truncated(0.2 + 10 * (0.01 + 2 * 0.001), 0.2 + 10 * (0.01 + 8 * 0.001),
     ...                     0.2 + 20 * (0.01 + 2 * 0.001), k=10, full=1000, n_small=2, n_large=8)
     (10.2, 1.0)
+    >>> rate_from_truncated(0.2 + 10 * (0.01 + 2 * 0.001), 0.2 + 3 * (0.01 + 500 * 0.001),
+    ...                     0.2 + 20 * (0.01 + 2 * 0.001), k=10, full=1000, n_small=2, n_large=500, k_large=3)
+    (10.2, 1.0)
     """
-    s = max(0.0, (t_large_k - t_small_k) / ((n_large - n_small) * k))
-    c = max(0.0, (t_small_2k - t_small_k) / k - n_small * s)
+    kl = k if k_large is None else k_large
+    u = (t_small_2k - t_small_k) / k  # c + SMALL s
+    v = (t_large_k - (t_small_k - k * u)) / kl  # c + LARGE s (the call's f taken from the small calls)
+    s = max(0.0, (v - u) / (n_large - n_small))
+    c = max(0.0, u - n_small * s)
     f = max(0.0, t_small_k - k * (c + n_small * s))
     return round(f + full * c, 9), round(full * s, 9)
 
 
+#: most models in the probe's large call (a black-box block of 1000 DP-SGD heads at 5 000 x 128 costs 1.55x
+#: per model and step what calls of 2 and 32 models gave: its (M, P) buffers leave the cache)
+MAX_PROBE_BLOCK = 1000
+#: fewest DP-SGD steps of the large call on the CPU (it is cut to about four times the model-steps of a
+#: LARGE-model call of k steps, so that timing a 1000-model block stays cheap)
+MIN_LARGE_STEPS = 8
+
+
+def probe_block(blackbox_block: int, runs_per_side: int) -> int:
+    """Models in the probe's large call: the canaries stage's largest batched call — a black-box block of
+    ``min(blackbox.block, 2 × runs per side)`` models —, at least :data:`LARGE`, at most :data:`MAX_PROBE_BLOCK`.
+
+    >>> probe_block(1000, 2000), probe_block(1000, 32), probe_block(1000, 4)
+    (1000, 64, 32)
+    """
+    return max(LARGE, min(MAX_PROBE_BLOCK, int(blackbox_block), 2 * int(runs_per_side)))
+
+
+def large_call_length(k: int, block: int, device: str, dp: bool) -> int:
+    """Steps (DP-SGD) or epochs (SGD) of the large truncated call of ``block`` models: ``k`` on CUDA (a call
+    under two graphs' worth of steps would take another path) and for SGD epochs (one epoch is the least);
+    on the CPU about four times a LARGE-model call's model-steps, at least :data:`MIN_LARGE_STEPS`.
+
+    >>> large_call_length(64, 1000, "cpu", True), large_call_length(64, 32, "cpu", True)
+    (8, 64)
+    >>> large_call_length(64, 1000, "cuda:0", True), large_call_length(1, 1000, "cpu", False)
+    (64, 1)
+    """
+    if not dp or not str(device).startswith("cpu"):
+        return k
+    return max(min(k, MIN_LARGE_STEPS), min(k, 4 * LARGE * k // max(1, block)))
+
+
 def measure_fit_rate(spec: Any, X: np.ndarray, y: np.ndarray, n_classes: int, device: str,
-                     seed: int) -> tuple[float, float, str]:
+                     seed: int, *, block: int = LARGE) -> tuple[float, float, str]:
     """(per-call seconds, per-model seconds, how) of ``spec``'s trainer on (X, y) (module docstring); the
-    caller has already run the release fit of a sequential trainer (the warm-up)."""
+    caller has already run the release fit of a sequential trainer (the warm-up). ``block``: models of a
+    truncated probe's large call (:func:`probe_block`; a recipe timed whole keeps :data:`LARGE`)."""
     from privaudit.defenders.recipes import recipe_from_spec
 
     recipe = recipe_from_spec(spec, len(y), n_classes)
@@ -136,10 +183,12 @@ def measure_fit_rate(spec: Any, X: np.ndarray, y: np.ndarray, n_classes: int, de
         per_call, per_model = rate_from_blocks(small, large)
         return per_call, per_model, f"medians of {REPEATS} calls of {SMALL} and {LARGE} models after a warm-up"
     k, k2 = lengths
+    large = max(LARGE, int(block))
+    kl = large_call_length(k, large, device, recipe.dp is not None)
     call(SMALL, k)()  # warm-up
-    t_small, t_large, t_small_2k = (_median_seconds(call(SMALL, k)), _median_seconds(call(LARGE, k)),
+    t_small, t_large, t_small_2k = (_median_seconds(call(SMALL, k)), _median_seconds(call(large, kl)),
                                     _median_seconds(call(SMALL, k2)))
-    per_call, per_model = rate_from_truncated(t_small, t_large, t_small_2k, k, full)
+    per_call, per_model = rate_from_truncated(t_small, t_large, t_small_2k, k, full, n_large=large, k_large=kl)
     unit = "steps" if recipe.dp is not None else "epochs"
-    return per_call, per_model, (f"medians of {REPEATS} truncated calls ({SMALL} and {LARGE} models x {k} {unit}, "
-                                 f"{SMALL} x {k2}) after a warm-up, scaled to {full} {unit}")
+    return per_call, per_model, (f"medians of {REPEATS} truncated calls ({SMALL} x {k}, {large} x {kl}, "
+                                 f"{SMALL} x {k2} {unit}) after a warm-up, scaled to {full} {unit}")
