@@ -23,14 +23,6 @@ from privaudit.train.noise import draw_noise
 MASK = (1 << 64) - 1
 
 
-@pytest.fixture(scope="module")
-def lib() -> native.LinearDpKernel:
-    k = native.linear_dp_kernel()
-    if k is None:
-        pytest.skip(f"the native library is unavailable here: {native.unavailable_reason()}")
-    return k
-
-
 def _splitmix(x: int) -> tuple[int, int]:
     x = (x + 0x9E3779B97F4A7C15) & MASK
     z = x
@@ -81,22 +73,22 @@ def test_xoshiro256pp_first_output_is_the_published_one() -> None:
 
 
 @pytest.mark.parametrize(("seed", "M", "P"), [(0, 2, 40), (12345, 3, 33), (2**63 - 1, 1, 16), (7, 4, 5)])
-def test_the_c_numbers_are_the_documented_streams_and_transform(lib, seed, M, P) -> None:
+def test_the_c_numbers_are_the_documented_streams_and_transform(kernel, seed, M, P) -> None:
     """Golden: every value equals the float64 re-implementation up to float32 rounding and the ~1 ulp
     polynomials (ln, sin, cos); a wrong bit, quadrant or sign would be off by O(1)."""
     out = torch.empty(M, P)
-    lib.gaussian_fill(seed, out, 1.0, 1)
+    kernel.gaussian_fill(seed, out, 1.0, 1)
     for m in range(M):
         ref = _reference_row(seed, m, P)
         np.testing.assert_allclose(out[m].numpy(), ref, rtol=2e-6, atol=2e-6)
 
 
-def test_the_draws_are_standard_normal(lib) -> None:
+def test_the_draws_are_standard_normal(kernel) -> None:
     """Simulation: 4 million draws (seeded, so the outcome is fixed) pass Kolmogorov-Smirnov, have the
     normal's moments and tails within a few standard errors, and reach past 5 sigma (torch's float32 CPU
     sampler cannot give |z| above ~5.8; this one up to 6.66)."""
     out = torch.empty(1000, 4000)
-    lib.gaussian_fill(2024, out, 1.0, 2)
+    kernel.gaussian_fill(2024, out, 1.0, 2)
     z = out.numpy().astype(np.float64).ravel()
     n = z.size
     assert stats.kstest(z, "norm").pvalue > 1e-3
@@ -110,11 +102,11 @@ def test_the_draws_are_standard_normal(lib) -> None:
     assert np.abs(z).max() > 5.0
 
 
-def test_no_correlation_within_pairs_models_or_neighbours(lib) -> None:
+def test_no_correlation_within_pairs_models_or_neighbours(kernel) -> None:
     """The pair (z0, z1) of one word, two models' rows, and neighbouring values are uncorrelated
     (|r| < 5/sqrt(n)); the squares too (a dependence correlation of values alone could miss)."""
     out = torch.empty(2000, 512)
-    lib.gaussian_fill(99, out, 1.0, 2)
+    kernel.gaussian_fill(99, out, 1.0, 2)
     z = out.numpy().astype(np.float64)
     pairs = (z[:, 0:8].ravel(), z[:, 8:16].ravel())  # z0 and z1 of the same eight words
     models = (z[0::2].ravel(), z[1::2].ravel())
@@ -128,35 +120,35 @@ def test_no_correlation_within_pairs_models_or_neighbours(lib) -> None:
 @settings(max_examples=25, deadline=None)
 @given(seed=st.integers(0, 2**64 - 1), M=st.integers(1, 9), P=st.integers(1, 70), threads=st.integers(1, 4),
        scale=st.floats(0.01, 100.0))
-def test_a_row_depends_only_on_seed_and_model(lib, seed, M, P, threads, scale) -> None:
+def test_a_row_depends_only_on_seed_and_model(kernel, seed, M, P, threads, scale) -> None:
     """Property: row m of an (M, P) call is the first P values of row m of any larger call, for any
     thread count; ``scale`` multiplies exactly (one float32 rounding); another seed differs."""
     small = torch.empty(M, P)
-    lib.gaussian_fill(seed, small, scale, threads)
+    kernel.gaussian_fill(seed, small, scale, threads)
     big = torch.empty(M + 3, P + 17)
-    lib.gaussian_fill(seed, big, 1.0, 1)
+    kernel.gaussian_fill(seed, big, 1.0, 1)
     assert torch.equal(small, big[:M, :P] * np.float32(scale))
     other = torch.empty(M, P)
-    lib.gaussian_fill(seed ^ 1, other, scale, threads)
+    kernel.gaussian_fill(seed ^ 1, other, scale, threads)
     assert not torch.equal(small, other)
 
 
-def test_bad_arguments_are_refused(lib) -> None:
+def test_bad_arguments_are_refused(kernel) -> None:
     with pytest.raises(ValueError, match="seed must lie in"):
-        lib.gaussian_fill(-1, torch.empty(2, 3), 1.0)
+        kernel.gaussian_fill(-1, torch.empty(2, 3), 1.0)
     with pytest.raises(ValueError, match="float32 CPU tensor"):
-        lib.gaussian_fill(0, torch.empty(2, 3, dtype=torch.float64), 1.0)
+        kernel.gaussian_fill(0, torch.empty(2, 3, dtype=torch.float64), 1.0)
     with pytest.raises(ValueError, match="float32 CPU tensor"):
-        lib.gaussian_fill(0, torch.empty(3, 2).t(), 1.0)
+        kernel.gaussian_fill(0, torch.empty(3, 2).t(), 1.0)
 
 
-def test_draw_noise_uses_the_library_on_the_cpu_and_one_seed_per_step(lib) -> None:
+def test_draw_noise_uses_the_library_on_the_cpu_and_one_seed_per_step(kernel) -> None:
     """The trainer's noise: one 63-bit seed from the generator, then the library's streams."""
     gen = torch.Generator().manual_seed(5)
     out = draw_noise(torch.empty(4, 30), gen, 0.5)
     seed = int(torch.randint(2**63 - 1, (), generator=torch.Generator().manual_seed(5)))
     want = torch.empty(4, 30)
-    lib.gaussian_fill(seed, want, 0.5, 1)
+    kernel.gaussian_fill(seed, want, 0.5, 1)
     assert torch.equal(out, want)
     after = torch.Generator().manual_seed(5)
     torch.randint(2**63 - 1, (), generator=after)

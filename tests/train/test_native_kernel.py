@@ -25,14 +25,6 @@ from privaudit.train import native
 from privaudit.train.batched import poisson_batches
 
 
-@pytest.fixture(scope="module")
-def kernel() -> native.LinearDpKernel:
-    k = native.linear_dp_kernel()
-    if k is None:
-        pytest.skip(f"the native kernel is unavailable here: {native.unavailable_reason()}")
-    return k
-
-
 def _step_inputs(M: int, n: int, d: int, C: int, q: float, seed: int):  # type: ignore[no-untyped-def]
     g = torch.Generator().manual_seed(seed)
     X = torch.randn(n, d, generator=g) * 2
