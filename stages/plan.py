@@ -21,7 +21,7 @@ from privaudit.artifacts import atomic_dir, ensure_writable, write_json
 from privaudit.config import Params
 from privaudit.defenders.info_file import read_defender_info
 from privaudit.defenders.specs import BATCHED_KINDS
-from privaudit.planning.cost import STAGE_STARTUP_S, STAGES, AuditSizes, DefenderInput, FitRate, plan_audit
+from privaudit.planning.cost import STAGE_STARTUP_S, AuditSizes, DefenderInput, FitRate, plan_audit
 from privaudit.planning.plan_files import write_plan_files
 from privaudit.planning.timings import DEFAULT_TIMINGS, fit_key, read_fit_times, read_heavy_startup, read_stage_walls
 from privaudit.repro.user_code import user_code_digests
@@ -37,8 +37,12 @@ def _args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", type=Path, default=Path("data/plan"))
 
 
-def sizes_of(params: Params) -> AuditSizes:
-    """The sizes the params fix (module docstring of ``privaudit.planning.cost``)."""
+def sizes_of(params: Params, device: str | None = None) -> AuditSizes:
+    """The sizes the params fix (module docstring of ``privaudit.planning.cost``); ``device``: where the fits were
+    timed (default ``base.device``), which decides how fast a worker pool starts
+    (:func:`privaudit.repro.worker_pool.pool_startup_seconds`)."""
+    from privaudit.repro.worker_pool import pool_startup_seconds
+
     lp, lidp = params.ltu, params.lidp
     budget = params.compute.budget_minutes
     return AuditSizes(
@@ -49,7 +53,8 @@ def sizes_of(params: Params) -> AuditSizes:
         lidp_models_per_trial=1 if lidp.neighbourhood == "replace_one" else 2, lidp_canaries=lidp.k_canaries(),
         block_trials=params.compute.block_trials, blackbox_block=params.blackbox.block,
         canary_jobs=params.compute.workers(), whitebox_runs=params.whitebox.runs,
-        budget_seconds=None if budget is None else 60.0 * budget)
+        budget_seconds=None if budget is None else 60.0 * budget,
+        pool_startup_s=pool_startup_seconds(device or params.base.device))
 
 
 def _detectable(params: Params, defenders: Path):  # type: ignore[no-untyped-def]
@@ -100,9 +105,10 @@ def _body(args: argparse.Namespace, params: Params) -> None:
              if heavy is not None else
              (startup, "no run recorded yet: the plan stage's own start-up") if startup is not None
              else (STAGE_STARTUP_S, "no run recorded yet: a guess of its start-up"))
-    fixed = {s: fixed.get(s, first) for s in STAGES}
     # OverBudgetError: one line, exit 1, nothing written
-    plan = plan_audit(inputs, sizes_of(params), fixed=fixed, detectable=_detectable(params, args.defenders))
+    timed_on = next((t.device for t in times.values()), None)
+    plan = plan_audit(inputs, sizes_of(params, timed_on), fixed=fixed, detectable=_detectable(params, args.defenders),
+                      startup=first)
     for line in plan.lines():
         print(line)
     with atomic_dir(args.out) as tmp:

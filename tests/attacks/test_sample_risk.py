@@ -228,7 +228,7 @@ def test_shared_reference_models_for_lira_and_rmia(monkeypatch) -> None:  # type
     assert conf_d.shape == (len(data.y), 4)
 
 
-def test_reference_models_reuse_the_batched_trainer_and_skip_joblib(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_reference_models_reuse_the_batched_trainer_and_skip_worker_processes(monkeypatch) -> None:  # type: ignore[no-untyped-def]
     def _no(*a, **kw):  # type: ignore[no-untyped-def]
         raise AssertionError("this path must not be taken")
 
@@ -239,7 +239,7 @@ def test_reference_models_reuse_the_batched_trainer_and_skip_joblib(monkeypatch)
                                                           np.arange(4), n_jobs=2)
     assert conf.shape == inside.shape == (80, 4) and np.all(inside.sum(0) == 40)
     monkeypatch.undo()
-    monkeypatch.setattr(mia_reference, "Parallel", _no)  # a quick sklearn fit: no joblib workers
+    monkeypatch.setattr(mia_reference, "map_in_processes", _no)  # a quick sklearn fit: no worker processes
     spec = validate_defender_spec({"name": "lr", "kind": "logistic_regression", "randomness": "fixed"})
     conf2, _ = mia_reference.train_subset_confidences(spec, 3, data.X, data.y, subsets, np.arange(4), n_jobs=2)
     assert conf2.shape == (80, 4) and np.all((conf2 > 0) & (conf2 < 1))

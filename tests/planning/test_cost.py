@@ -102,6 +102,15 @@ def test_fixed_cost_is_counted_once_per_stage_not_per_defender() -> None:
     guessed = plan_audit(many[:1], AuditSizes(**{**SIZES.__dict__, "canary_jobs": 2}))
     assert dict((s, v) for s, v, _ in guessed.fixed) == {"ltu": STAGE_STARTUP_S, "one_run": STAGE_STARTUP_S,
                                                          "canaries": STAGE_STARTUP_S + WORKER_STARTUP_S}
+    # a first plan: the measured start-up of a stage (the plan stage passes the defenders stage's), plus the start
+    # of the worker pool the audit's device gets (forked: well under loky's), only where a stage starts one
+    forked = plan_audit(many[:1], AuditSizes(**{**SIZES.__dict__, "canary_jobs": 2, "pool_startup_s": 0.5}),
+                        fixed={"one_run": (1.0, "measured")}, startup=(2.5, "the defenders stage's start-up"))
+    assert dict((s, v) for s, v, _ in forked.fixed) == {"ltu": 2.5, "one_run": 1.0, "canaries": 3.0}
+    assert [why for s, _, why in forked.fixed if s == "canaries"] == [
+        "the defenders stage's start-up + a worker pool's start (0.5 s)"]
+    with pytest.raises(ValueError, match="pool_startup_s"):
+        AuditSizes(pool_startup_s=-1.0)
 
 
 def test_the_sizes_are_the_params_whatever_the_budget_or_the_timings() -> None:

@@ -12,8 +12,8 @@ Defenders with a batched recipe (``kind: torch_mlp`` / ``dp_sgd``) train the moc
 ``max_models // 2`` rounds in one call of the batched trainer
 (:func:`privaudit.attacks.batched_mocks.retrain_distances`; with ``randomness: fixed`` the
 mocks replay the public order, so Theorem 3 stays exact up to float round-off). Other kinds
-train mocks in parallel with joblib (chunks of rounds per worker, one BLAS/torch thread each so
-that workers do not oversubscribe the cores).
+train mocks in parallel on worker processes (:mod:`privaudit.repro.worker_pool`; chunks of rounds per worker, one
+BLAS/torch thread each so that workers do not oversubscribe the cores).
 """
 
 from __future__ import annotations
@@ -21,13 +21,14 @@ from __future__ import annotations
 from typing import Any, Literal
 
 import numpy as np
-from joblib import Parallel, cpu_count, delayed
+from joblib import cpu_count
 
 from privaudit.attacks.batched_mocks import MAX_MODELS, batched_recipe, retrain_distances
 from privaudit.attacks.ltu import RoundBatch
 from privaudit.attacks.mia_reference import joblib_jobs
 from privaudit.defenders.specs import DefenderSpecBase
 from privaudit.seeding import draw_seeds
+from privaudit.repro.worker_pool import map_in_processes
 
 
 def _mock_distances(spec: DefenderSpecBase, n_classes: int, X: np.ndarray, y: np.ndarray, proba: np.ndarray,
@@ -81,7 +82,7 @@ class RetrainAttacker:
     how many rounds the batched pass decided in the last call.
 
     Args:
-        n_jobs: joblib workers for the sequential path (−1 or ``auto``: every core).
+        n_jobs: worker processes for the sequential path (−1 or ``auto``: every core).
         batched: use the batched trainer when the spec has a recipe (torch_mlp / dp_sgd).
         max_models: at most this many mocks per batched call (memory chunk, >= 2).
         device: torch device of the batched path.
@@ -126,7 +127,7 @@ class RetrainAttacker:
         return dist
 
     def _sequential(self, batch: RoundBatch, seeds: np.ndarray, ks: np.ndarray) -> np.ndarray:
-        """(len(ks), 2) distances of rounds ``ks``, mocks fitted one by one (joblib workers)."""
+        """(len(ks), 2) distances of rounds ``ks``, mocks fitted one by one (worker processes)."""
         t = batch.table
         jobs = [(batch.train_order(k), int(batch.u1[k]), int(batch.u2[k]), int(seeds[k])) for k in ks]
         n_chunks = max(1, min(len(jobs), 4 * (self.n_jobs if self.n_jobs > 0 else cpu_count())))
@@ -134,9 +135,8 @@ class RetrainAttacker:
         if self.n_jobs == 1:
             res = [_mock_distances(t.spec, t.n_classes, t.X, t.y, t.proba, [jobs[i] for i in c]) for c in chunks]
         else:
-            res = Parallel(n_jobs=self.n_jobs)(
-                delayed(_mock_distances)(t.spec, t.n_classes, t.X, t.y, t.proba, [jobs[i] for i in c]) for c in chunks
-            )
+            res = list(map_in_processes(_mock_distances, [([jobs[i] for i in c],) for c in chunks], self.n_jobs,
+                                        shared=(t.spec, t.n_classes, t.X, t.y, t.proba)))
         return np.array([d for part in res for d in part], dtype=np.float64).reshape(len(ks), 2)
 
     def guess(self, batch: RoundBatch) -> np.ndarray:

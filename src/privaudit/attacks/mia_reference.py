@@ -10,7 +10,7 @@ Both candidates are "out" for every usable model (d is never in a Reserved subse
 Defenders with a batched recipe (``kind: torch_mlp`` / ``dp_sgd``) train the K models in
 chunks of at most ``max_models`` per call of the batched trainer
 (:func:`privaudit.attacks.batched_mocks.reference_confidences`); other kinds fit them one by one
-(in-process unless joblib workers would save more than their start-up). :func:`train_subset_confidences`
+(in-process unless worker processes would save more than their start-up). :func:`train_subset_confidences`
 is the shared trainer for any row subsets: the per-sample risk
 (:mod:`privaudit.attacks.sample_risk`) trains its population reference models with it. The
 evaluator keeps one defender's Reserved-side models for all its attackers
@@ -23,12 +23,13 @@ import time
 from typing import Literal
 
 import numpy as np
-from joblib import Parallel, cpu_count, delayed
+from joblib import cpu_count
 
 from privaudit.attacks.batched_mocks import MAX_MODELS, batched_recipe, reference_confidences
 from privaudit.defenders.fit_workers import workers_pay
 from privaudit.defenders.specs import DefenderSpecBase
 from privaudit.seeding import draw_seeds
+from privaudit.repro.worker_pool import map_in_processes, pool_startup_seconds
 
 #: in-process fits expected to take less than this (seconds, all together) show no progress line
 QUIET_S = 5.0
@@ -77,10 +78,10 @@ def train_subset_confidences(spec: DefenderSpecBase, n_classes: int, X: np.ndarr
     :mod:`privaudit.attacks.sample_risk` (population halves). With ``batched`` and a spec that
     has a batched recipe (``torch_mlp`` / ``dp_sgd``), up to ``max_models`` models train in one
     call of the batched trainer on ``device`` (subsets must then have one size); otherwise
-    ``n_jobs`` joblib workers (``auto``: every core) fit them one by one with ``make_defender`` (the first in-process;
-    the rest too unless the workers would save more than their start-up,
-    :func:`privaudit.defenders.fit_workers.workers_pay` — same numbers either way, every fit runs single-threaded from
-    its own seed).
+    ``n_jobs`` worker processes (``auto``: every core; :mod:`privaudit.repro.worker_pool`) fit them one by one with
+    ``make_defender`` (the first in-process; the rest too unless the workers would save more than their start-up,
+    forked or loky's, :func:`privaudit.defenders.fit_workers.workers_pay` — same numbers either way, every fit runs
+    single-threaded from its own seed).
 
     Args:
         subsets: K arrays of rows, each in training order. seeds: (K,) per-model seeds.
@@ -96,13 +97,13 @@ def train_subset_confidences(spec: DefenderSpecBase, n_classes: int, X: np.ndarr
     if recipe is not None:
         conf = reference_confidences(recipe, n_classes, X, y, subsets, seeds, max_models=max_models, device=device)
     else:
-        # the first model in-process: when fits are quick (a logistic regression on digits: 0.05 s)
-        # starting joblib workers (seconds: each imports torch) costs more than the rest of the fits
+        # the first model in-process: when fits are quick (a logistic regression on digits: 0.05 s) starting
+        # workers costs more than the rest of the fits (forked: ~0.5 s; loky's import torch: ~5 s)
         start = time.perf_counter()
         cols = [_fit_conf(spec, n_classes, X, y, subsets[0], int(seeds[0]))]
         rest = list(zip(subsets[1:], seeds[1:]))
         first = time.perf_counter() - start
-        parallel = workers_pay(first, len(rest), cpu_count() if jobs == -1 else jobs)
+        parallel = workers_pay(first, len(rest), cpu_count() if jobs == -1 else jobs, pool_startup_seconds())
         if not parallel and first * len(rest) < QUIET_S:
             cols += [_fit_conf(spec, n_classes, X, y, s, int(sd)) for s, sd in rest]
         else:  # slow fits: a progress bar (terminal) or a line per fit, with rate and ETA
@@ -112,8 +113,8 @@ def train_subset_confidences(spec: DefenderSpecBase, n_classes: int, X: np.ndarr
             on_terminal, pending, last = terminal(), 1, time.monotonic()
             with FitProgress(f"{spec.name}: reference models", count, "fit", bar=on_terminal) as bar:
                 fits = ((_fit_conf(spec, n_classes, X, y, s, int(sd)) for s, sd in rest) if not parallel else
-                        Parallel(n_jobs=jobs, return_as="generator")(
-                            delayed(_fit_conf)(spec, n_classes, X, y, s, int(sd)) for s, sd in rest))
+                        map_in_processes(_fit_conf, [(s, int(sd)) for s, sd in rest], jobs,
+                                         shared=(spec, n_classes, X, y)))
                 for k, col in enumerate(fits, start=2):
                     cols.append(col)
                     pending += 1
@@ -135,7 +136,7 @@ def train_reference_confidences(spec: DefenderSpecBase, n_classes: int, X: np.nd
 
     LiRA offline (Carlini et al. 2022) / RMIA reference models. With ``batched`` and a spec that
     has a batched recipe, up to ``max_models`` models train in one batched call on ``device``;
-    otherwise ``n_jobs`` joblib workers fit them one by one. Subsets and seeds are drawn from
+    otherwise ``n_jobs`` worker processes fit them one by one. Subsets and seeds are drawn from
     ``rng`` identically on both paths.
 
     Returns:

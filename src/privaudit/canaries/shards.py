@@ -256,7 +256,8 @@ def run_missing_shards(root: Path, plan: CanaryPlan, fs: FeatureSet, todo: Seque
     Locally (``compute.scheduler: local``) one after the other, or on ``compute.n_jobs`` local worker
     processes (``auto``: one per core this process may use; joblib's loky backend; each worker sets the
     device's deterministic kernels and one torch thread, and the fits inside a shard then run one after
-    the other). On a CUDA device only the shards of sequential kinds (scikit-learn, ``kind: python``) go
+    the other; forked from this process where :func:`privaudit.repro.worker_pool.fork_refusal` allows, else
+    joblib's loky). On a CUDA device only the shards of sequential kinds (scikit-learn, ``kind: python``) go
     to the workers; the batched kinds' shards train on the GPU in this process meanwhile (one CUDA
     context, no processes queueing for the GPU). Otherwise on the Dask cluster at ``compute.scheduler``
     (features scattered once). Shards are saved here in the order they finish: a shard's numbers depend
@@ -274,14 +275,14 @@ def run_missing_shards(root: Path, plan: CanaryPlan, fs: FeatureSet, todo: Seque
             for shard in todo:
                 run_here(shard)
             return
-        from joblib import Parallel, delayed
+        from privaudit.repro.worker_pool import map_in_processes
 
         # longest shards first (they are whole blocks; the big ones are the black-box runs) to balance workers;
         # the sort is stable, so shards of one length keep their plan order
         order = sorted(away, key=lambda s: -(s.stop - s.start))
         inner = dataclasses.replace(plan, fits_in_shard_workers=True)
-        runs = Parallel(n_jobs=n_jobs, return_as="generator_unordered")(
-            delayed(_run_shard_in_process)(inner, fs, s, device) for s in order)
+        runs = map_in_processes(_run_shard_in_process, [(s, device) for s in order], n_jobs, shared=(inner, fs),
+                                ordered=False)
         if not here:
             for shard, arrays, seconds in runs:
                 save_shard(root, plan, shard, arrays)

@@ -7,10 +7,14 @@ One rule (:func:`workers_pay`) for the LTU stage's reference models
 
 from __future__ import annotations
 
+from privaudit.repro.worker_pool import LOKY_STARTUP_S
+
 __all__ = ["WORKER_STARTUP_S", "workers_pay"]
 
-#: a local worker pool's start (each worker imports the trainer's libraries), when no stage wall was recorded
-WORKER_STARTUP_S = 5.0
+#: a local worker pool's start where its workers are fresh interpreters (loky's: each imports the trainer's
+#: libraries), when no stage wall was recorded; a forked pool's is
+#: :data:`privaudit.repro.worker_pool.FORK_STARTUP_S`
+WORKER_STARTUP_S = LOKY_STARTUP_S
 
 
 def workers_pay(fit_seconds: float, fits: int, jobs: int, startup_s: float = WORKER_STARTUP_S) -> bool:

@@ -138,6 +138,8 @@ class AuditSizes:
     canary_jobs: int = 1
     whitebox_runs: int = 0
     budget_seconds: float | None = None
+    #: a worker pool's start-up where the audit runs (:func:`privaudit.repro.worker_pool.pool_startup_seconds`)
+    pool_startup_s: float = WORKER_STARTUP_S
 
     def __post_init__(self) -> None:
         for key in ("reference_models", "risk_reference_models", "retrain_mocks", "game3_runs", "lidp_trials",
@@ -146,6 +148,8 @@ class AuditSizes:
                 raise ValueError(f"{key} must be >= 0, got {getattr(self, key)}")
         if min(self.ltu_jobs, self.canary_jobs, self.block_trials, self.blackbox_block) < 1:
             raise ValueError(f"worker counts and blocks must be >= 1, got {self}")
+        if not self.pool_startup_s >= 0:
+            raise ValueError(f"pool_startup_s must be >= 0, got {self.pool_startup_s}")
         if self.budget_seconds is not None and not self.budget_seconds > 0:
             raise ValueError(f"budget_seconds must be > 0 or None, got {self.budget_seconds}")
 
@@ -305,7 +309,8 @@ def _stages(d: DefenderInput, sizes: AuditSizes, runs: int) -> tuple[AuditCost, 
         fits after the first (timed in the stage, as here)."""
         if piece == "retrain":
             return max(1, min(sizes.ltu_jobs, models))
-        pays = r is not None and models > 1 and workers_pay(r.seconds(1, 1, rows), models - 1, sizes.ltu_jobs)
+        pays = r is not None and models > 1 and workers_pay(r.seconds(1, 1, rows), models - 1, sizes.ltu_jobs,
+                                                         sizes.pool_startup_s)
         return min(sizes.ltu_jobs, models - 1) if pays else 1
     lidp_models = sizes.lidp_trials * sizes.lidp_models_per_trial
     bt, bb = sizes.block_trials, sizes.blackbox_block
@@ -322,10 +327,13 @@ def _stages(d: DefenderInput, sizes: AuditSizes, runs: int) -> tuple[AuditCost, 
 
 def plan_audit(defenders: Sequence[DefenderInput], sizes: AuditSizes, *,
                fixed: Mapping[str, tuple[float, str]] | None = None,
-               detectable: Callable[[str, int], float | None] | None = None) -> CostPlan:
+               detectable: Callable[[str, int], float | None] | None = None,
+               startup: tuple[float, str] = (STAGE_STARTUP_S, "not measured yet: a guess of its start-up"),
+               ) -> CostPlan:
     """The plan of an audit at the sizes the params ask: per defender and stage the fits, workers and seconds,
-    per stage the fixed cost (``fixed``: stage → (seconds, where from); a stage not in it costs
-    :data:`STAGE_STARTUP_S`, plus :data:`WORKER_STARTUP_S` with a worker pool).
+    per stage the fixed cost (``fixed``: stage → (seconds, where from), its last run's; a stage not in it costs
+    ``startup`` (seconds, where from: default :data:`STAGE_STARTUP_S`), plus ``sizes.pool_startup_s`` when it
+    starts a worker pool).
 
     Raises:
         OverBudgetError: one line (module docstring) when the estimate exceeds ``sizes.budget_seconds``;
@@ -350,8 +358,9 @@ def plan_audit(defenders: Sequence[DefenderInput], sizes: AuditSizes, *,
             if stage in fixed:
                 out.append((stage, *fixed[stage]))
             else:
-                pool = WORKER_STARTUP_S if max(c.workers for c in here) > 1 else 0.0
-                out.append((stage, STAGE_STARTUP_S + pool, "not measured yet: a guess of its start-up"))
+                pool = max(c.workers for c in here) > 1
+                out.append((stage, startup[0] + (sizes.pool_startup_s if pool else 0.0),
+                            startup[1] + (f" + a worker pool's start ({sizes.pool_startup_s:g} s)" if pool else "")))
         return tuple(out)
 
     notes = []
