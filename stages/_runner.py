@@ -55,6 +55,9 @@ def run_stage(
 
         torch.set_num_threads(int(threads))
     logging.basicConfig(level=logging.WARNING, format=f"[{name}] %(levelname)s %(name)s: %(message)s")
+    from privaudit.progress import no_monitor_thread
+
+    no_monitor_thread()  # a tqdm monitor thread (GX validations start one) would keep worker pools from forking
     from privaudit.defenders.user_errors import UserCodeError
 
     global STARTUP_SECONDS

@@ -84,6 +84,21 @@ def main() -> None:
     out["refusal_with_thread"] = wp.fork_refusal()
     stop.set()
     side.join()
+    # what a stage does before its workers: a GX validation (it opens tqdm bars) after the runner's switch
+    from privaudit.progress import no_monitor_thread
+    from privaudit.validation import validate_metrics
+
+    no_monitor_thread()
+    validate_metrics("bounds", {"logreg": {"thudi": 0.6, "yeom": 0.55, "erlingsson": 0.7, "sablayrolles": 0.6,
+                                           "mip_eta": 0.1, "empirical_accuracy": 0.52}})
+    out["refusal_after_gx"] = wp.fork_refusal()
+    # the report's figures drawn on two forked workers: the same PNG bytes as one after the other here
+    from privaudit.report.figures import render_plots
+    from tests.report import synthetic
+
+    inputs = synthetic.report_inputs()
+    here, forked = render_plots(inputs, 1), render_plots(inputs, 2)
+    out["figures_same"] = here == forked and sum(v is not None for v in here.values()) >= 4
     os.environ[wp.FORK_ENV] = "0"
     out["refusal_env"] = wp.fork_refusal()
     json.dump(out, sys.stdout)

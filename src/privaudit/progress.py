@@ -28,10 +28,23 @@ from collections.abc import Callable
 from types import TracebackType
 from typing import TextIO
 
-__all__ = ["ETA_MIN_SHARE", "FitProgress", "terminal"]
+__all__ = ["ETA_MIN_SHARE", "FitProgress", "no_monitor_thread", "terminal"]
 
 #: no ETA before this share of the work (planned seconds, else units) is done
 ETA_MIN_SHARE = 0.1
+
+
+def no_monitor_thread() -> None:
+    """Stop tqdm from starting its monitor thread in this process (``tqdm.monitor_interval = 0``, tqdm's own switch).
+
+    Every tqdm bar starts that thread, disabled ones too (Great Expectations opens one per validation), and it
+    lives while any bar does; a process with it running cannot safely fork
+    (:func:`privaudit.repro.worker_pool.fork_refusal`), so every later worker pool would start loky's fresh
+    interpreters (seconds each). The monitor only lowers a bar's refresh rate when updates are slow; privaudit's
+    bars do not need it. Stage processes call this at their start (``stages/_runner.py``)."""
+    from tqdm import tqdm
+
+    tqdm.monitor_interval = 0
 
 
 def terminal() -> bool:

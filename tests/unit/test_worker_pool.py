@@ -38,6 +38,7 @@ def probe() -> dict:  # type: ignore[type-arg]
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="forked workers are used on Linux only")
 def test_forked_workers_run_where_safe_and_give_the_in_process_bits(probe) -> None:  # type: ignore[no-untyped-def]
     assert probe["refusal"] is None and probe["refusal_after_imports"] is None
+    assert probe["refusal_after_gx"] is None  # stages turn tqdm's monitor thread off: GX's bars leave no thread
     # shared state reaches forked workers without pickling (Unpicklable raises on pickle)
     assert probe["fork_add"] == [0.5 + i for i in range(8)]
     assert probe["fork_unordered"] == [1.0 + i for i in range(8)]
@@ -52,6 +53,7 @@ def test_forked_workers_run_where_safe_and_give_the_in_process_bits(probe) -> No
     for worker in probe["fork_threads"]:
         assert worker["torch"] == expected
         assert all(n == expected for api, n in worker["pools"] if api in ("openmp", "openblas", "mkl", "blis"))
+    assert probe["figures_same"]  # the report's figures: the same PNG bytes drawn on forked workers
     assert "probe-side-thread" in probe["refusal_with_thread"]
     assert probe["refusal_env"] == f"{wp.FORK_ENV}=0"
 
@@ -88,6 +90,15 @@ def test_one_job_or_one_item_runs_in_this_process(monkeypatch) -> None:  # type:
     assert list(wp.map_in_processes(_square, [(i,) for i in range(4)], 1, shared=(1,))) == [1, 2, 5, 10]
     assert list(wp.map_in_processes(_square, [(3,)], 4, shared=(0,))) == [9]
     assert list(wp.map_in_processes(_square, [], 4, shared=(0,))) == []
+
+
+def test_fork_only_work_stays_here_when_a_fork_is_refused(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    def no_pool(*_a, **_k):  # type: ignore[no-untyped-def]
+        raise AssertionError("fork_only: no loky pool where a fork is refused")
+
+    monkeypatch.setenv(wp.FORK_ENV, "0")
+    monkeypatch.setattr("joblib.Parallel", no_pool)
+    assert list(wp.map_in_processes(_square, [(i,) for i in range(3)], 2, shared=(0,), fork_only=True)) == [0, 1, 4]
 
 
 def test_loky_fallback_gives_the_same_results_in_order(monkeypatch) -> None:  # type: ignore[no-untyped-def]

@@ -191,6 +191,7 @@ def build_report(
     *,
     title: str = DEFAULT_TITLE,
     most_exposed: int = 10,
+    workers: int = 1,
 ) -> dict[str, Path]:
     """Write ``audit.html``, ``audit.md`` and the plot files under ``out_dir``.
 
@@ -204,6 +205,7 @@ def build_report(
         title: page title (``report.title``).
         most_exposed: sample ids listed per defender as most exposed (``report.most_exposed``;
             0 lists none).
+        workers: processes that draw the figures (``compute.n_jobs``; :func:`render_plots`).
 
     Returns:
         ``{"html": ..., "md": ..., "plots_dir": ..., "plots/<file>": ...}`` for every file
@@ -220,7 +222,7 @@ def build_report(
     check_most_exposed(most_exposed)
     out_dir = Path(out_dir)
     plots_dir = out_dir / plots_subdir
-    pngs = render_plots(inputs)
+    pngs = render_plots(inputs, workers)
     sections = build_document(inputs, pngs, most_exposed=most_exposed)
     page = render_html(sections, title=title)
     markdown = render_markdown(sections, Path(plots_subdir).as_posix(), title=title)

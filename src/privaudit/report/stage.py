@@ -74,6 +74,10 @@ class _GateBlock(GateSettings, Protocol):
     def total_budget(self) -> BudgetSettings | None: ...
 
 
+class _ComputeBlock(Protocol):
+    def workers(self) -> int: ...
+
+
 class _ReportBlock(Protocol):
     @property
     def title(self) -> str: ...
@@ -97,6 +101,8 @@ class ParamsWithReport(Protocol):
     def dataset(self) -> _Dataset: ...
     @property
     def base(self) -> SeededBlock: ...
+    @property
+    def compute(self) -> _ComputeBlock: ...
 
     def model_dump(self, *, mode: str) -> dict[str, Any]: ...
 
@@ -112,6 +118,7 @@ class ReportPlan:
         seed: ``base.seed``; params: the whole params as JSON (both recorded in the provenance manifest).
         total_budget: ``gate.total_budget`` (``None``: no budget, the ledger is shown but not composed).
         identity: the data set's identity (``dataset.identity`` or the data source): which releases compose.
+        workers: ``compute.n_jobs`` as a count: the processes that draw the figures (no result depends on it).
     """
 
     gate: GateSettings
@@ -124,6 +131,7 @@ class ReportPlan:
     params: dict[str, Any]
     total_budget: BudgetSettings | None = None
     identity: str | None = None
+    workers: int = 1
 
     @classmethod
     def of(cls, params: ParamsWithReport) -> "ReportPlan":
@@ -131,7 +139,8 @@ class ReportPlan:
         return cls(gate=params.gate, dataset=params.dataset.name, title=r.title, most_exposed=r.most_exposed,
                    table1=tuple(r.table1 or ()), table1_other_datasets=r.table1_other_datasets,
                    seed=params.base.seed, params=params.model_dump(mode="json"),
-                   total_budget=params.gate.total_budget, identity=params.dataset.data_identity())
+                   total_budget=params.gate.total_budget, identity=params.dataset.data_identity(),
+                   workers=params.compute.workers())
 
     def data_identity(self) -> str:
         """The audited data set's identity (``dataset.name`` when the plan was built without one)."""
@@ -226,7 +235,7 @@ def run_report(paths: ReportPaths, plan: ReportPlan) -> GateResult:
     inputs = ReportInputs(metrics, gate, manifest, privacy_scores=scores or None, roc=roc or None,
                           epsilon_vs_trials=curves or None, table1=table1 or None,
                           table1_left_out=left_out, dataset=plan.dataset, releases=releases)
-    build_report(inputs, paths.out, title=plan.title, most_exposed=plan.most_exposed)
+    build_report(inputs, paths.out, title=plan.title, most_exposed=plan.most_exposed, workers=plan.workers)
     write_json(paths.summary, build_summary(metrics, gate).to_json())
     # ties the verdict to the inputs/params/dvc.lock it was computed from (privaudit verdict checks it)
     write_gate(paths.gate, gate, provenance_stamp(paths.repo, "report"))

@@ -87,12 +87,14 @@ def worker_threads(n_jobs: int) -> dict[str, str]:
 
 
 def map_in_processes(fn: Callable[..., Any], items: Iterable[Sequence[Any]], n_jobs: int, *,
-                     shared: Sequence[Any] = (), ordered: bool = True) -> Iterator[Any]:
+                     shared: Sequence[Any] = (), ordered: bool = True, fork_only: bool = False) -> Iterator[Any]:
     """``fn(*shared, *item)`` for each item on ``n_jobs`` worker processes (joblib's meaning: -1 is every core);
     the results in the items' order (``ordered``) or as they finish.
 
     Forked workers (:func:`fork_refusal` is ``None``) inherit ``shared`` (large arrays, a feature set) instead of
     receiving a pickled copy with each item; loky workers get it with each call, as ``joblib.Parallel`` sends it.
+    ``fork_only``: where a fork is refused, run the items in this process instead of on loky's workers (for work
+    of a few seconds, which loky's start-up would not repay).
     Leaving the iterator early (an exception, ``break``) cancels the items not yet started and waits for the
     running ones. ``fn`` must be importable by name (a module-level function), as joblib requires.
     """
@@ -100,7 +102,7 @@ def map_in_processes(fn: Callable[..., Any], items: Iterable[Sequence[Any]], n_j
 
     items = [tuple(item) for item in items]
     jobs = min(effective_n_jobs(n_jobs), len(items))
-    if jobs <= 1:
+    if jobs <= 1 or (fork_only and fork_refusal() is not None):
         yield from (fn(*shared, *item) for item in items)
         return
     if fork_refusal() is not None:
