@@ -85,17 +85,18 @@ def _body(args: argparse.Namespace, params: Params) -> None:
         t = times.get(spec.name)
         key = fit_key(spec.model_dump(mode="json"), digests.get(spec.name), info.n_defender)
         batched = spec.kind in BATCHED_KINDS
-        rate = None
+        rate = single = None
         if t is not None and t.key == key:
             seconds, timed_by = t.planning_seconds()
             rate = FitRate(seconds, t.call_seconds if batched else 0.0, max(1, info.n_defender), timed_by)
+            single = FitRate(t.seconds, 0.0, max(1, info.n_defender), "release fit") if batched else None
         claims, observable = spec.claims_epsilon(), spec.observable_training()
         inputs.append(DefenderInput(
             name=spec.name, kind=spec.kind, batched=batched, claims_epsilon=claims, observable=observable, rate=rate,
             blackbox_runs=params.blackbox.runs_per_side(batched=batched, claims_epsilon=claims, observable=observable),
             n_defender=max(1, info.n_defender), n_reserved=max(1, int(info.raw.get("n_reserved") or info.n_defender)),
             sequential_runs=claims and not batched and not observable,
-            batched_on_workers=batched and t is not None and t.device == "cpu"))
+            batched_on_workers=batched and t is not None and t.device == "cpu", single_rate=single))
     fixed = {}
     for stage, wall in read_stage_walls(args.timings.parent / "stages.json").items():
         if (sec := wall.fixed_seconds()) is not None:

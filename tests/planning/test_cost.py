@@ -270,3 +270,23 @@ def test_a_long_dp_sgd_recipe_is_timed_on_truncated_calls_only(monkeypatch: pyte
             assert steps == {fit_probe.PROBE_DP_STEPS, 2 * fit_probe.PROBE_DP_STEPS}, steps
             assert f"scaled to {full} steps" in how
             assert len(seen) == 1 + 3 * 3  # a warm-up, then three medians of three
+
+
+def test_single_model_audits_of_a_batched_defender_cost_its_own_trainers_fit() -> None:
+    """The one-run and white-box audits train single models with the defender's own trainer (opacus for dp_sgd),
+    not with the batched trainer: planned at its release fit's seconds, not at a batched model's (measured at
+    10k x 128: 7.1 s a fit against 0.36 s; the white-box stage was planned at 2.0 s for 13.9 s)."""
+    sizes = AuditSizes(**{**SIZES.__dict__, "whitebox_runs": 2})
+    batched_only = plan_audit([_dpsgd()], sizes, fixed=FIXED).defenders[0]
+    with_single = plan_audit([dataclasses.replace(_dpsgd(), single_rate=FitRate(7.0, 0.0, N, "release fit"))],
+                             sizes, fixed=FIXED).defenders[0]
+    assert with_single.stage("whitebox").seconds == pytest.approx(2 * 7.0)
+    assert with_single.stage("one_run").seconds == pytest.approx(7.0)
+    assert batched_only.stage("whitebox").seconds == pytest.approx(2 * (0.4 + 0.03))
+    for stage in ("ltu", "canaries"):  # the batched work keeps the batched rate
+        assert with_single.stage(stage).seconds == pytest.approx(batched_only.stage(stage).seconds)
+    # a sequential defender's rate already is one fit of its trainer: single_rate is not used for it
+    user = _user()
+    assert plan_audit([dataclasses.replace(user, single_rate=FitRate(99.0, 0.0, N))], sizes,
+                      fixed=FIXED).defenders[0].stage("one_run").seconds == pytest.approx(
+        plan_audit([user], sizes, fixed=FIXED).defenders[0].stage("one_run").seconds)
