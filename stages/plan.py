@@ -23,8 +23,7 @@ from privaudit.defenders.info_file import read_defender_info
 from privaudit.defenders.specs import BATCHED_KINDS
 from privaudit.planning.cost import STAGE_STARTUP_S, AuditSizes, DefenderInput, FitRate, plan_audit
 from privaudit.planning.plan_files import write_plan_files
-from privaudit.planning.timings import (DEFAULT_TIMINGS, fit_key, read_fit_times, read_heavy_startup, read_stage_floor,
-                                       read_stage_walls)
+from privaudit.planning.timings import DEFAULT_TIMINGS, fit_key, read_fit_times, read_heavy_startup, read_stage_walls
 from privaudit.repro.user_code import user_code_digests
 from stages._runner import run_stage
 
@@ -103,11 +102,8 @@ def _body(args: argparse.Namespace, params: Params) -> None:
         if (sec := wall.fixed_seconds()) is not None:
             fixed[stage] = (sec, "its last run's wall minus its planned fits")
     heavy = read_heavy_startup(args.timings.parent)
-    measured = [c for c in (read_stage_floor(args.timings.parent / "stages.json"),
-                            None if heavy is None else
-                            (heavy[0], f"no run recorded yet: the {heavy[1]} stage's start-up (imports, loading, checks)"))
-                if c is not None]
-    first = (max(measured, key=lambda c: c[0]) if measured else
+    first = ((heavy[0], f"no run recorded yet: the {heavy[1]} stage's start-up (imports, loading, checks)")
+             if heavy is not None else
              (startup, "no run recorded yet: the plan stage's own start-up") if startup is not None
              else (STAGE_STARTUP_S, "no run recorded yet: a guess of its start-up"))
     # OverBudgetError: one line, exit 1, nothing written

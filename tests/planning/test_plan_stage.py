@@ -199,29 +199,3 @@ def test_before_any_audit_stage_ran_the_plan_takes_a_heavy_stages_start_up(
     assert "+ 42 s fixed: no run recorded yet: the defenders stage's start-up" in line, line
     (trained / "timings" / "startup.json").unlink()
     assert read_heavy_startup(trained / "timings") is None
-
-
-def test_a_first_plan_takes_the_larger_of_the_light_stages_walls_and_the_heavy_start_up(
-        trained: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
-    """The defenders stage's start-up to its first fit (~1 s on digits) misses what an audit stage does after its
-    fits (checks, writing): the first plan of one_run and whitebox was 1.5 s for 5.4 s and 1.3 s for 3.3 s. The
-    split and featurize stages, which start, read, check and write and fit nothing, took 1.6-2.0 s in the same run."""
-    from privaudit.planning.timings import read_stage_floor, record_heavy_startup
-
-    monkeypatch.chdir(trained)
-    _params(trained)
-    walls = trained / "timings" / "stages.json"
-    assert read_stage_floor(walls) is None
-    record_heavy_startup("defenders", 1.0, trained / "timings")
-    write_json(walls, {"split": {"wall_seconds": 2.0, "planned_fit_seconds": None},
-                       "featurize": {"wall_seconds": 3.0, "planned_fit_seconds": None},
-                       "ingest": {"wall_seconds": 14.0, "planned_fit_seconds": None}})  # it waits for the server
-    assert read_stage_floor(walls) == (2.5, "no run recorded yet: the split and featurize stage walls "
-                                            "(start-up, reading, checks, writing)")
-    assert _plan(trained, "plan-floor") == 0
-    line = next(l for l in capsys.readouterr().out.splitlines() if l.startswith("plan: stage one_run:"))
-    assert "+ 2 s fixed: no run recorded yet: the split and featurize stage walls" in line, line  # 2.5 s, rounded
-    record_heavy_startup("defenders", 42.0, trained / "timings")  # the larger measurement wins
-    assert _plan(trained, "plan-floor-heavy") == 0
-    line = next(l for l in capsys.readouterr().out.splitlines() if l.startswith("plan: stage one_run:"))
-    assert "+ 42 s fixed: no run recorded yet: the defenders stage's start-up" in line, line

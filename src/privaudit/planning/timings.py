@@ -214,23 +214,6 @@ def read_stage_walls(path: Path) -> dict[str, StageWall]:
     return out
 
 
-#: stages that do what an audit stage does besides its fits, and nothing else: start, read parquet and JSON, check
-#: them with Great Expectations, write and check their outputs. A first plan's fixed cost of an audit stage is at
-#: least what they took (:func:`read_stage_floor`)
-FLOOR_STAGES = ("split", "featurize")
-
-
-def read_stage_floor(path: Path) -> tuple[float, str] | None:
-    """``(seconds, where from)``: the median recorded wall of :data:`FLOOR_STAGES` (``path``: ``stages.json``), the
-    fixed cost a stage that has not run yet pays on this machine at least; ``None`` when neither was recorded."""
-    walls = read_stage_walls(path)
-    names = [s for s in FLOOR_STAGES if s in walls]
-    if not names:
-        return None
-    return (statistics.median(walls[s].wall_seconds for s in names),
-            f"no run recorded yet: the {' and '.join(names)} stage walls (start-up, reading, checks, writing)")
-
-
 #: the measured start-up of a stage that trains (``<timings_dir>/startup.json``): interpreter, torch, scikit-learn and
 #: Great Expectations imports, loading the features and checking them — what an audit stage pays before its first fit
 STARTUP_FILE = "startup.json"
