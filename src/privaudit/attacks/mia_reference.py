@@ -98,7 +98,7 @@ def train_subset_confidences(spec: DefenderSpecBase, n_classes: int, X: np.ndarr
         conf = reference_confidences(recipe, n_classes, X, y, subsets, seeds, max_models=max_models, device=device)
     else:
         # the first model in-process: when fits are quick (a logistic regression on digits: 0.05 s) starting
-        # workers costs more than the rest of the fits (forked: ~0.5 s; loky's import torch: ~5 s)
+        # workers costs more than the rest of the fits (privaudit.repro.worker_pool.pool_startup_seconds)
         start = time.perf_counter()
         cols = [_fit_conf(spec, n_classes, X, y, subsets[0], int(seeds[0]))]
         rest = list(zip(subsets[1:], seeds[1:]))

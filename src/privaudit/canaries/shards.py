@@ -254,7 +254,7 @@ def run_missing_shards(root: Path, plan: CanaryPlan, fs: FeatureSet, todo: Seque
     seconds it took in the process that ran it.
 
     Locally (``compute.scheduler: local``) one after the other, or on ``compute.n_jobs`` local worker
-    processes (``auto``: one per core this process may use; joblib's loky backend; each worker sets the
+    processes (``auto``: one per core this process may use; each worker sets the
     device's deterministic kernels and one torch thread, and the fits inside a shard then run one after
     the other; forked from this process where :func:`privaudit.repro.worker_pool.fork_refusal` allows, else
     joblib's loky). On a CUDA device only the shards of sequential kinds (scikit-learn, ``kind: python``) go

@@ -102,10 +102,11 @@ def map_in_processes(fn: Callable[..., Any], items: Iterable[Sequence[Any]], n_j
 
     items = [tuple(item) for item in items]
     jobs = min(effective_n_jobs(n_jobs), len(items))
-    if jobs <= 1 or (fork_only and fork_refusal() is not None):
+    refusal = fork_refusal() if jobs > 1 else None
+    if jobs <= 1 or (fork_only and refusal is not None):
         yield from (fn(*shared, *item) for item in items)
         return
-    if fork_refusal() is not None:
+    if refusal is not None:
         from joblib import Parallel, delayed
 
         yield from Parallel(n_jobs=jobs, return_as="generator" if ordered else "generator_unordered")(
