@@ -92,6 +92,7 @@ from privaudit.attacks.batched_mocks import MAX_MODELS
 from privaudit.attacks.mia_lira import logit_conf
 from privaudit.defenders.specs import DefenderSpecBase
 from privaudit.seeding import draw_seeds
+from privaudit.stats.percentiles import nanpercentile_columns
 
 #: columns added to the per-sample scores file (besides id, role, score)
 RISK_COLUMNS: tuple[str, ...] = ("risk", "risk_low", "risk_high", "z", "p_value", "q_value", "flagged",
@@ -636,7 +637,7 @@ def _bootstrap(phi_t: np.ndarray, phi: np.ndarray, inside: np.ndarray,
     a = (1.0 - options.interval) / 2
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # a sample without IN or OUT draws
-        lo, hi = np.nanpercentile(draws, [100 * a, 100 * (1 - a)], axis=0)
+        lo, hi = nanpercentile_columns(draws, [100 * a, 100 * (1 - a)])
     return lo, hi
 
 
