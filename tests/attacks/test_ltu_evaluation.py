@@ -101,6 +101,30 @@ def test_logreg_gradient_norm_matches_autograd() -> None:
     assert gradient_norms(table)[i] == pytest.approx(expected, rel=1e-5)
 
 
+def test_gradient_attacker_computes_a_tables_norms_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """guess() and the evaluator's per-sample scores share one gradient pass; another table gets its own."""
+    import privaudit.attacks.ltu_gradient as ltu_gradient
+    from privaudit.attacks.ltu import make_table
+
+    calls: list[object] = []
+    real = ltu_gradient.gradient_norms
+
+    def counted(table: object) -> np.ndarray:
+        calls.append(table)
+        return real(table)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(ltu_gradient, "gradient_norms", counted)
+    data = _tiny(LOGREG)
+    table, _ = make_table(data, np.random.default_rng(0))
+    other, _ = make_table(data, np.random.default_rng(1))
+    att = ltu_gradient.GradientAttacker()
+    first = att.sample_scores(table)
+    again = att.sample_scores(table)
+    assert calls == [table] and first.tobytes() == again.tobytes() == (-real(table)).tobytes()
+    att.sample_scores(other)
+    assert calls == [table, other]
+
+
 def test_evaluate_defender_metrics_contract_and_outputs() -> None:
     data = _tiny(LOGREG)
     ev = evaluate_defender(data, 20, ["loss_gap", "bounded_loss", "lira", "rmia"], np.random.default_rng(0), OPTS)
