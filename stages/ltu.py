@@ -8,14 +8,13 @@ from functools import partial
 from pathlib import Path
 
 from privaudit.artifacts import atomic_dir, ensure_writable, write_json
-from privaudit.attacks.ltu_evaluation import AttackerOptions
-from privaudit.attacks.sample_risk import RiskOptions
 from privaudit.config import Params
 from privaudit.repro.determinism import configure_determinism
 from privaudit.features import resolve_device
 from privaudit.features.feature_set import load_feature_set
 from privaudit.audits.ltu import ltu_audit
 from privaudit.validation import validate_metrics
+from stages._ltu import ltu_options
 from stages._runner import run_stage
 
 
@@ -32,12 +31,7 @@ def _body(args: argparse.Namespace, params: Params) -> None:
     lp, device = params.ltu, resolve_device(params.base.device)
     ensure_writable(args.metrics, args.out)
     configure_determinism(device)  # the retrain/LiRA/RMIA reference models train on it
-    options = AttackerOptions(n_jobs=lp.workers(), reference_models=lp.reference_models,
-                              reference_fraction=lp.reference_fraction, learned_mode=lp.learned_mode,
-                              rmia_a=lp.rmia_a, rmia_gamma=lp.rmia_gamma, device=device)
-    risk = (RiskOptions(reference_models=lp.risk_reference_models, level=lp.risk_level,
-                        correction=lp.risk_correction, n_jobs=lp.workers(), device=device)
-            if lp.risk_reference_models else None)
+    options, risk = ltu_options(params, device)
     audit = ltu_audit(params.defenders, defenders_dir=args.defenders,
                       features=load_feature_set(args.features, args.split), rounds=lp.rounds, attackers=lp.attackers,
                       options=options, risk=risk, seed=params.base.seed, log=partial(print, flush=True))

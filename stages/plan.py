@@ -70,6 +70,24 @@ def _detectable(params: Params, defenders: Path):  # type: ignore[no-untyped-def
     return at
 
 
+def _ltu_scoring(params: Params, defenders: Path) -> tuple[float, str] | None:
+    """The LTU stage's work besides fits, timed on synthetic data of its shapes (for a stage that has not run)."""
+    from privaudit.planning.ltu_scoring import time_ltu_scoring
+    from stages._ltu import ltu_options
+
+    if not params.defenders:
+        return None
+    spec = params.defenders[0]
+    info = read_defender_info(defenders, spec.name)
+    options, risk = ltu_options(params, "cpu")
+    t = time_ltu_scoring(spec, n_defender=max(2, info.n_defender),
+                         n_reserved=max(2, int(info.raw.get("n_reserved") or info.n_defender)),
+                         n_classes=max(2, int(info.raw.get("n_classes") or 2)), rounds=params.ltu.rounds,
+                         attackers=list(params.ltu.attackers), options=options, risk=risk, seed=params.base.seed)
+    k = len(params.defenders)
+    return t.seconds * k, f"its scoring, {k} x {t.seconds:.2g} s measured ({t.timed_by})"
+
+
 def _body(args: argparse.Namespace, params: Params) -> None:
     """Print what the audit will cost at the sizes the params ask; stop, naming a smaller audit, over budget."""
     from stages import _runner
@@ -108,8 +126,11 @@ def _body(args: argparse.Namespace, params: Params) -> None:
              else (STAGE_STARTUP_S, "no run recorded yet: a guess of its start-up"))
     # OverBudgetError: one line, exit 1, nothing written
     timed_on = next((t.device for t in times.values()), None)
+    work = {}
+    if "ltu" not in fixed and (scoring := _ltu_scoring(params, args.defenders)) is not None:
+        work["ltu"] = scoring
     plan = plan_audit(inputs, sizes_of(params, timed_on), fixed=fixed, detectable=_detectable(params, args.defenders),
-                      startup=first)
+                      startup=first, work=work)
     for line in plan.lines():
         print(line)
     with atomic_dir(args.out) as tmp:

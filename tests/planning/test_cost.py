@@ -111,6 +111,13 @@ def test_fixed_cost_is_counted_once_per_stage_not_per_defender() -> None:
         "the defenders stage's start-up + a worker pool's start (0.5 s)"]
     with pytest.raises(ValueError, match="pool_startup_s"):
         AuditSizes(pool_startup_s=-1.0)
+    # work besides fits measured before a stage has run (the LTU stage's scoring) is added to its first-plan
+    # fixed cost; a stage with a recorded wall keeps that wall
+    scored = plan_audit(many[:1], SIZES, startup=(2.5, "start-up"),
+                        work={"ltu": (4.0, "its scoring"), "one_run": (9.0, "never used")},
+                        fixed={"one_run": (1.0, "measured")})
+    assert dict((s, v) for s, v, _ in scored.fixed) == {"ltu": 6.5, "one_run": 1.0, "canaries": 2.5}
+    assert [why for s, _, why in scored.fixed if s == "ltu"] == ["start-up + its scoring"]
 
 
 def test_the_sizes_are_the_params_whatever_the_budget_or_the_timings() -> None:

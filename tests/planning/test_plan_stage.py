@@ -199,3 +199,37 @@ def test_before_any_audit_stage_ran_the_plan_takes_a_heavy_stages_start_up(
     assert "+ 42 s fixed: no run recorded yet: the defenders stage's start-up" in line, line
     (trained / "timings" / "startup.json").unlink()
     assert read_heavy_startup(trained / "timings") is None
+
+
+def test_before_the_ltu_stage_ran_the_plan_times_its_scoring(
+        trained: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """A first plan priced the LTU stage at its fits only (0.33-0.62 of its wall): its attackers' scoring and the
+    per-sample risk are now timed on synthetic data of the audit's shapes and added to its fixed cost."""
+    monkeypatch.chdir(trained)
+    _params(trained)
+    assert not (trained / "timings" / "stages.json").exists()  # the LTU stage has not recorded a wall
+    assert _plan(trained, "plan-scoring") == 0
+    line = next(l for l in capsys.readouterr().out.splitlines() if l.startswith("plan: stage ltu:"))
+    assert "its scoring, 2 x " in line and "s measured (synthetic " in line, line
+    assert "not timed: gradient" in line, line  # the default attackers include the white-box one
+    assert read_json(trained / "timings" / "plan.json")["stages"]["ltu"]["fixed_seconds"] > 0
+
+
+def test_after_the_ltu_stage_ran_the_plan_uses_its_wall_and_times_nothing(
+        trained: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    from privaudit.planning import ltu_scoring
+    from privaudit.planning.timings import record_stage_wall
+
+    def boom(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the plan timed the LTU scoring although the stage has a recorded wall")
+
+    monkeypatch.chdir(trained)
+    _params(trained)
+    monkeypatch.setattr(ltu_scoring, "time_ltu_scoring", boom)
+    record_stage_wall("ltu", 1000.0, trained / "timings")
+    try:
+        assert _plan(trained, "plan-recorded") == 0
+    finally:
+        (trained / "timings" / "stages.json").unlink()
+    line = next(l for l in capsys.readouterr().out.splitlines() if l.startswith("plan: stage ltu:"))
+    assert "its last run's wall minus its planned fits" in line and "its scoring" not in line, line

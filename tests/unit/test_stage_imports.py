@@ -37,6 +37,7 @@ _NONE: frozenset[str] = frozenset()
 EXPECTED: dict[str, frozenset[str]] = {
     "stages._runner": _NONE,
     "stages._audit": _NONE,
+    "stages._ltu": frozenset({"pandas", "scipy", "sklearn", "torch"}),  # the attackers (the plan imports it lazily)
     "stages.audit": _NONE,
     "stages.blackbox": _NONE,
     "stages.bounds": _NONE,

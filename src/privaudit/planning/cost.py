@@ -336,11 +336,13 @@ def plan_audit(defenders: Sequence[DefenderInput], sizes: AuditSizes, *,
                fixed: Mapping[str, tuple[float, str]] | None = None,
                detectable: Callable[[str, int], float | None] | None = None,
                startup: tuple[float, str] = (STAGE_STARTUP_S, "not measured yet: a guess of its start-up"),
+               work: Mapping[str, tuple[float, str]] | None = None,
                ) -> CostPlan:
     """The plan of an audit at the sizes the params ask: per defender and stage the fits, workers and seconds,
     per stage the fixed cost (``fixed``: stage → (seconds, where from), its last run's; a stage not in it costs
     ``startup`` (seconds, where from: default :data:`STAGE_STARTUP_S`), plus ``sizes.pool_startup_s`` when it
-    starts a worker pool).
+    starts a worker pool, plus ``work[stage]`` (seconds, where from): its work besides fits, measured before
+    the stage has run, e.g. the LTU stage's scoring, :mod:`privaudit.planning.ltu_scoring`).
 
     Raises:
         OverBudgetError: one line (module docstring) when the estimate exceeds ``sizes.budget_seconds``;
@@ -366,8 +368,10 @@ def plan_audit(defenders: Sequence[DefenderInput], sizes: AuditSizes, *,
                 out.append((stage, *fixed[stage]))
             else:
                 pool = max(c.workers for c in here) > 1
-                out.append((stage, startup[0] + (sizes.pool_startup_s if pool else 0.0),
-                            startup[1] + (f" + a worker pool's start ({sizes.pool_startup_s:g} s)" if pool else "")))
+                extra, why = (work or {}).get(stage, (0.0, ""))
+                out.append((stage, startup[0] + (sizes.pool_startup_s if pool else 0.0) + extra,
+                            startup[1] + (f" + a worker pool's start ({sizes.pool_startup_s:g} s)" if pool else "")
+                            + (f" + {why}" if why else "")))
         return tuple(out)
 
     notes = []

@@ -1,0 +1,152 @@
+"""Measure the LTU stage's work besides fits, for a first plan (before the stage has ever run).
+
+The plan prices the LTU stage's reference and mock fits from the defenders stage's fit timings; the stage's
+other work — the attackers' rounds and per-sample scores, and the per-sample risk's calibration and bootstrap —
+was unknown until its first run (then the stage's recorded wall is used): at 10 000 x 128 x 10 the first plan
+said 15 s for a 24-31 s stage, on digits 3 s for 9 s. This module times that work on this machine with the
+library's own code (:func:`privaudit.attacks.ltu_evaluation.evaluate_defender`,
+:func:`privaudit.attacks.sample_risk.risk_from_confidences`) on synthetic data of the audit's shapes
+(n Defender + n Reserved rows, C classes, the reference models' confidences filled in so that nothing trains):
+
+* the attackers at two round counts (``r`` and ``2r``, after a warm-up call): the per-round cost (LiRA's and
+  RMIA's loops over rounds) and the per-defender rest (learned attacker's cross-fit, per-sample scores, ROC);
+  ``ltu.rounds`` is planned as ``fixed + rounds x per_round``;
+* the per-sample risk without and with ``b`` bootstrap resamples: its calibration and the cost per resample;
+  ``risk.bootstrap`` resamples are planned from them.
+
+What it leaves out (said in the plan's reason): the white-box ``gradient`` attacker (it needs the trained
+model; a torch head costs one per-sample gradient pass, 0.6 s at 10k x 128) and ``retrain`` (its mocks are fits,
+already priced). Synthetic confidences are not the defender's, so NaN patterns and tail fits differ a little from
+the real run; the test compares the estimate with the real evaluation's wall.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+if TYPE_CHECKING:  # torch, sklearn, scipy load with the attackers, inside the functions
+    from privaudit.attacks.ltu_evaluation import AttackerOptions
+    from privaudit.attacks.sample_risk import RiskOptions
+    from privaudit.defenders.specs import DefenderSpecBase
+
+__all__ = ["NOT_TIMED", "PROBE_ROUNDS", "PROBE_BOOTSTRAP", "ScoringTime", "scoring_rate", "time_ltu_scoring"]
+
+#: rounds of the shorter timed call (the longer one plays twice as many)
+PROBE_ROUNDS = 50
+#: bootstrap resamples of the timed risk call
+PROBE_BOOTSTRAP = 20
+#: attackers the probe does not play: their cost is a fit (priced elsewhere) or needs the trained model
+NOT_TIMED = frozenset({"retrain", "gradient"})
+
+
+@dataclass(frozen=True)
+class ScoringTime:
+    """Seconds of one defender's LTU work besides fits, and how they were measured."""
+
+    seconds: float
+    timed_by: str
+
+
+def scoring_rate(t_short: float, t_long: float, short: int, long: int, full: int) -> float:
+    """Seconds of ``full`` units from calls of ``short`` and ``long`` units: ``fixed + full x per_unit``, each
+    clipped at 0 against timing noise.
+
+    >>> scoring_rate(0.3 + 50 * 0.002, 0.3 + 100 * 0.002, 50, 100, 1000)
+    2.3
+    >>> scoring_rate(0.5, 0.4, 50, 100, 1000)  # noise: the longer call was faster
+    0.5
+    """
+    if not 0 <= short < long:
+        raise ValueError(f"scoring_rate needs 0 <= short < long, got {short}, {long}")
+    per_unit = max(0.0, (t_long - t_short) / (long - short))
+    fixed = max(0.0, t_short - short * per_unit)
+    return round(fixed + full * per_unit, 9)
+
+
+def _synthetic(n_defender: int, n_reserved: int, n_classes: int, rng: np.random.Generator,
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Labels, probabilities (the true class favoured, more so on Defender rows) and the membership truth."""
+    n = n_defender + n_reserved
+    y = rng.integers(0, n_classes, n)
+    is_defender = np.zeros(n, bool)
+    is_defender[:n_defender] = True
+    logits = rng.normal(0.0, 1.0, (n, n_classes))
+    logits[np.arange(n), y] += 2.0 + 0.5 * is_defender
+    proba = np.exp(logits - logits.max(axis=1, keepdims=True))
+    return y, proba / proba.sum(axis=1, keepdims=True), is_defender
+
+
+def _reference_confidences(n: int, count: int, fraction: float, rows: np.ndarray, rng: np.random.Generator,
+                           ) -> tuple[np.ndarray, np.ndarray]:
+    """(n, count) confidences and the (n, count) in-training mask of reference models trained on ``rows``."""
+    inside = np.zeros((n, count), bool)
+    inside[rows] = rng.random((len(rows), count)) < fraction
+    conf = 1.0 / (1.0 + np.exp(-(rng.normal(1.5, 1.0, (n, 1)) + 0.4 * inside + rng.normal(0.0, 0.5, (n, count)))))
+    return conf, inside
+
+
+def time_ltu_scoring(spec: "DefenderSpecBase", *, n_defender: int, n_reserved: int, n_classes: int, rounds: int,
+                     attackers: list[str], options: "AttackerOptions", risk: "RiskOptions | None",
+                     seed: int = 0) -> ScoringTime:
+    """One defender's LTU work besides fits at these sizes, measured on this machine (module docstring).
+
+    ``spec`` is the defender's (the attackers check that one exists; nothing is trained: the reference models'
+    confidences are synthetic and already in the evaluator's cache). ``seed`` seeds the synthetic data only.
+    """
+    from privaudit.attacks.ltu import LtuData
+    from privaudit.attacks.ltu_evaluation import evaluate_defender
+    from privaudit.attacks.sample_risk import risk_from_confidences
+
+    if min(n_defender, n_reserved) < 2 or n_classes < 2 or rounds < 1:
+        raise ValueError(f"time_ltu_scoring needs >= 2 rows per side, >= 2 classes and >= 1 round, got "
+                         f"{n_defender}, {n_reserved}, {n_classes}, {rounds}")
+    rng = np.random.default_rng(seed)
+    y, proba, is_defender = _synthetic(n_defender, n_reserved, n_classes, rng)
+    n = len(y)
+    played = [a for a in attackers if a not in NOT_TIMED]
+    notes = []
+    seconds = 0.0
+    if played:
+        conf, inside = _reference_confidences(n, options.reference_models, options.reference_fraction,
+                                              np.flatnonzero(~is_defender), rng)
+        key = ("reserved_reference", int(options.reference_models), float(options.reference_fraction))
+
+        def attack(r: int) -> float:
+            data = LtuData(X=np.zeros((n, 1), np.float32), y=y, proba=proba, is_defender=is_defender,
+                           ids=np.arange(n).astype(str), train_rows=np.flatnonzero(is_defender),
+                           n_classes=n_classes, spec=spec, reference_cache={key: (conf, inside)})
+            start = time.perf_counter()
+            evaluate_defender(data, r, played, np.random.default_rng(seed), options, None)
+            return time.perf_counter() - start
+
+        short = min(PROBE_ROUNDS, rounds)
+        attack(min(short, 5))  # warm-up: first calls' imports and caches
+        t_short, t_long = attack(short), attack(2 * short)
+        seconds += scoring_rate(t_short, t_long, short, 2 * short, rounds)
+        notes.append(f"attackers {', '.join(played)} timed at {short} and {2 * short} rounds")
+    if risk is not None and risk.reference_models > 0:
+        conf_r, inside_r = _reference_confidences(n, risk.reference_models, 0.5, np.arange(n), rng)
+        conf_t = proba[np.arange(n), y]
+
+        def risk_call(bootstrap: int) -> float:
+            start = time.perf_counter()
+            risk_from_confidences(conf_t, conf_r, inside_r, is_defender, replace(risk, bootstrap=bootstrap),
+                                  np.random.default_rng(seed))
+            return time.perf_counter() - start
+
+        b = min(PROBE_BOOTSTRAP, risk.bootstrap)
+        risk_call(0)  # warm-up
+        if b:
+            seconds += scoring_rate(risk_call(0), risk_call(b), 0, b, risk.bootstrap)
+        else:
+            seconds += risk_call(0)
+        notes.append(f"per-sample risk timed with 0 and {b} bootstrap resamples")
+    left = sorted(set(attackers) & NOT_TIMED)
+    if left:
+        notes.append(f"not timed: {', '.join(left)}")
+    return ScoringTime(round(seconds, 9), f"synthetic {n_defender} + {n_reserved} rows x {n_classes} classes; "
+                       + "; ".join(notes))
