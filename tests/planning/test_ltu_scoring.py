@@ -45,15 +45,24 @@ def test_times_the_attackers_and_the_risk_without_training(no_training: None) ->
                          risk=RiskOptions(reference_models=8, bootstrap=30))
     assert t.seconds > 0
     assert "synthetic 60 + 70 rows x 3 classes" in t.timed_by
-    assert "attackers loss_gap, learned, lira, rmia timed at 50 and 100 rounds" in t.timed_by
-    assert "per-sample risk timed with 0 and 20 bootstrap resamples" in t.timed_by
+    assert "attackers loss_gap, learned, lira, rmia timed at 200 rounds" in t.timed_by
+    assert "per-sample risk timed at 30 bootstrap resamples" in t.timed_by
     assert "not timed: gradient, retrain" in t.timed_by
 
 
 def test_few_rounds_and_no_risk() -> None:
     t = time_ltu_scoring(SPEC, n_defender=20, n_reserved=20, n_classes=2, rounds=3, attackers=["rmia"],
                          options=OPTS, risk=None)
-    assert t.seconds > 0 and "timed at 3 and 6 rounds" in t.timed_by and "risk" not in t.timed_by
+    assert t.seconds > 0 and "timed at 3 rounds" in t.timed_by and "risk" not in t.timed_by
+
+
+def test_beyond_the_cap_it_extrapolates(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(ltu_scoring, "MAX_PROBE_ROUNDS", 10)
+    monkeypatch.setattr(ltu_scoring, "MAX_PROBE_BOOTSTRAP", 8)
+    t = time_ltu_scoring(SPEC, n_defender=20, n_reserved=20, n_classes=2, rounds=25, attackers=["rmia"],
+                         options=OPTS, risk=RiskOptions(reference_models=4, bootstrap=30))
+    assert "rmia timed at 5 and 10 rounds, extrapolated to 25" in t.timed_by, t.timed_by
+    assert "risk timed at 4 and 8 bootstrap resamples, extrapolated to 30" in t.timed_by, t.timed_by
 
 
 def test_only_untimed_attackers_cost_nothing_here() -> None:

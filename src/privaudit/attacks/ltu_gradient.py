@@ -80,7 +80,7 @@ class GradientAttacker:
     def __init__(self) -> None:
         self.metrics_extra: dict[str, str] = {}
         # the last table and its norms: guess() and then the evaluator's per-sample scores ask for the same
-        # table, and a torch head's norms cost a per-sample gradient pass over every row (0.6 s at 10k x 128)
+        # table, and a torch head's norms cost a per-sample gradient pass over every row (1.4-1.6 s at 10k x 128)
         self._norms: tuple[AttackTable, np.ndarray] | None = None
 
     def sample_scores(self, table: AttackTable) -> np.ndarray:

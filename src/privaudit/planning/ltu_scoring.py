@@ -8,21 +8,26 @@ library's own code (:func:`privaudit.attacks.ltu_evaluation.evaluate_defender`,
 :func:`privaudit.attacks.sample_risk.risk_from_confidences`) on synthetic data of the audit's shapes
 (n Defender + n Reserved rows, C classes, the reference models' confidences filled in so that nothing trains):
 
-* the attackers at two round counts (``r`` and ``2r``, after a warm-up call): the per-round cost (LiRA's and
-  RMIA's loops over rounds) and the per-defender rest (learned attacker's cross-fit, per-sample scores, ROC);
-  ``ltu.rounds`` is planned as ``fixed + rounds x per_round``;
-* the per-sample risk without and with ``b`` bootstrap resamples: its calibration and the cost per resample;
-  ``risk.bootstrap`` resamples are planned from them.
+* the attackers (after a warm-up call of a few rounds) at ``ltu.rounds`` rounds, and the per-sample risk at its
+  ``bootstrap`` resamples: the same work as one defender's, measured once. Timing shorter calls and extrapolating
+  was tried first (50 and 100 rounds, 0 and 20 resamples): at 10k x 128 two such probes in a row read 1.05 and
+  2.07 s for the attackers, 1.17 and 1.93 s for the risk — the difference of two short calls is mostly timing
+  noise. Beyond :data:`MAX_PROBE_ROUNDS` rounds or :data:`MAX_PROBE_BOOTSTRAP` resamples the cost is
+  extrapolated from calls at half and all of that cap (:func:`scoring_rate`: LiRA's and RMIA's loops and the
+  bootstrap's resamples cost the same each). The plan multiplies by the number of defenders (their shapes are
+  the same). At 10k x 128 the probe costs the plan stage about 3.5 s, on digits about 1 s, and only before the
+  LTU stage's first run.
 
 What it leaves out (said in the plan's reason): the white-box ``gradient`` attacker (it needs the trained
-model; a torch head costs one per-sample gradient pass, 0.6 s at 10k x 128) and ``retrain`` (its mocks are fits,
-already priced). Synthetic confidences are not the defender's, so NaN patterns and tail fits differ a little from
-the real run; the test compares the estimate with the real evaluation's wall.
+model; a torch head costs one per-sample gradient pass, 1.4-1.6 s at 10k x 128) and ``retrain`` (its mocks are
+fits, already priced). Synthetic confidences are not the defender's, so NaN patterns and tail fits differ a little
+from the real run; ``benchmarks/results/scale_*`` put the plan's estimate beside the stage's wall.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
@@ -33,12 +38,11 @@ if TYPE_CHECKING:  # torch, sklearn, scipy load with the attackers, inside the f
     from privaudit.attacks.sample_risk import RiskOptions
     from privaudit.defenders.specs import DefenderSpecBase
 
-__all__ = ["NOT_TIMED", "PROBE_ROUNDS", "PROBE_BOOTSTRAP", "ScoringTime", "scoring_rate", "time_ltu_scoring"]
+__all__ = ["MAX_PROBE_BOOTSTRAP", "MAX_PROBE_ROUNDS", "NOT_TIMED", "ScoringTime", "scoring_rate", "time_ltu_scoring"]
 
-#: rounds of the shorter timed call (the longer one plays twice as many)
-PROBE_ROUNDS = 50
-#: bootstrap resamples of the timed risk call
-PROBE_BOOTSTRAP = 20
+#: most rounds and bootstrap resamples timed as such; beyond, extrapolated from calls at half and all of it
+MAX_PROBE_ROUNDS = 1000
+MAX_PROBE_BOOTSTRAP = 200
 #: attackers the probe does not play: their cost is a fit (priced elsewhere) or needs the trained model
 NOT_TIMED = frozenset({"retrain", "gradient"})
 
@@ -65,6 +69,19 @@ def scoring_rate(t_short: float, t_long: float, short: int, long: int, full: int
     per_unit = max(0.0, (t_long - t_short) / (long - short))
     fixed = max(0.0, t_short - short * per_unit)
     return round(fixed + full * per_unit, 9)
+
+
+def _measured(call: Callable[[int], float], units: int, cap: int) -> float:
+    """Seconds of ``call(units)``: timed as such up to ``cap``, else extrapolated from ``cap // 2`` and ``cap``."""
+    if units <= cap:
+        return call(units)
+    half = cap // 2
+    return scoring_rate(call(half), call(cap), half, cap, units)
+
+
+def _how(units: int, cap: int, what: str) -> str:
+    return (f"timed at {units} {what}" if units <= cap
+            else f"timed at {cap // 2} and {cap} {what}, extrapolated to {units}")
 
 
 def _synthetic(n_defender: int, n_reserved: int, n_classes: int, rng: np.random.Generator,
@@ -123,11 +140,9 @@ def time_ltu_scoring(spec: "DefenderSpecBase", *, n_defender: int, n_reserved: i
             evaluate_defender(data, r, played, np.random.default_rng(seed), options, None)
             return time.perf_counter() - start
 
-        short = min(PROBE_ROUNDS, rounds)
-        attack(min(short, 5))  # warm-up: first calls' imports and caches
-        t_short, t_long = attack(short), attack(2 * short)
-        seconds += scoring_rate(t_short, t_long, short, 2 * short, rounds)
-        notes.append(f"attackers {', '.join(played)} timed at {short} and {2 * short} rounds")
+        attack(min(5, rounds))  # warm-up: first calls' imports and caches
+        seconds += _measured(attack, rounds, MAX_PROBE_ROUNDS)
+        notes.append(f"attackers {', '.join(played)} {_how(rounds, MAX_PROBE_ROUNDS, 'rounds')}")
     if risk is not None and risk.reference_models > 0:
         conf_r, inside_r = _reference_confidences(n, risk.reference_models, 0.5, np.arange(n), rng)
         conf_t = proba[np.arange(n), y]
@@ -138,13 +153,8 @@ def time_ltu_scoring(spec: "DefenderSpecBase", *, n_defender: int, n_reserved: i
                                   np.random.default_rng(seed))
             return time.perf_counter() - start
 
-        b = min(PROBE_BOOTSTRAP, risk.bootstrap)
-        risk_call(0)  # warm-up
-        if b:
-            seconds += scoring_rate(risk_call(0), risk_call(b), 0, b, risk.bootstrap)
-        else:
-            seconds += risk_call(0)
-        notes.append(f"per-sample risk timed with 0 and {b} bootstrap resamples")
+        seconds += _measured(risk_call, risk.bootstrap, MAX_PROBE_BOOTSTRAP)
+        notes.append(f"per-sample risk {_how(risk.bootstrap, MAX_PROBE_BOOTSTRAP, 'bootstrap resamples')}")
     left = sorted(set(attackers) & NOT_TIMED)
     if left:
         notes.append(f"not timed: {', '.join(left)}")
