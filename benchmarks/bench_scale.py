@@ -173,12 +173,24 @@ def fits_per_stage(plan: dict | None) -> dict[str, int]:
     return out
 
 
-def plan_seconds_per_stage(plan: dict | None) -> dict[str, float]:
+def plan_fit_seconds_per_stage(plan: dict | None) -> dict[str, float]:
+    """The planned seconds of each stage's fits (summed over defenders)."""
     out: dict[str, float] = {}
     for d in (plan or {}).get("defenders", {}).values():
         for stage, s in (d.get("stages") or {}).items():
             if s.get("seconds") is not None:
                 out[stage] = out.get(stage, 0.0) + float(s["seconds"])
+    return out
+
+
+def plan_seconds_per_stage(plan: dict | None) -> dict[str, float]:
+    """The plan's estimate of each stage: its fits plus its fixed cost (start-up, work besides fits).
+
+    Results written before 2026-11-28 showed the fits alone in their ``plan s`` column; their .json keeps the
+    whole plan, so ``--render`` puts the estimate there."""
+    stages = (plan or {}).get("stages") or {}
+    out = plan_fit_seconds_per_stage(plan)
+    out.update({stage: float(s["seconds"]) for stage, s in stages.items() if s.get("seconds") is not None})
     return out
 
 
@@ -306,7 +318,7 @@ def main() -> int:
         if "end" not in s:
             s["cut_off_after_s"] = (time.time() - s["start"]) if cut_off else None
     plan = plan_record(ws)
-    fits, plan_s = fits_per_stage(plan), plan_seconds_per_stage(plan)
+    fits, plan_s, fit_s = fits_per_stage(plan), plan_seconds_per_stage(plan), plan_fit_seconds_per_stage(plan)
     order = sorted(stages.values(), key=lambda s: s.get("start", 0))
     profile_text = None
     if args.profile and (ws / ".bench" / f"profile_{args.profile}.out").exists():
@@ -320,6 +332,7 @@ def main() -> int:
         "cores": len(os.sched_getaffinity(0)), "load_before": load_before, "load_after": load_after,
         "repo": str(repo), "overrides": args.set, "dvc_rc": rc, "cut_off": cut_off, "timeout_s": args.timeout,
         "total_wall_s": total, "stages": order, "fits_per_stage": fits, "plan_seconds_per_stage": plan_s,
+        "plan_fit_seconds_per_stage": fit_s,
         "plan_estimated_seconds": (plan or {}).get("estimated_seconds"), "plan": plan,
         "digests": output_digests(ws), "gate": gate_verdict(ws), "profile_stage": args.profile or None, "profile_top25_cumulative": profile_text, "repro_tail": tail,
     }
@@ -350,7 +363,8 @@ def render(r: dict) -> str:
         f"plan stage estimate: {r['plan_estimated_seconds']}",
         f"release gate (metrics/gate.json): {r.get('gate')}",
         "",
-        f"{'stage':<12} {'wall s':>8} {'CPU s':>8} {'fits':>6} {'plan s':>8} {'peak RSS MiB':>13} {'GPU peak MiB':>13}  note",
+        f"{'stage':<12} {'wall s':>8} {'CPU s':>8} {'fits':>6} {'plan s':>8} {'fits s':>7} {'peak RSS MiB':>13} "
+        f"{'GPU peak MiB':>13}  note",
     ]
     for s in r["stages"]:
         wall = s.get("wall_s")
@@ -364,15 +378,18 @@ def render(r: dict) -> str:
         gpu = s.get("gpu_peak_mib")
         rss = f"{s['max_rss_mib']:.0f}" if "max_rss_mib" in s else "-"
         fits = r["fits_per_stage"].get(s["stage"])
-        plan = r["plan_seconds_per_stage"].get(s["stage"])
+        plan = plan_seconds_per_stage(r["plan"]).get(s["stage"]) if r.get("plan") else r["plan_seconds_per_stage"].get(s["stage"])
+        fit_s = plan_fit_seconds_per_stage(r.get("plan")).get(s["stage"])
         cpu = f"{s['user_s'] + s['sys_s']:.1f}" if "user_s" in s else "-"
         lines.append(f"{s['stage']:<12} {('-' if wall is None else f'{wall:.1f}'):>8} {cpu:>8} "
                      f"{('' if fits is None else fits):>6} {('' if plan is None else f'{plan:.0f}'):>8} "
+                     f"{('' if fit_s is None else f'{fit_s:.0f}'):>7} "
                      f"{rss:>13} "
                      f"{('-' if gpu is None else f'{gpu:.0f}'):>13}  {'; '.join(note)}")
     lines.append("")
     lines.append("CPU s: user + system time of the stage's processes (its workers included); fits: per stage from "
-                 "the plan's record (data/.timings/plan.json); plan s: its estimate per stage")
+                 "the plan's record (data/.timings/plan.json); plan s: its estimate per stage (fits and fixed cost); "
+                 "fits s: the fits' part of it")
     metrics = {k: v for k, v in r["digests"].items() if k.startswith("metrics/")}
     if metrics:
         lines += ["", "sha256 of the metrics files (byte-identity across runs; every stage output's md5 is in the .json):"]

@@ -57,3 +57,23 @@ def test_a_small_run_records_every_stage(tmp_path: Path) -> None:
     assert all(s["rc"] == 0 and s["wall_s"] > 0 and s["max_rss_mib"] > 0 for s in ran.values())
     assert ran["split"]["profiled"] and "cumtime" in result["profile_top25_cumulative"]
     assert "data/features" in result["digests"]
+
+
+def test_the_plan_column_is_the_stages_estimate_with_its_fixed_cost() -> None:
+    """Until 2026-11-28 the column summed the planned fits only (a stage's fixed cost, e.g. the LTU scoring, was
+    missing from it); the fits' part has its own column."""
+    plan = {"stages": {"ltu": {"seconds": 14.0, "fits_seconds": 9.0, "fixed_seconds": 5.0}},
+            "defenders": {"a": {"stages": {"ltu": {"seconds": 6.0, "fits": 30}}},
+                          "b": {"stages": {"ltu": {"seconds": 3.0, "fits": 10}, "canaries": {"seconds": 2.0}}}}}
+    assert bench_scale.plan_seconds_per_stage(plan) == {"ltu": 14.0, "canaries": 2.0}
+    assert bench_scale.plan_fit_seconds_per_stage(plan) == {"ltu": 9.0, "canaries": 2.0}
+    stages = [{"stage": "ltu", "wall_s": 15.0, "user_s": 1.0, "sys_s": 0.0, "max_rss_mib": 10.0, "rc": 0}]
+    text = bench_scale.render({
+        "size": None, "dataset": {"name": "digits"}, "target": None, "device": "cpu", "device_name": "cpu",
+        "cores": 2, "host": "h", "load_before": (0, 0, 0), "load_after": (0, 0, 0), "repo": "r", "overrides": [],
+        "dvc_rc": 0, "cut_off": False, "timeout_s": None, "total_wall_s": 20.0, "stages": stages,
+        "fits_per_stage": {"ltu": 40}, "plan_seconds_per_stage": {"ltu": 9.0}, "plan": plan,
+        "plan_estimated_seconds": 16.0, "digests": {}, "profile_top25_cumulative": None, "profile_stage": None,
+        "repro_tail": []})
+    ltu = next(line for line in text.splitlines() if line.startswith("ltu"))
+    assert ltu.split()[:6] == ["ltu", "15.0", "1.0", "40", "14", "9"], ltu
