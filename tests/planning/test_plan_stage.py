@@ -233,3 +233,18 @@ def test_after_the_ltu_stage_ran_the_plan_uses_its_wall_and_times_nothing(
         (trained / "timings" / "stages.json").unlink()
     line = next(l for l in capsys.readouterr().out.splitlines() if l.startswith("plan: stage ltu:"))
     assert "its last run's wall minus its planned fits" in line and "its scoring" not in line, line
+
+
+def test_a_scoring_probe_that_cannot_run_leaves_the_plan_standing(
+        trained: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    from privaudit.planning import ltu_scoring
+
+    def refuses(*args: object, **kwargs: object) -> None:
+        raise ValueError("none of ltu.attackers applies")
+
+    monkeypatch.chdir(trained)
+    _params(trained)
+    monkeypatch.setattr(ltu_scoring, "time_ltu_scoring", refuses)
+    assert _plan(trained, "plan-unscored") == 0
+    line = next(l for l in capsys.readouterr().out.splitlines() if l.startswith("plan: stage ltu:"))
+    assert "its scoring not timed (none of ltu.attackers applies)" in line, line
