@@ -3,7 +3,9 @@
 The sizes (``data/plan/sizes.json``: black-box runs per side) come from the params only. The estimate, per
 defender and stage: the calls of its trainer at the measured cost per call (``data/.timings/fits.json``,
 timed by the defenders stage after each release fit) plus each stage's fixed cost (its last recorded wall
-minus the fits planned for it, ``data/.timings/stages.json``); ``privaudit.planning.cost``. Over
+minus the fits planned for it, ``data/.timings/stages.json``; before a stage's first run, the defenders stage's
+measured start-up, plus for the LTU stage its scoring timed here on synthetic data of the audit's shapes,
+``privaudit.planning.ltu_scoring``); ``privaudit.planning.cost``. Over
 ``compute.budget_minutes``: exit 1 with one line naming the estimate, the budget, the largest
 ``blackbox.sequential_runs`` that would fit with the ε it could still detect, and the command; nothing written.
 
