@@ -68,6 +68,11 @@ def trained(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp
 
 
+def _stage_line(capsys: pytest.CaptureFixture[str], stage: str) -> str:
+    """The plan's printed line of ``stage`` (from what the test captured so far)."""
+    return next(l for l in capsys.readouterr().out.splitlines() if l.startswith(f"plan: stage {stage}:"))
+
+
 def _plan(tmp: Path, out: str) -> int:
     return run_stage("plan", plan_stage._args, plan_stage._body,
                      argv=["--params", "params.yaml", "--defenders", "defenders", "--timings", "timings/fits.json",
@@ -203,13 +208,13 @@ def test_before_any_audit_stage_ran_the_plan_takes_a_heavy_stages_start_up(
 
 def test_before_the_ltu_stage_ran_the_plan_times_its_scoring(
         trained: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
-    """A first plan priced the LTU stage at its fits only (0.33-0.62 of its wall): its attackers' scoring and the
+    """A first plan priced the LTU stage at its fits only (0.43-0.66 of its wall): its attackers' scoring and the
     per-sample risk are now timed on synthetic data of the audit's shapes and added to its fixed cost."""
     monkeypatch.chdir(trained)
     _params(trained)
     assert not (trained / "timings" / "stages.json").exists()  # the LTU stage has not recorded a wall
     assert _plan(trained, "plan-scoring") == 0
-    line = next(l for l in capsys.readouterr().out.splitlines() if l.startswith("plan: stage ltu:"))
+    line = _stage_line(capsys, "ltu")
     assert "its scoring, 2 x " in line and "s measured (synthetic " in line, line
     assert "not timed: gradient" in line, line  # the default attackers include the white-box one
     assert read_json(trained / "timings" / "plan.json")["stages"]["ltu"]["fixed_seconds"] > 0
@@ -231,7 +236,7 @@ def test_after_the_ltu_stage_ran_the_plan_uses_its_wall_and_times_nothing(
         assert _plan(trained, "plan-recorded") == 0
     finally:
         (trained / "timings" / "stages.json").unlink()
-    line = next(l for l in capsys.readouterr().out.splitlines() if l.startswith("plan: stage ltu:"))
+    line = _stage_line(capsys, "ltu")
     assert "its last run's wall minus its planned fits" in line and "its scoring" not in line, line
 
 
@@ -246,5 +251,5 @@ def test_a_scoring_probe_that_cannot_run_leaves_the_plan_standing(
     _params(trained)
     monkeypatch.setattr(ltu_scoring, "time_ltu_scoring", refuses)
     assert _plan(trained, "plan-unscored") == 0
-    line = next(l for l in capsys.readouterr().out.splitlines() if l.startswith("plan: stage ltu:"))
+    line = _stage_line(capsys, "ltu")
     assert "its scoring not timed (none of ltu.attackers applies)" in line, line
