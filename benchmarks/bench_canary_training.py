@@ -111,6 +111,35 @@ def batched(X: np.ndarray, y: np.ndarray, Xte: np.ndarray, yte: np.ndarray, mode
     return dt / models, float(acc.double().mean())
 
 
+def kernel_profile(X: np.ndarray, y: np.ndarray, Xte: np.ndarray, yte: np.ndarray, models: int, batch_size: int,
+                   sigma: float, C: float, lr: float, out: Path | None) -> list[str]:
+    """One epoch of ``models`` DP-SGD linear heads with ``formulation="static"`` (the kernels a CUDA graph
+    replays, launched one by one so that the profiler sees each) under :mod:`torch.profiler`: the table of
+    CUDA kernels by their own device time, and the device time per step against the wall per step of the
+    same epoch replayed as CUDA graphs (``auto``). Where the two are close the graph is bound by its
+    kernels' own time, not by launches, and only fewer or faster kernels make it faster."""
+    from torch.profiler import ProfilerActivity, profile
+
+    steps = max(1, round(len(y) / batch_size))
+    batched(X, y, Xte, yte, models, 1, batch_size, sigma, C, lr, "cuda", "static")  # warm-up
+    s_auto, _ = batched(X, y, Xte, yte, models, 1, batch_size, sigma, C, lr, "cuda", "auto")
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        batched(X, y, Xte, yte, models, 1, batch_size, sigma, C, lr, "cuda", "static")
+    events = prof.key_averages()
+    kernel_us = sum(e.self_device_time_total for e in events if e.device_type == torch.autograd.DeviceType.CUDA)
+    launches = sum(e.count for e in events if e.device_type == torch.autograd.DeviceType.CUDA)
+    lines = [f"kernel profile: {models} DP-SGD linear heads, 1 epoch = {steps} steps, formulation='static' under "
+             f"torch.profiler",
+             f"device time of all CUDA kernels: {kernel_us / 1e3:.1f} ms = {kernel_us / steps:.1f} us per step, "
+             f"{launches / steps:.1f} kernels per step; the same epoch as CUDA graphs ('auto', no profiler): "
+             f"{s_auto * models * 1e3:.1f} ms = {s_auto * models * 1e6 / steps:.1f} us per step",
+             events.table(sort_by="self_device_time_total", row_limit=30)]
+    if out is not None:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text("\n".join(lines) + "\n")
+    return lines
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--gpu", action="store_true", help="1000 heads on 50k x 512 features on CUDA")
@@ -125,6 +154,12 @@ def main() -> None:
     ap.add_argument("--epsilon", type=float, default=2.0)
     ap.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: all cores)")
     ap.add_argument("--out", type=Path, default=None, help="also write the output to this file")
+    ap.add_argument("--no-sequential", action="store_true",
+                    help="skip the sequential opacus loop (its ratio is in earlier results; saves ~20 s on a GPU)")
+    ap.add_argument("--no-triton", action="store_true", help="with --gpu: skip the opt-in fused Triton row")
+    ap.add_argument("--kernel-profile", type=Path, default=None,
+                    help="with --gpu: also profile one epoch of the static steps (torch.profiler) and write the CUDA "
+                         "kernels by device time to this file")
     args = ap.parse_args()
     warnings.filterwarnings("ignore")
     device = "cuda" if args.gpu else "cpu"
@@ -166,7 +201,7 @@ def main() -> None:
     if side_by_side:
         say(f"ratio (eager / {new}): {s_old / s_bat:.2f}x; same random draws (generator end state): "
             f"{bool(torch.equal(states[0], states[1]))}")
-    if args.gpu:  # the opt-in fused Triton clipped sum in the same CUDA graphs
+    if args.gpu and not args.no_triton:  # the opt-in fused Triton clipped sum in the same CUDA graphs
         from privaudit.train import fused_triton
 
         if (why := fused_triton.available()) is not None:
@@ -179,15 +214,20 @@ def main() -> None:
                     f"ratio eager / triton {s_old / s_tri:.2f}x; same draws: {bool(torch.equal(states[0], states[-1]))}")
             except Exception as exc:  # noqa: BLE001 — report and go on: the other rows stand
                 say(f"batched, fused Triton clipped sum FAILED: {type(exc).__name__}: {str(exc)[:500]}")
-    s_seq, a_seq = sequential(X, y, Xte, yte, seq_models, seq_epochs, bs, sigma, C, lr, device)
-    s_seq *= epochs / seq_epochs
-    timed = f"timed on {seq_models} models" + (f" x {seq_epochs} epochs, scaled to {epochs}" if seq_epochs < epochs else "")
-    say(f"sequential opacus: {1 / s_seq:8.2f} models/s  ({timed}; mean test acc {a_seq:.3f}"
-        + (f" after {seq_epochs} epochs)" if seq_epochs < epochs else ")"))
-    say(f"ratio (batched / sequential): {s_seq / s_bat:.1f}x; {models} sequential models would take {s_seq * models:.0f} s")
+    if not args.no_sequential:
+        s_seq, a_seq = sequential(X, y, Xte, yte, seq_models, seq_epochs, bs, sigma, C, lr, device)
+        s_seq *= epochs / seq_epochs
+        timed = f"timed on {seq_models} models" + (f" x {seq_epochs} epochs, scaled to {epochs}" if seq_epochs < epochs else "")
+        say(f"sequential opacus: {1 / s_seq:8.2f} models/s  ({timed}; mean test acc {a_seq:.3f}"
+            + (f" after {seq_epochs} epochs)" if seq_epochs < epochs else ")"))
+        say(f"ratio (batched / sequential): {s_seq / s_bat:.1f}x; {models} sequential models would take {s_seq * models:.0f} s")
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text("\n".join(lines) + "\n")
+    if args.kernel_profile is not None:
+        if not args.gpu:
+            raise SystemExit("--kernel-profile profiles the CUDA kernels: it needs --gpu")
+        print("\n".join(kernel_profile(X, y, Xte, yte, models, bs, sigma, C, lr, args.kernel_profile)[:2]), flush=True)
 
 
 if __name__ == "__main__":

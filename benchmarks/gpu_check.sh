@@ -9,7 +9,8 @@
 #           static-step tests and the device/determinism tests)
 #   kernels the host CPU's native DP-SGD kernel builds (issue 43): the bit-identity tests of every build
 #           the CPU can run (AVX-512 where it has it) and bench_many_heads.py --kernel-builds (linear-dp-1024
-#           per build, % of the CPU's fp32 matmul peak; target >= 30 %)
+#           per build, % of the CPU's fp32 matmul peak; target >= 30 %), again on 1 and 4 threads where the
+#           host has more than 4 cores
 #   canary  bench_canary_training.py --gpu: 1000 DP-SGD linear heads, 20 epochs on 50k x 512, eager steps
 #           and CUDA-graph steps side by side (targets: < 60 s, >= 100x a sequential opacus loop on the
 #           same GPU; issue 43: < 2 s on an H200, from 16.1 s)
@@ -65,11 +66,17 @@ for step in "${steps[@]}"; do
       { grep -m1 -o 'avx512f' /proc/cpuinfo || echo "no avx512f on this CPU"
         $PY -m pytest -q -p no:cacheprovider -rs tests/train/test_native_kernel.py -k "simd or isa" 2>&1
         $PY benchmarks/bench_many_heads.py --device cpu --rows none --kernel-builds --repeats 3 2>&1
+        # thread scaling of the same row (is the kernel bound by threads or by memory?), where the host has > 4 cores
+        if [ "$(nproc)" -gt 4 ]; then
+          for t in 1 4; do $PY benchmarks/bench_many_heads.py --device cpu --rows none --kernel-builds --repeats 2 --threads $t 2>&1; done
+        fi
       } | tee "$out/cpu_kernel_builds.txt"
       ;;
     canary)
       if [ "$DEVICE" = cuda ]; then
-        $PY benchmarks/bench_canary_training.py --gpu --out "$out/canary_training.txt"
+        # CANARY_ARGS: e.g. "--no-sequential --no-triton" where the lease is short
+        $PY benchmarks/bench_canary_training.py --gpu --out "$out/canary_training.txt" \
+          --kernel-profile "$out/canary_kernel_profile.txt" ${CANARY_ARGS:-}
       else
         $PY benchmarks/bench_canary_training.py --dry-run --out "$out/canary_training.txt"
       fi
