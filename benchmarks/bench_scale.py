@@ -218,10 +218,16 @@ def gate_verdict(ws: Path) -> dict | None:
 
 
 def top_profile(path: Path, n: int = 25) -> str:
+    """The profile's top ``n`` entries by cumulative time; a file that cProfile had not finished writing when the
+    stage was stopped (empty or truncated) is reported as such, so that the rest of the results is still written."""
     import io
 
     buf = io.StringIO()
-    pstats.Stats(str(path), stream=buf).strip_dirs().sort_stats("cumulative").print_stats(n)
+    try:
+        pstats.Stats(str(path), stream=buf).strip_dirs().sort_stats("cumulative").print_stats(n)
+    except (EOFError, ValueError, TypeError) as exc:  # marshal's errors on a truncated or empty file
+        return (f"profile unreadable ({type(exc).__name__}: {exc}): {path.name}, {path.stat().st_size} bytes, "
+                "was probably still being written when the stage was stopped")
     text = buf.getvalue()
     start = text.find("   ncalls")
     return text[start:] if start >= 0 else text

@@ -77,3 +77,18 @@ def test_the_plan_column_is_the_stages_estimate_with_its_fixed_cost() -> None:
         "repro_tail": []})
     ltu = next(line for line in text.splitlines() if line.startswith("ltu"))
     assert ltu.split()[:6] == ["ltu", "15.0", "1.0", "40", "14", "9"], ltu
+
+
+def test_a_profile_cut_off_while_being_written_is_reported_not_raised(tmp_path: Path) -> None:
+    import cProfile
+
+    whole = tmp_path / "profile_whole.out"
+    prof = cProfile.Profile()
+    prof.runcall(sorted, range(1000))
+    prof.dump_stats(str(whole))
+    assert "ncalls" in bench_scale.top_profile(whole)
+    for size in (0, whole.stat().st_size // 2):  # empty, and half written (the fifth H200 lease lost its results so)
+        cut = tmp_path / f"profile_cut_{size}.out"
+        cut.write_bytes(whole.read_bytes()[:size])
+        text = bench_scale.top_profile(cut)
+        assert text.startswith("profile unreadable") and cut.name in text and f"{size} bytes" in text
