@@ -2,7 +2,7 @@
 # The GPU checks of issue 17 in one command, on a machine with a CUDA GPU and a CUDA build of torch
 # in .venv (`make setup TORCH_INDEX=https://download.pytorch.org/whl/cu126`, or your own torch):
 #
-#   bash benchmarks/gpu_check.sh [STEP ...]      STEP: tests kernels canary many audit default scale
+#   bash benchmarks/gpu_check.sh [STEP ...]      STEP: tests kernels canary sgd many audit default scale
 #                                                (default: all but `default`, which `audit` covers twice)
 #
 #   tests   the suite's CUDA tests (tests/train/test_devices.py — with issue 43's CUDA-graph test —, the
@@ -14,6 +14,8 @@
 #   canary  bench_canary_training.py --gpu: 1000 DP-SGD linear heads, 20 epochs on 50k x 512, eager steps
 #           and CUDA-graph steps side by side (targets: < 60 s, >= 100x a sequential opacus loop on the
 #           same GPU; issue 43: < 2 s on an H200, from 16.1 s)
+#   sgd     bench_sgd_graphs.py: one call of the default MLP's batched SGD trainer (30 epochs, 25k x 512 rows,
+#           2 and 32 models), eager steps against epochs in CUDA graphs, alternating, with bit-identity
 #   many    bench_many_heads.py --device cuda --steps 128: models/s, useful GFLOP/s, % of the GPU's fp32
 #           peak; dp rows also with eager steps, side by side
 #   audit   the default audit run twice on the GPU (`dvc repro --force`, base.device: auto picks CUDA):
@@ -42,7 +44,7 @@ PY=${PY:-.venv/bin/python}
 DVC=${DVC:-.venv/bin/dvc}
 DEVICE=${DEVICE:-cuda}
 steps=("$@")
-[ ${#steps[@]} -eq 0 ] && steps=(tests kernels canary many audit scale)
+[ ${#steps[@]} -eq 0 ] && steps=(tests kernels canary sgd many audit scale)
 
 if [ "$DEVICE" = cuda ]; then
   $PY -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 'no CUDA device visible to torch ' + torch.__version__)"
@@ -79,6 +81,13 @@ for step in "${steps[@]}"; do
           --kernel-profile "$out/canary_kernel_profile.txt" ${CANARY_ARGS:-}
       else
         $PY benchmarks/bench_canary_training.py --dry-run --out "$out/canary_training.txt"
+      fi
+      ;;
+    sgd)
+      if [ "$DEVICE" = cuda ]; then
+        $PY benchmarks/bench_sgd_graphs.py --out "$out/sgd_graphs.txt"
+      else
+        $PY benchmarks/bench_sgd_graphs.py --dry-run --out "$out/sgd_graphs.txt"
       fi
       ;;
     many)
@@ -138,7 +147,7 @@ PYEOF
       fi
       ;;
     *)
-      echo "gpu_check: unknown step $step (tests kernels canary many audit default scale)" >&2
+      echo "gpu_check: unknown step $step (tests kernels canary sgd many audit default scale)" >&2
       exit 2
       ;;
   esac

@@ -279,6 +279,23 @@ def test_a_long_dp_sgd_recipe_is_timed_on_truncated_calls_only(monkeypatch: pyte
             assert len(seen) == 1 + 3 * 3  # a warm-up, then three medians of three
 
 
+def test_an_sgd_probe_on_cuda_takes_the_full_calls_graph_path() -> None:
+    """On CUDA, SGD epochs run in CUDA graphs from two epochs (``train.cuda_graphs``): the truncated calls that
+    time an SGD recipe there run 2 and 4 epochs, so that both take the full call's path and their difference is
+    replayed epochs (1 and 2 would compare an eager epoch with a captured one); on the CPU one epoch is the least."""
+    from types import SimpleNamespace
+
+    from privaudit.planning import fit_probe
+    from privaudit.train import batched
+
+    cuda_data = SimpleNamespace(n_grad=0, X_base=SimpleNamespace(device=SimpleNamespace(type="cuda")))
+    k = fit_probe.probe_length(False, "cuda:0")
+    assert batched._sgd_graphs_fit("auto", cuda_data, k) and batched._sgd_graphs_fit("auto", cuda_data, 2 * k)
+    assert not batched._sgd_graphs_fit("auto", cuda_data, 1)
+    assert fit_probe.truncated_lengths(30, k) == (k, 2 * k)  # the default MLP's 30 epochs
+    assert fit_probe.probe_length(False, "cpu") == fit_probe.PROBE_EPOCHS == 1
+
+
 def test_single_model_audits_of_a_batched_defender_cost_its_own_trainers_fit() -> None:
     """The one-run and white-box audits train single models with the defender's own trainer (opacus for dp_sgd),
     not with the batched trainer: planned at its release fit's seconds, not at a batched model's (measured at

@@ -252,7 +252,7 @@ def test_capture_leaves_nothing_behind_and_replays_the_steps(monkeypatch) -> Non
                 step(gen)
 
     @contextlib.contextmanager
-    def graph(g, capture_error_mode="global"):  # noqa: ANN001
+    def graph(g, pool=None, capture_error_mode="global"):  # noqa: ANN001
         assert capture_error_mode == "thread_local"
         real = stepper.step
         stepper.step = lambda gen: (calls.append((real, gen)), real(gen))  # record, and run as a capture would not

@@ -33,9 +33,9 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["LARGE", "MAX_PROBE_BLOCK", "MIN_LARGE_STEPS", "PROBE_DP_STEPS", "REPEATS", "SMALL", "large_call_length",
-           "measure_fit_rate", "probe_block", "rate_from_blocks", "rate_from_truncated",
-           "truncated_lengths"]
+__all__ = ["LARGE", "MAX_PROBE_BLOCK", "MIN_LARGE_STEPS", "PROBE_DP_STEPS", "PROBE_EPOCHS", "PROBE_EPOCHS_GRAPHS",
+           "REPEATS", "SMALL", "large_call_length", "measure_fit_rate", "probe_block", "probe_length",
+           "rate_from_blocks", "rate_from_truncated", "truncated_lengths"]
 
 #: timed repetitions of each measurement (the median is kept)
 REPEATS = 3
@@ -49,6 +49,11 @@ SMALL, LARGE = 2, 32
 PROBE_DP_STEPS = 64
 #: SGD epochs of a truncated timed call
 PROBE_EPOCHS = 1
+#: SGD epochs of a truncated timed call on CUDA: two, so that the truncated calls take the full call's path
+#: (epochs in CUDA graphs from two epochs, ``privaudit.train.cuda_graphs``): a call of u >= 1 epochs then costs
+#: a first epoch (eager block, captures) plus (u - 1) replayed epochs, linear in u, and 2 and 4 epochs give
+#: the replayed epoch's cost; 1 and 2 epochs would take it from an eager epoch and a captured one
+PROBE_EPOCHS_GRAPHS = 2
 
 
 def _median_seconds(fn: Callable[[], Any], repeats: int = REPEATS) -> float:
@@ -142,6 +147,18 @@ def large_call_length(k: int, block: int, device: str, dp: bool) -> int:
     return max(min(k, MIN_LARGE_STEPS), min(k, 4 * LARGE * k // max(1, block)))
 
 
+def probe_length(dp: bool, device: str) -> int:
+    """Length (DP-SGD steps, SGD epochs) of a truncated timed call: :data:`PROBE_DP_STEPS`, or for SGD
+    :data:`PROBE_EPOCHS_GRAPHS` on CUDA and :data:`PROBE_EPOCHS` elsewhere.
+
+    >>> probe_length(True, "cuda"), probe_length(False, "cuda:0"), probe_length(False, "cpu")
+    (64, 2, 1)
+    """
+    if dp:
+        return PROBE_DP_STEPS
+    return PROBE_EPOCHS_GRAPHS if str(device).startswith("cuda") else PROBE_EPOCHS
+
+
 def measure_fit_rate(spec: Any, X: np.ndarray, y: np.ndarray, n_classes: int, device: str,
                      seed: int, *, block: int = LARGE) -> tuple[float, float, str]:
     """(per-call seconds, per-model seconds, how) of ``spec``'s trainer on (X, y) (module docstring); the
@@ -175,8 +192,8 @@ def measure_fit_rate(spec: Any, X: np.ndarray, y: np.ndarray, n_classes: int, de
         return lambda: train_heads(r, TrainData(Xt, yt, n_models=models), n_classes,
                                    torch.Generator(device=device).manual_seed(seed + models))
 
-    full, probe = (recipe.dp.steps, PROBE_DP_STEPS) if recipe.dp is not None else (recipe.epochs, PROBE_EPOCHS)
-    lengths = truncated_lengths(full, probe)
+    full = recipe.dp.steps if recipe.dp is not None else recipe.epochs
+    lengths = truncated_lengths(full, probe_length(recipe.dp is not None, device))
     if lengths is None:
         call(SMALL)()  # warm-up: kernels, allocator, the accountant's σ (cached per recipe)
         small, large = _median_seconds(call(SMALL)), _median_seconds(call(LARGE))

@@ -23,10 +23,12 @@ from __future__ import annotations
 
 import math
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import torch
 
+from privaudit.train.cuda_graphs import EpochBlocks
 from privaudit.train.heads import StackedHeads, chunk_gradient, clip_factors, init_heads
 from privaudit.train.native import LinearDpKernel, linear_dp_kernel, unavailable_reason
 from privaudit.train.noise import draw_noise
@@ -266,7 +268,9 @@ def train_heads(
     wherever the data allow it) or ``"native"`` (the fused kernel, an error where it does not apply
     or cannot be built), ``"static"`` (DP-SGD as fixed-shape steps without host syncs,
     :mod:`privaudit.train.static_steps`) or ``"graph"`` (those steps captured in CUDA graphs: what
-    ``"auto"`` does for DP-SGD on CUDA where it applies) or ``"triton"`` (those steps with the clipped sum of
+    ``"auto"`` does for DP-SGD on CUDA where it applies; for SGD, an epoch's steps captured block by block and
+    replayed every epoch, :class:`privaudit.train.cuda_graphs.EpochBlocks`, what ``"auto"`` does on CUDA from
+    two epochs) or ``"triton"`` (those steps with the clipped sum of
     linear heads as one Triton kernel, :mod:`privaudit.train.fused_triton`; opt-in, in CUDA graphs on
     CUDA) — all but ``"auto"`` for tests and benchmarks;
     all give the same results up to float rounding.
@@ -279,11 +283,14 @@ def train_heads(
         raise ValueError("observer needs a DP-SGD recipe (recipe.dp); SGD adds no noise to observe")
     if formulation not in FORMULATIONS:
         raise ValueError(f"formulation must be one of {', '.join(map(repr, FORMULATIONS))}, not {formulation!r}")
-    if formulation in ("static", "graph", "triton") and (recipe.dp is None or observer is not None):
+    if formulation in ("static", "triton") and (recipe.dp is None or observer is not None):
         raise ValueError(f"formulation={formulation!r} is for DP-SGD without an observer; use 'auto'")
+    if formulation == "graph" and observer is not None:
+        raise ValueError("formulation='graph' is for DP-SGD without an observer, or SGD; use 'auto'")
     if formulation == "graph" and data.X_base.device.type != "cuda":
         raise ValueError("formulation='graph' captures CUDA graphs and needs the data on a CUDA device; "
-                         "'static' runs the same fixed-shape steps without graphs on any device")
+                         + ("'static' runs the same fixed-shape steps without graphs on any device" if recipe.dp
+                            else "use 'auto' (SGD steps run eagerly off CUDA)"))
     if formulation == "triton":
         from privaudit.train.fused_triton import available, fits
 
@@ -527,43 +534,67 @@ def _train_sgd(recipe: HeadRecipe, data: TrainData, heads: StackedHeads, opt: _O
     step_rows = plan.rand_rows(N)
     mc = plan.chunk_models(bs, shared)
     g_step = _empty_like(heads)  # the step's gradient, every model's slice written each step
+    # the epoch's order, in one buffer every epoch (a captured step reads it at a fixed address)
+    order_buf = fixed if not recipe.shuffle else torch.empty(M, N, dtype=torch.int32, device=dev)
+    # on CUDA the one-hot labels are subtracted as a mask, not scattered: the same bits, and capturable
+    by_mask = _without_host_reads(dev)
+
+    def step(s: int) -> None:
+        idx = order_buf[:, s:s + bs].long()
+        in_batch = (s + torch.arange(idx.shape[1], device=dev)).unsqueeze(0) < counts.unsqueeze(1)
+        b_m = in_batch.sum(1)
+        active = b_m > 0
+        w = in_batch.to(torch.float32) / b_m.clamp(min=1).unsqueeze(1).to(torch.float32)
+        is_grad_all = idx.expand(M, -1) >= n + E
+        scale = w * ~is_grad_all
+        g = g_step
+        for m0 in range(0, M, mc):
+            m1 = min(M, m0 + mc)
+            sc = scale[m0:m1]
+            if shared:
+                r = idx[0].clamp(max=n - 1)
+                X, y, xsq = data.X_base[r], data.y_base[r], plan.xsq_base[r]
+            else:
+                chunk_idx = idx.expand(M, -1)[m0:m1]
+                y, xsq, _ = plan.labels(chunk_idx, m0)
+                X = plan.rows(m0, chunk_idx)
+            gw, gb, _ = chunk_gradient([x[m0:m1] for x in heads.weights], [x[m0:m1] for x in heads.biases],
+                                       X, y, lambda _norms, sc=sc: sc, False, xsq, one_hot_by_mask=by_mask)
+            _put(g, m0, gw, gb)
+        g = _add(g, _grad_canary_term(data, idx.expand(M, -1), in_batch & is_grad_all, heads,
+                                      w.max(1).values.unsqueeze(1)))
+        opt.step(g, active if _without_host_reads(dev) else (None if bool(active.all()) else active))
+
+    starts = range(0, n_max, bs)
+    blocks = None
+    if _sgd_graphs_fit(plan.formulation, data, recipe.epochs):
+        blocks = EpochBlocks(step, starts, lambda: heads.weights + heads.biases + (opt.buf or []),
+                             lambda make: _captured_or_none(make, plan.formulation, "SGD"))
     for _ in range(recipe.epochs):
         if recipe.shuffle:
-            parts = []
             for r0 in range(0, M, step_rows):  # the rows of torch.rand(M, N), drawn block by block
                 keys = torch.rand(min(step_rows, M - r0), N, device=dev, generator=gen)
                 keys.masked_fill_(~valid[r0:r0 + keys.shape[0]], float("inf"))
-                parts.append(torch.argsort(keys, dim=1, stable=True).to(torch.int32))
+                order_buf[r0:r0 + keys.shape[0]] = torch.argsort(keys, dim=1, stable=True)
                 del keys
-            order = torch.cat(parts) if len(parts) > 1 else parts[0]
-            del parts
+        if blocks is not None:
+            blocks.run_epoch()
         else:
-            order = fixed
-        for s in range(0, n_max, bs):
-            idx = order[:, s:s + bs].long()
-            in_batch = (s + torch.arange(idx.shape[1], device=dev)).unsqueeze(0) < counts.unsqueeze(1)
-            b_m = in_batch.sum(1)
-            active = b_m > 0
-            w = in_batch.to(torch.float32) / b_m.clamp(min=1).unsqueeze(1).to(torch.float32)
-            is_grad_all = idx.expand(M, -1) >= n + E
-            scale = w * ~is_grad_all
-            g = g_step
-            for m0 in range(0, M, mc):
-                m1 = min(M, m0 + mc)
-                sc = scale[m0:m1]
-                if shared:
-                    r = idx[0].clamp(max=n - 1)
-                    X, y, xsq = data.X_base[r], data.y_base[r], plan.xsq_base[r]
-                else:
-                    chunk_idx = idx.expand(M, -1)[m0:m1]
-                    y, xsq, _ = plan.labels(chunk_idx, m0)
-                    X = plan.rows(m0, chunk_idx)
-                gw, gb, _ = chunk_gradient([x[m0:m1] for x in heads.weights], [x[m0:m1] for x in heads.biases],
-                                           X, y, lambda _norms, sc=sc: sc, False, xsq)
-                _put(g, m0, gw, gb)
-            g = _add(g, _grad_canary_term(data, idx.expand(M, -1), in_batch & is_grad_all, heads,
-                                          w.max(1).values.unsqueeze(1)))
-            opt.step(g, active if _without_host_reads(dev) else (None if bool(active.all()) else active))
+            for s in starts:
+                step(s)
+
+
+def _sgd_graphs_fit(formulation: str, data: TrainData, epochs: int) -> bool:
+    """Whether SGD epochs run as captured blocks (:class:`privaudit.train.cuda_graphs.EpochBlocks`): on CUDA,
+    ``auto`` (from two epochs: a block is captured once and pays from its first replay) or ``graph``; not with
+    gradient canaries (their term scatters, not known to be capturable)."""
+    if formulation not in ("auto", "graph") or data.X_base.device.type != "cuda":
+        return False
+    if data.n_grad:
+        if formulation == "graph":
+            raise ValueError("formulation='graph' for SGD is for data without gradient canaries; use 'auto'")
+        return False
+    return formulation == "graph" or epochs >= 2
 
 
 def _train_dp(dp: DPSettings, lr: float, data: TrainData, heads: StackedHeads,
@@ -673,17 +704,22 @@ _graph_warned = False
 
 
 def _graph_or_none(stepper: StaticDpStep, gen: torch.Generator, k: int):  # noqa: ANN202
-    """The replay of ``k`` captured static steps; None (with a warning, once per process) when capture
-    fails under ``formulation="auto"``, which then trains eagerly; ``"graph"`` and ``"triton"`` re-raise."""
+    """The replay of ``k`` captured static DP-SGD steps, or None (see :func:`_captured_or_none`)."""
+    return _captured_or_none(lambda: capture_graph(stepper, gen, k), stepper.plan.formulation, "DP-SGD")
+
+
+def _captured_or_none(make: Callable[[], Callable[[], None]], formulation: str, what: str):  # noqa: ANN202
+    """``make()`` (a capture, returning its replay); None (with a warning, once per process) when capture fails
+    under ``formulation="auto"``, which then trains eagerly; ``"graph"`` and ``"triton"`` re-raise."""
     global _graph_warned
     try:
-        return capture_graph(stepper, gen, k)
+        return make()
     except Exception as exc:  # noqa: BLE001 — any capture failure leaves the eager path, which is always right
-        if stepper.plan.formulation in ("graph", "triton"):
+        if formulation in ("graph", "triton"):
             raise
         if not _graph_warned:
             _graph_warned = True
-            warnings.warn(f"privaudit: capturing DP-SGD steps in a CUDA graph failed ({type(exc).__name__}: {exc}); "
+            warnings.warn(f"privaudit: capturing {what} steps in a CUDA graph failed ({type(exc).__name__}: {exc}); "
                           "training with eager steps (same draws, slower)", RuntimeWarning, stacklevel=3)
         return None
 

@@ -41,6 +41,7 @@ from collections.abc import Callable
 
 import torch
 
+from privaudit.train.cuda_graphs import capture
 from privaudit.train.heads import StackedHeads, chunk_gradient, clip_factors
 from privaudit.train.noise import draw_noise
 
@@ -142,35 +143,20 @@ class StaticDpStep:
 
 
 def capture_graph(stepper: StaticDpStep, gen: torch.Generator, k: int) -> Callable[[], None]:
-    """``k`` static steps captured in one CUDA graph; returns its ``replay``.
+    """``k`` static steps captured in one CUDA graph (:func:`privaudit.train.cuda_graphs.capture`); returns its
+    ``replay``. The warm-up (two steps) draws from a throw-away generator and leaves nothing behind: the
+    parameters, the overflow flag and ``gen``'s state are restored. Raises what capture raises."""
+    scratch = torch.Generator(device=stepper.flat.device).manual_seed(0)
 
-    Warm-up (cuBLAS handles, lazily created state) runs on a side stream with a throw-away generator and
-    leaves nothing behind: parameters, the overflow flag and ``gen``'s state are restored. Raises what
-    capture raises (an op that syncs, a torch without ``register_generator_state``)."""
-    flat = stepper.flat
-    saved_flat, saved_gen = flat.clone(), gen.get_state()
-    try:
-        side = torch.cuda.Stream(device=flat.device)
-        side.wait_stream(torch.cuda.current_stream(flat.device))
-        with torch.cuda.stream(side):
-            scratch = torch.Generator(device=flat.device).manual_seed(0)
-            for _ in range(2):
-                stepper.step(scratch)
-        torch.cuda.current_stream(flat.device).wait_stream(side)
-        flat.copy_(saved_flat)
-        stepper.overflow.zero_()
-        graph = torch.cuda.CUDAGraph()
-        graph.register_generator_state(gen)
-        # thread_local: CUDA work of other threads (a threaded scheduler's) neither breaks the capture nor fails
-        with torch.cuda.graph(graph, capture_error_mode="thread_local"):
-            for _ in range(k):
-                stepper.step(gen)
-    finally:
-        flat.copy_(saved_flat)
-        stepper.overflow.zero_()
-        if not torch.equal(gen.get_state(), saved_gen):
-            gen.set_state(saved_gen)
-    return graph.replay
+    def warm_up() -> None:
+        for _ in range(2):
+            stepper.step(scratch)
+
+    def body() -> None:
+        for _ in range(k):
+            stepper.step(gen)
+
+    return capture(body, warm_up, [stepper.flat, stepper.overflow], gen)
 
 
 def run_static_steps(stepper: StaticDpStep, steps: int, gen: torch.Generator, eager_step: Callable[[], None],
