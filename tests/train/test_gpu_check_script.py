@@ -20,3 +20,14 @@ def test_gpu_check_script_dry_run_on_the_cpu() -> None:
     bad = subprocess.run(["bash", "benchmarks/gpu_check.sh", "benchmark"], cwd=root, env=env, capture_output=True,
                          text=True, timeout=120)
     assert bad.returncode == 2 and "unknown step benchmark" in bad.stderr
+
+
+def test_gpu_lease_refuses_a_bad_step_before_running_anything(tmp_path: Path) -> None:
+    """``benchmarks/gpu_lease.sh`` (a lease's steps under time limits, packed into one file) checks every
+    argument before it installs or runs anything: a lease's minutes are not spent on a typo."""
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "DEVICE": "cpu", "WHEELS": "0", "OUT": str(tmp_path / "out")}
+    res = subprocess.run(["bash", "benchmarks/gpu_lease.sh", "sgd:60", "default", "scale"], cwd=root, env=env,
+                         capture_output=True, text=True, timeout=60)
+    assert res.returncode == 2 and "'default' is not STEP:SECONDS" in res.stderr
+    assert not (tmp_path / "out").exists()
