@@ -35,6 +35,8 @@ REFERENCE_ATTACKERS = ("lira", "rmia")
 
 def _args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--defenders", type=Path, default=Path("data/defenders"))
+    p.add_argument("--features", type=Path, default=Path("data/features"),
+                   help="features (its meta.json: the dimension that sizes one_run.canaries: auto)")
     p.add_argument("--timings", type=Path, default=DEFAULT_TIMINGS)
     p.add_argument("--out", type=Path, default=Path("data/plan"))
 
@@ -93,6 +95,29 @@ def _ltu_scoring(params: Params, defenders: Path) -> tuple[float, str] | None:
     return t.seconds * k, f"its scoring, {k} x {t.seconds:.2g} s measured ({t.timed_by})"
 
 
+def _one_run_work(params: Params, defenders: Path, features: Path) -> tuple[float, str] | None:
+    """The one-run stage's work besides its training runs, timed on synthetic scores (for a stage that has not
+    run); None when the audit applies to no defender."""
+    from privaudit.artifacts import read_json
+    from privaudit.audits.one_run import auto_canaries
+    from privaudit.audits.runner import AuditPlan, audit_request
+    from privaudit.audits.one_run_work import time_one_run_work
+
+    plan = AuditPlan.of("one_run", params)
+    requests = [r for spec in plan.defenders if (r := audit_request(plan, spec, defenders)) is not None]
+    if not requests:
+        return None
+    try:
+        m = params.one_run.canaries
+        if m == "auto":
+            meta = read_json(features / "meta.json")
+            m = auto_canaries(int(meta["dim"]), int(meta["n_classes"]))
+        t = time_one_run_work(requests, int(m), seed=params.base.seed)
+    except (OSError, ValueError, KeyError) as err:  # an estimate, not a check: the one-run stage refuses for itself
+        return 0.0, f"its bounds not timed ({type(err).__name__}: {err})"
+    return t.seconds, f"its bounds, {t.seconds:.2g} s measured ({t.timed_by})"
+
+
 def _body(args: argparse.Namespace, params: Params) -> None:
     """Print what the audit will cost at the sizes the params ask; stop, naming a smaller audit, over budget."""
     from stages import _runner
@@ -132,6 +157,9 @@ def _body(args: argparse.Namespace, params: Params) -> None:
     # OverBudgetError: one line, exit 1, nothing written
     timed_on = next((t.device for t in times.values()), None)
     work = {}
+    # the one-run probe first: nothing in this process has built a claim's curve yet (cold caches, as in its stage)
+    if "one_run" not in fixed and (bounds := _one_run_work(params, args.defenders, args.features)) is not None:
+        work["one_run"] = bounds
     if "ltu" not in fixed and (scoring := _ltu_scoring(params, args.defenders)) is not None:
         work["ltu"] = scoring
     plan = plan_audit(inputs, sizes_of(params, timed_on), fixed=fixed, detectable=_detectable(params, args.defenders),

@@ -75,8 +75,8 @@ def _stage_line(capsys: pytest.CaptureFixture[str], stage: str) -> str:
 
 def _plan(tmp: Path, out: str) -> int:
     return run_stage("plan", plan_stage._args, plan_stage._body,
-                     argv=["--params", "params.yaml", "--defenders", "defenders", "--timings", "timings/fits.json",
-                           "--out", out])
+                     argv=["--params", "params.yaml", "--defenders", "defenders", "--features", "features",
+                           "--timings", "timings/fits.json", "--out", out])
 
 
 def test_the_defenders_stage_times_each_release_fit_and_the_fits_after_it(trained: Path) -> None:
@@ -253,3 +253,58 @@ def test_a_scoring_probe_that_cannot_run_leaves_the_plan_standing(
     assert _plan(trained, "plan-unscored") == 0
     line = _stage_line(capsys, "ltu")
     assert "its scoring not timed (none of ltu.attackers applies)" in line, line
+
+
+def test_before_the_one_run_stage_ran_the_plan_times_its_bounds(
+        trained: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """A first plan priced the one-run stage at its training runs only (1.3 s for a 3.5 s stage on the default
+    audit): the bounds against each claim's curves are now timed on synthetic scores at the audit's number of
+    canaries (``one_run.canaries: auto``, sized from the features' dimension) and added to its fixed cost."""
+    from privaudit.audits import one_run_work
+
+    seen: list[tuple[list[str], int]] = []
+    real = one_run_work.time_one_run_work
+
+    def spy(requests, canaries, seed=0):  # noqa: ANN001, ANN202
+        seen.append(([r.name for r in requests], canaries))
+        return real(requests, canaries, seed)
+
+    monkeypatch.chdir(trained)
+    _params(trained)
+    monkeypatch.setattr(one_run_work, "time_one_run_work", spy)
+    assert not (trained / "timings" / "stages.json").exists()
+    assert _plan(trained, "plan-one-run") == 0
+    line = _stage_line(capsys, "one_run")
+    assert "its bounds, " in line and "s measured (bounds and detectable ε of 2 defenders on 100 synthetic" in line, line
+    assert seen == [(["logreg", "mine"], 100)]  # 4 features x 3 classes: auto gives its floor of 100 canaries
+
+
+def test_after_the_one_run_stage_ran_the_plan_uses_its_wall_and_times_nothing(
+        trained: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    from privaudit.audits import one_run_work
+    from privaudit.planning.timings import record_stage_wall
+
+    def boom(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the plan timed the one-run bounds although the stage has a recorded wall")
+
+    monkeypatch.chdir(trained)
+    _params(trained)
+    monkeypatch.setattr(one_run_work, "time_one_run_work", boom)
+    record_stage_wall("one_run", 1000.0, trained / "timings")
+    try:
+        assert _plan(trained, "plan-one-run-recorded") == 0
+    finally:
+        (trained / "timings" / "stages.json").unlink()
+    line = _stage_line(capsys, "one_run")
+    assert "its last run's wall minus its planned fits" in line and "its bounds" not in line, line
+
+
+def test_a_one_run_probe_without_the_features_leaves_the_plan_standing(
+        trained: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.chdir(trained)
+    _params(trained)
+    assert run_stage("plan", plan_stage._args, plan_stage._body,
+                     argv=["--params", "params.yaml", "--defenders", "defenders", "--features", "nowhere",
+                           "--timings", "timings/fits.json", "--out", "plan-no-features"]) == 0
+    line = _stage_line(capsys, "one_run")
+    assert "its bounds not timed (" in line and "nowhere" in line, line
