@@ -220,24 +220,30 @@ def test_before_the_ltu_stage_ran_the_plan_times_its_scoring(
     assert read_json(trained / "timings" / "plan.json")["stages"]["ltu"]["fixed_seconds"] > 0
 
 
-def test_after_the_ltu_stage_ran_the_plan_uses_its_wall_and_times_nothing(
-        trained: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
-    from privaudit.planning import ltu_scoring
+@pytest.mark.parametrize("stage, module, probe, said", [
+    ("ltu", "privaudit.planning.ltu_scoring", "time_ltu_scoring", "its scoring"),
+    ("one_run", "privaudit.audits.one_run_work", "time_one_run_work", "its bounds")])
+def test_after_a_stage_ran_the_plan_uses_its_wall_and_times_nothing(
+        stage: str, module: str, probe: str, said: str, trained: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Once the LTU (one-run) stage has a recorded wall, the plan takes its fixed cost from it and runs no probe."""
+    import importlib
+
     from privaudit.planning.timings import record_stage_wall
 
     def boom(*args: object, **kwargs: object) -> None:
-        raise AssertionError("the plan timed the LTU scoring although the stage has a recorded wall")
+        raise AssertionError(f"the plan ran {probe} although the {stage} stage has a recorded wall")
 
     monkeypatch.chdir(trained)
     _params(trained)
-    monkeypatch.setattr(ltu_scoring, "time_ltu_scoring", boom)
-    record_stage_wall("ltu", 1000.0, trained / "timings")
+    monkeypatch.setattr(importlib.import_module(module), probe, boom)
+    record_stage_wall(stage, 1000.0, trained / "timings")
     try:
-        assert _plan(trained, "plan-recorded") == 0
+        assert _plan(trained, f"plan-recorded-{stage}") == 0
     finally:
         (trained / "timings" / "stages.json").unlink()
-    line = _stage_line(capsys, "ltu")
-    assert "its last run's wall minus its planned fits" in line and "its scoring" not in line, line
+    line = _stage_line(capsys, stage)
+    assert "its last run's wall minus its planned fits" in line and said not in line, line
 
 
 def test_a_scoring_probe_that_cannot_run_leaves_the_plan_standing(
@@ -277,26 +283,6 @@ def test_before_the_one_run_stage_ran_the_plan_times_its_bounds(
     line = _stage_line(capsys, "one_run")
     assert "its bounds, " in line and "s measured (bounds and detectable ε of 2 defenders on 100 synthetic" in line, line
     assert seen == [(["logreg", "mine"], 100)]  # 4 features x 3 classes: auto gives its floor of 100 canaries
-
-
-def test_after_the_one_run_stage_ran_the_plan_uses_its_wall_and_times_nothing(
-        trained: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
-    from privaudit.audits import one_run_work
-    from privaudit.planning.timings import record_stage_wall
-
-    def boom(*args: object, **kwargs: object) -> None:
-        raise AssertionError("the plan timed the one-run bounds although the stage has a recorded wall")
-
-    monkeypatch.chdir(trained)
-    _params(trained)
-    monkeypatch.setattr(one_run_work, "time_one_run_work", boom)
-    record_stage_wall("one_run", 1000.0, trained / "timings")
-    try:
-        assert _plan(trained, "plan-one-run-recorded") == 0
-    finally:
-        (trained / "timings" / "stages.json").unlink()
-    line = _stage_line(capsys, "one_run")
-    assert "its last run's wall minus its planned fits" in line and "its bounds" not in line, line
 
 
 def test_a_one_run_probe_without_the_features_leaves_the_plan_standing(
