@@ -74,9 +74,11 @@ def _detectable(params: Params, defenders: Path):  # type: ignore[no-untyped-def
     return at
 
 
-def _ltu_scoring(params: Params, defenders: Path) -> tuple[float, str] | None:
-    """The LTU stage's work besides fits, timed on synthetic data of its shapes (for a stage that has not run)."""
-    from privaudit.planning.ltu_scoring import time_ltu_scoring
+def _ltu_scoring(params: Params, defenders: Path, features: Path) -> tuple[float, str] | None:
+    """The LTU stage's work besides fits, timed on synthetic data of its shapes (for a stage that has not run);
+    with the features' dimension also the gradient attacker's pass per defender."""
+    from privaudit.artifacts import read_json
+    from privaudit.planning.ltu_scoring import time_gradient_pass, time_ltu_scoring
     from stages._ltu import ltu_options
 
     if not params.defenders:
@@ -84,15 +86,23 @@ def _ltu_scoring(params: Params, defenders: Path) -> tuple[float, str] | None:
     spec = params.defenders[0]
     info = read_defender_info(defenders, spec.name)
     options, risk = ltu_options(params, "cpu")
+    n_defender, n_classes = max(2, info.n_defender), max(2, int(info.raw.get("n_classes") or 2))
+    n_reserved = max(2, int(info.raw.get("n_reserved") or info.n_defender))
+    attackers, gradient, said = list(params.ltu.attackers), 0.0, ""
     try:
-        t = time_ltu_scoring(spec, n_defender=max(2, info.n_defender),
-                             n_reserved=max(2, int(info.raw.get("n_reserved") or info.n_defender)),
-                             n_classes=max(2, int(info.raw.get("n_classes") or 2)), rounds=params.ltu.rounds,
-                             attackers=list(params.ltu.attackers), options=options, risk=risk, seed=params.base.seed)
-    except ValueError as err:  # an estimate, not a check: the LTU stage itself refuses what it cannot run
+        if "gradient" in attackers and (features / "meta.json").is_file():
+            d = int(read_json(features / "meta.json")["dim"])
+            gradient = sum(time_gradient_pass(s, n_rows=n_defender + n_reserved, d=d, n_classes=n_classes,
+                                              seed=params.base.seed) for s in params.defenders)
+            attackers.remove("gradient")
+            said = f" + the gradient attacker's passes, {gradient:.2g} s measured (random weights, {d} features)"
+        t = time_ltu_scoring(spec, n_defender=n_defender, n_reserved=n_reserved, n_classes=n_classes,
+                             rounds=params.ltu.rounds, attackers=attackers, options=options, risk=risk,
+                             seed=params.base.seed)
+    except (ValueError, KeyError) as err:  # an estimate, not a check: the LTU stage itself refuses what it cannot run
         return 0.0, f"its scoring not timed ({err})"
     k = len(params.defenders)
-    return t.seconds * k, f"its scoring, {k} x {t.seconds:.2g} s measured ({t.timed_by})"
+    return t.seconds * k + gradient, f"its scoring, {k} x {t.seconds:.2g} s measured ({t.timed_by}){said}"
 
 
 def _one_run_work(params: Params, defenders: Path, features: Path) -> tuple[float, str] | None:
@@ -160,7 +170,7 @@ def _body(args: argparse.Namespace, params: Params) -> None:
     # the one-run probe first: nothing in this process has built a claim's curve yet (cold caches, as in its stage)
     if "one_run" not in fixed and (bounds := _one_run_work(params, args.defenders, args.features)) is not None:
         work["one_run"] = bounds
-    if "ltu" not in fixed and (scoring := _ltu_scoring(params, args.defenders)) is not None:
+    if "ltu" not in fixed and (scoring := _ltu_scoring(params, args.defenders, args.features)) is not None:
         work["ltu"] = scoring
     plan = plan_audit(inputs, sizes_of(params, timed_on), fixed=fixed, detectable=_detectable(params, args.defenders),
                       startup=first, work=work)

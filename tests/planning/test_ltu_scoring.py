@@ -96,3 +96,33 @@ def test_scoring_rate_is_never_negative(a: float, b: float, short: int, full: in
 def test_scoring_rate_refuses_a_bad_pair() -> None:
     with pytest.raises(ValueError, match="short < long"):
         scoring_rate(1.0, 2.0, 10, 10, 100)
+
+
+def test_the_gradient_pass_is_the_attackers_own_over_every_row(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The gradient attacker's pass is timed with its own ``gradient_norms`` on a table of the defender's
+    architecture: every row at most MAX_GRADIENT_ROWS, beyond it half and all of them (then extrapolated); one torch
+    thread, as in the LTU stage; 0 s for a defender the attacker does not apply to."""
+    import torch
+
+    import privaudit.attacks.ltu_gradient as ltu_gradient
+    from privaudit.planning.ltu_scoring import time_gradient_pass
+
+    real = ltu_gradient.gradient_norms
+    seen: list[tuple[int, int, int]] = []
+
+    def spy(table):  # noqa: ANN001, ANN202
+        seen.append((table.X.shape[0], table.X.shape[1], torch.get_num_threads()))
+        return real(table)
+
+    monkeypatch.setattr(ltu_gradient, "gradient_norms", spy)
+    mlp = validate_defender_spec({"name": "mlp", "kind": "torch_mlp", "hidden": [8], "epochs": 1})
+    assert time_gradient_pass(mlp, n_rows=300, d=5, n_classes=3) > 0
+    assert seen[-1] == (300, 5, 1) and [s[0] for s in seen] == [64, 300]  # a warm-up, then every row
+    seen.clear()
+    monkeypatch.setattr(ltu_scoring, "MAX_GRADIENT_ROWS", 200)
+    assert time_gradient_pass(mlp, n_rows=1000, d=5, n_classes=3) > 0
+    assert [s[0] for s in seen] == [64, 100, 200]
+    dp = validate_defender_spec({"name": "dp", "kind": "dp_sgd", "epsilon": 1.0, "epochs": 1})
+    assert time_gradient_pass(dp, n_rows=1000, d=5, n_classes=3) == 0.0  # no gradient attack on DP-SGD heads
+    with pytest.raises(ValueError, match="needs >= 1 row"):
+        time_gradient_pass(mlp, n_rows=0, d=5, n_classes=3)

@@ -216,7 +216,9 @@ def test_before_the_ltu_stage_ran_the_plan_times_its_scoring(
     assert _plan(trained, "plan-scoring") == 0
     line = _stage_line(capsys, "ltu")
     assert "its scoring, 2 x " in line and "s measured (synthetic " in line, line
-    assert "not timed: gradient" in line, line  # the default attackers include the white-box one
+    # the default attackers include the white-box one: its gradient pass timed per defender, with the features' d
+    assert "not timed: gradient" not in line and "the gradient attacker's passes, " in line, line
+    assert "s measured (random weights, 4 features)" in line, line
     assert read_json(trained / "timings" / "plan.json")["stages"]["ltu"]["fixed_seconds"] > 0
 
 

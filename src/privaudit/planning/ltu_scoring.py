@@ -18,9 +18,10 @@ library's own code (:func:`privaudit.attacks.ltu_evaluation.evaluate_defender`,
   the same). At 10k x 128 the probe costs the plan stage about 3.5 s, on digits about 1 s, and only before the
   LTU stage's first run.
 
-What it leaves out (said in the plan's reason): the white-box ``gradient`` attacker (it needs the trained
-model; a torch head costs one per-sample gradient pass, 1.4-1.6 s at 10k x 128) and ``retrain`` (its mocks are
-fits, already priced). Synthetic confidences are not the defender's, so NaN patterns and tail fits differ a little
+The white-box ``gradient`` attacker needs the trained model: it is not played here but its one per-sample gradient
+pass per defender (1.4-1.6 s for a torch head at 10k x 128) is timed by :func:`time_gradient_pass` on random
+weights of each defender's architecture (the cost does not depend on the weights), where the plan knows the
+features' dimension. ``retrain`` is left out and said so (its mocks are fits, already priced). Synthetic confidences are not the defender's, so NaN patterns and tail fits differ a little
 from the real run; ``benchmarks/results/scale_*`` put the plan's estimate beside the stage's wall.
 """
 
@@ -38,11 +39,15 @@ if TYPE_CHECKING:  # torch, sklearn, scipy load with the attackers, inside the f
     from privaudit.attacks.sample_risk import RiskOptions
     from privaudit.defenders.specs import DefenderSpecBase
 
-__all__ = ["MAX_PROBE_BOOTSTRAP", "MAX_PROBE_ROUNDS", "NOT_TIMED", "ScoringTime", "scoring_rate", "time_ltu_scoring"]
+__all__ = ["MAX_GRADIENT_ROWS", "MAX_PROBE_BOOTSTRAP", "MAX_PROBE_ROUNDS", "NOT_TIMED", "ScoringTime", "scoring_rate",
+           "time_gradient_pass", "time_ltu_scoring"]
 
 #: most rounds and bootstrap resamples timed as such; beyond, extrapolated from calls at half and all of it
 MAX_PROBE_ROUNDS = 1000
 MAX_PROBE_BOOTSTRAP = 200
+#: most rows of a timed gradient pass; beyond, extrapolated from half and all of it (the pass runs in chunks of
+#: 512 rows: its cost is linear in the rows)
+MAX_GRADIENT_ROWS = 4096
 #: attackers the probe does not play: their cost is a fit (priced elsewhere) or needs the trained model
 NOT_TIMED = frozenset({"retrain", "gradient"})
 
@@ -160,3 +165,48 @@ def time_ltu_scoring(spec: "DefenderSpecBase", *, n_defender: int, n_reserved: i
         notes.append(f"not timed: {', '.join(left)}")
     return ScoringTime(round(seconds, 9), f"synthetic {n_defender} + {n_reserved} rows x {n_classes} classes; "
                        + "; ".join(notes))
+
+
+def time_gradient_pass(spec: "DefenderSpecBase", *, n_rows: int, d: int, n_classes: int, seed: int = 0) -> float:
+    """Seconds of the white-box ``gradient`` attacker's per-sample gradient pass over an LTU table of ``n_rows``
+    rows of ``d`` features for this defender: the attacker's own :func:`privaudit.attacks.ltu_gradient.gradient_norms`
+    on random rows and, for a torch head, random weights of its architecture; on one torch thread, as the LTU stage
+    runs it. 0.0 for a defender the attacker does not apply to. Beyond :data:`MAX_GRADIENT_ROWS` rows extrapolated
+    from half and all of them."""
+    from types import SimpleNamespace
+
+    import torch
+
+    from privaudit.attacks.ltu import AttackTable
+    from privaudit.attacks.ltu_gradient import NotApplicable, gradient_norms
+    from privaudit.defenders.torch_head import build_mlp
+
+    if min(n_rows, d) < 1 or n_classes < 2:
+        raise ValueError(f"time_gradient_pass needs >= 1 row and feature and >= 2 classes, got {n_rows}, {d}, "
+                         f"{n_classes}")
+    rng = np.random.default_rng(seed)
+    model = None
+    if spec.kind == "torch_mlp":
+        net = build_mlp(d, list(getattr(spec, "hidden", [])), n_classes, generator=torch.Generator().manual_seed(seed))
+        model = SimpleNamespace(net=net.eval())
+
+    def call(rows: int) -> float:
+        X = rng.normal(size=(rows, d)).astype(np.float32)
+        y = rng.integers(0, n_classes, rows)
+        proba = np.full((rows, n_classes), 1.0 / n_classes)
+        table = AttackTable(X=X, y=y, proba=proba, loss=np.full(rows, np.log(n_classes)), n_classes=n_classes,
+                            spec=spec, model=model, rng=rng)  # type: ignore[arg-type]
+        threads = torch.get_num_threads()
+        torch.set_num_threads(1)
+        try:
+            start = time.perf_counter()
+            gradient_norms(table)
+            return time.perf_counter() - start
+        finally:
+            torch.set_num_threads(threads)
+
+    try:
+        call(min(n_rows, 64))  # warm-up: torch.func's first call
+    except NotApplicable:
+        return 0.0
+    return _measured(call, n_rows, MAX_GRADIENT_ROWS)
