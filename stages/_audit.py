@@ -44,16 +44,11 @@ def audit_body(name: str) -> Callable[[argparse.Namespace, Params], None]:
         ensure_writable(*(p for p in (args.out, args.tables) if p is not None))
         device = "cpu"
         inputs = AuditInputs(canaries_dir=args.canaries, defenders_dir=args.defenders)
-        one_thread = contextlib.nullcontext()
-        if line.inputs == "trainer":
-            import scipy.linalg  # noqa: F401 — loads scipy's own BLAS, so that the limit below covers it too
-            from threadpoolctl import threadpool_limits
+        fits_on_one_thread = contextlib.nullcontext()
+        if line.inputs == "trainer":  # the audit's fits on one BLAS thread, as every audit fit (torch's: run_stage)
+            from privaudit.repro.threads import one_thread
 
-            # BLAS/OpenMP on one thread, as every other audit fit (canary shards, LTU reference fits): a
-            # scikit-learn fit's sums then do not depend on the machine's core count, and a small fit does not
-            # pay for idle threads (a digits logistic regression: 0.99 s on the 2 cores' default threads, the
-            # 0.04-0.07 s per fit the plan measures on one)
-            one_thread = threadpool_limits(1)
+            fits_on_one_thread = one_thread(torch_too=False)
             from privaudit.repro.determinism import configure_determinism
             from privaudit.features import resolve_device
             from privaudit.features.feature_set import load_feature_set
@@ -63,7 +58,7 @@ def audit_body(name: str) -> Callable[[argparse.Namespace, Params], None]:
             fs = load_feature_set(args.features, args.split)
             X, y = fs.defender
             inputs = AuditInputs(defender_data=DefenderData(X, y, fs.n_classes), defenders_dir=args.defenders)
-        with one_thread:
+        with fits_on_one_thread:
             result = run_audit(AuditPlan.of(name, params), inputs, defenders_dir=args.defenders, device=device)
         if lines := result.lines():  # none when the audit applies to no defender: print nothing, not a blank line
             print("\n".join(lines))

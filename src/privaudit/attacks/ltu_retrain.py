@@ -34,16 +34,11 @@ from privaudit.repro.worker_pool import map_in_processes
 def _mock_distances(spec: DefenderSpecBase, n_classes: int, X: np.ndarray, y: np.ndarray, proba: np.ndarray,
                     jobs: list[tuple[np.ndarray, int, int, int]]) -> list[tuple[float, float]]:
     """For each (train_rows with −1 slot, u1, u2, seed): distances of the two mocks to M_D."""
-    from threadpoolctl import threadpool_limits
-
     from privaudit.defenders.registry import make_defender
+    from privaudit.repro.threads import one_thread
 
-    import torch
-
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
     out = []
-    with threadpool_limits(1):
+    with one_thread():
         for rows, u1, u2, seed in jobs:
             dists = []
             slot = int(np.flatnonzero(rows < 0)[0])
@@ -54,7 +49,6 @@ def _mock_distances(spec: DefenderSpecBase, n_classes: int, X: np.ndarray, y: np
                 mock.fit(X[r], y[r], seed=int(seed) + j)
                 dists.append(float(np.abs(mock.predict_proba(X) - proba).sum(axis=1).mean()))
             out.append((dists[0], dists[1]))
-    torch.set_num_threads(threads)
     return out
 
 

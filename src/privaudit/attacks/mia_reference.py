@@ -50,20 +50,12 @@ def joblib_jobs(n_jobs: int | Literal["auto"]) -> int:
 
 def _fit_conf(spec: DefenderSpecBase, n_classes: int, X: np.ndarray, y: np.ndarray,
               rows: np.ndarray, seed: int) -> np.ndarray:
-    from threadpoolctl import threadpool_limits
-
     from privaudit.defenders.registry import make_defender
+    from privaudit.repro.threads import one_thread
 
-    import torch
-
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        with threadpool_limits(1):
-            m = make_defender(spec, n_classes=n_classes, device="cpu").fit(X[rows], y[rows], seed=seed)
-            p = m.predict_proba(X)
-    finally:
-        torch.set_num_threads(threads)
+    with one_thread():
+        m = make_defender(spec, n_classes=n_classes, device="cpu").fit(X[rows], y[rows], seed=seed)
+        p = m.predict_proba(X)
     return p[np.arange(len(y)), y]
 
 

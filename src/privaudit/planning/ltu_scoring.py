@@ -180,6 +180,7 @@ def time_gradient_pass(spec: "DefenderSpecBase", *, n_rows: int, d: int, n_class
     from privaudit.attacks.ltu import AttackTable
     from privaudit.attacks.ltu_gradient import NotApplicable, gradient_norms
     from privaudit.defenders.torch_head import build_mlp
+    from privaudit.repro.threads import one_thread
 
     if min(n_rows, d) < 1 or n_classes < 2:
         raise ValueError(f"time_gradient_pass needs >= 1 row and feature and >= 2 classes, got {n_rows}, {d}, "
@@ -196,14 +197,10 @@ def time_gradient_pass(spec: "DefenderSpecBase", *, n_rows: int, d: int, n_class
         proba = np.full((rows, n_classes), 1.0 / n_classes)
         table = AttackTable(X=X, y=y, proba=proba, loss=np.full(rows, np.log(n_classes)), n_classes=n_classes,
                             spec=spec, model=model, rng=rng)  # type: ignore[arg-type]
-        threads = torch.get_num_threads()
-        torch.set_num_threads(1)
-        try:
+        with one_thread():
             start = time.perf_counter()
             gradient_norms(table)
             return time.perf_counter() - start
-        finally:
-            torch.set_num_threads(threads)
 
     try:
         call(min(n_rows, 64))  # warm-up: torch.func's first call

@@ -13,6 +13,10 @@ the same kernels on the same buffers every epoch (the epoch's order is copied in
 steps), so each block of :data:`STEPS_PER_BLOCK` consecutive steps is captured once, the first time it is
 reached, and replayed in every later epoch. A replay runs exactly the kernels an eager step would, so on one
 device the numbers are the eager path's bit for bit (``tests/train/test_devices.py``, on CUDA).
+
+The blocks share one memory pool and replay in another order than they were captured (block 0 last): safe for
+graphs that never run concurrently and read none of each other's outputs (PyTorch's "Graph memory management",
+clarified in pytorch/pytorch PR 166975); nothing a block allocates outlives its replay.
 """
 
 from __future__ import annotations
