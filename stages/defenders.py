@@ -66,11 +66,14 @@ def _body(args: argparse.Namespace, params: Params) -> None:
             # a batched trainer's slope is timed on a call as large as the canaries' largest (its black-box blocks)
             block = probe_block(params.blackbox.block, params.blackbox.runs_per_side(
                 batched=True, claims_epsilon=spec.claims_epsilon(), observable=spec.observable_training()))
-            per_call, per_model, how = measure_fit_rate(spec, *fs.defender, fs.n_classes, device, params.base.seed,
-                                                        block=block)
+            # and again on as many workers at once as the audits' pools run (compute.n_jobs): their contention
+            probe = measure_fit_rate(spec, *fs.defender, fs.n_classes, device, params.base.seed, block=block,
+                                     workers=params.compute.workers())
             times.append(FitTime(spec.name, fit_key(spec.model_dump(mode="json"), digests.get(spec.name),
                                                     int(t.info["n_defender"])), t.fit_seconds, int(t.info["n_defender"]),
-                                 model_seconds=per_model, call_seconds=per_call, timed_by=how, device=device))
+                                 model_seconds=probe.model_seconds, call_seconds=probe.call_seconds,
+                                 timed_by=probe.timed_by, device=device, slowdown=probe.slowdown,
+                                 slowdown_workers=probe.workers, slowdown_by=probe.slowdown_by))
             validate_defender_outputs(t.outputs, fs.n_classes, fs.ids)  # output, before it is moved into place
             write_defender(tmp / spec.name, t.model, t.outputs, t.info, t.watch)
             info = t.info

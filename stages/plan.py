@@ -146,7 +146,11 @@ def _body(args: argparse.Namespace, params: Params) -> None:
         rate = single = None
         if t is not None and t.key == key:
             seconds, timed_by = t.planning_seconds()
-            rate = FitRate(seconds, t.call_seconds if batched else 0.0, max(1, info.n_defender), timed_by)
+            # the canaries' own fits ran on the pool already (their contention is in them); a probe's, alone
+            pooled = t.audit_seconds is None and t.slowdown_workers > 1
+            rate = FitRate(seconds, t.call_seconds if batched else 0.0, max(1, info.n_defender),
+                           timed_by + (f"; {t.slowdown_by}" if pooled and t.slowdown_by else ""),
+                           slowdown=t.slowdown if pooled else 1.0, slowdown_workers=t.slowdown_workers if pooled else 1)
             single = FitRate(t.seconds, 0.0, max(1, info.n_defender), "release fit") if batched else None
         claims, observable = spec.claims_epsilon(), spec.observable_training()
         inputs.append(DefenderInput(

@@ -93,6 +93,35 @@ def test_a_batched_defender_timed_on_a_cpu_shares_the_canary_workers() -> None:
     assert few.workers == few.calls == 2  # never more workers than calls
 
 
+def test_work_on_many_workers_at_once_is_priced_at_their_measured_slowdown() -> None:
+    """Two workers at once each ran 1.13-1.20x slower than alone on the 2 cores here; the 10k canaries stage ran
+    0.71-0.77 of a plan that divided by the worker count. Work on w workers costs w / slowdown, not w; work in
+    the stage's own process (one worker) and the single-model audits are not slowed."""
+    two = AuditSizes(**{**SIZES.__dict__, "canary_jobs": 2})
+    plain = dataclasses.replace(_dpsgd(), batched_on_workers=True)
+    slowed = dataclasses.replace(plain, rate=dataclasses.replace(plain.rate, slowdown=1.2, slowdown_workers=2))
+    a, b = (plan_audit([d], two, fixed=FIXED).defenders[0] for d in (plain, slowed))
+    assert b.stage("canaries").seconds == pytest.approx(1.2 * a.stage("canaries").seconds)
+    for stage in ("ltu", "one_run", "whitebox"):  # in the stage's own process
+        assert b.stage(stage).seconds == pytest.approx(a.stage(stage).seconds)
+    one = AuditSizes(**{**SIZES.__dict__, "canary_jobs": 1})
+    assert (plan_audit([slowed], one, fixed=FIXED).defenders[0].stage("canaries").seconds
+            == pytest.approx(plan_audit([plain], one, fixed=FIXED).defenders[0].stage("canaries").seconds))
+    with pytest.raises(ValueError, match="slowdown must be >= 1"):
+        FitRate(1.0, slowdown=0.9, slowdown_workers=2)
+
+
+@given(slowdown=st.floats(1.0, 4.0), measured=st.integers(1, 64), workers=st.integers(1, 128))
+def test_contention_grows_with_the_workers_from_one_to_the_measured_slowdown(slowdown: float, measured: int,
+                                                                             workers: int) -> None:
+    r = FitRate(1.0, slowdown=slowdown, slowdown_workers=measured)
+    c = r.contention(workers)
+    assert 1.0 <= c <= slowdown + 1e-12 and r.contention(1) == 1.0
+    assert r.contention(workers + 1) >= c
+    if measured > 1 and workers >= measured:
+        assert c == pytest.approx(slowdown)
+
+
 def test_fixed_cost_is_counted_once_per_stage_not_per_defender() -> None:
     many = [DefenderInput(f"d{i}", "logistic_regression", False, False, False, FitRate(0.01, n_rows=N), 32, N, N)
             for i in range(20)]
@@ -238,7 +267,7 @@ def test_the_probe_times_the_slope_on_a_block_as_large_as_the_canaries(monkeypat
     k = fit_probe.PROBE_DP_STEPS
     for block, want in ((1000, (1000, fit_probe.MIN_LARGE_STEPS)), (fit_probe.LARGE, (fit_probe.LARGE, k))):
         seen.clear()
-        _, _, how = fit_probe.measure_fit_rate(spec, X, y, 2, "cpu", 0, block=block)
+        how = fit_probe.measure_fit_rate(spec, X, y, 2, "cpu", 0, block=block).timed_by
         assert set(seen) == {(SMALL, k), want, (SMALL, 2 * k)}, seen
         assert f"{want[0]} x {want[1]}" in how
     assert fit_probe.large_call_length(k, 1000, "cuda:0", True) == k  # no host here: the CUDA length alone
@@ -269,7 +298,7 @@ def test_a_long_dp_sgd_recipe_is_timed_on_truncated_calls_only(monkeypatch: pyte
         X, y = rng.normal(size=(n, 4)).astype(np.float32), rng.integers(0, 2, n)
         spec = DpSgdSpec(name="dp", kind="dp_sgd", epsilon=1.0, epochs=20, batch_size=64)
         full = recipe_from_spec(spec, n, 2).dp.steps
-        _, _, how = fit_probe.measure_fit_rate(spec, X, y, 2, "cpu", 0)
+        how = fit_probe.measure_fit_rate(spec, X, y, 2, "cpu", 0).timed_by
         steps = {s for s, _ in seen}
         if whole:
             assert len(steps) == 1 and "truncated" not in how

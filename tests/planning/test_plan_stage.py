@@ -132,25 +132,36 @@ def test_over_budget_stops_in_one_line_names_a_smaller_audit_and_writes_nothing(
         trained: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     """The budget is a guard: the plan stage stops before any expensive stage, naming the estimate, the budget,
     the largest blackbox.sequential_runs that fits, the eps that smaller audit detects and the command."""
+    from privaudit.planning.timings import record_stage_wall
+
     monkeypatch.chdir(trained)
     _params(trained, budget_minutes=None)
     assert _plan(trained, "plan_free") == 0
-    estimate = read_json(trained / "timings" / "plan.json")
-    blackbox = estimate["defenders"]["mine"]["stages"]["canaries"]["pieces"]["blackbox"]
-    budget = round((estimate["estimated_seconds"] - 0.6 * blackbox) / 60, 2)  # 320 runs do not fit, 96 do
-    _params(trained, budget_minutes=budget)
-    assert _plan(trained, "plan_small") == 1
-    err = capsys.readouterr().err.strip()
-    assert err.startswith("stage plan failed: the audit needs about") and "\n" not in err
-    assert f"compute.budget_minutes is {budget:g}" in err
-    m = re.search(r"With blackbox\.sequential_runs=(\d+) \(of 320\) it takes about .* and mine detects eps >= "
-                  r"[0-9.]+ instead of [0-9.]+: run `dvc exp run -S blackbox\.sequential_runs=(\d+)`", err)
-    assert m and m.group(1) == m.group(2) and 32 <= int(m.group(1)) < 320, err
-    assert not (trained / "plan_small").exists()
-    # the user takes the smaller audit: it fits
-    _params(trained, blackbox={"sequential_runs": int(m.group(1))}, budget_minutes=budget)
-    assert _plan(trained, "plan_smaller") == 0
-    assert read_sized_runs(trained / "plan_smaller")["mine"] == int(m.group(1))
+    # every audit stage "ran": their fixed costs are read, not re-timed by each plan (a first plan times the LTU
+    # and one-run stages' work on synthetic data, which varies from plan to plan by more than the margin below)
+    for stage in ("ltu", "canaries", "one_run"):
+        record_stage_wall(stage, 2.0 + read_json(trained / "timings" / "plan.json")["stages"][stage]["fits_seconds"],
+                          trained / "timings")
+    try:
+        assert _plan(trained, "plan_free") == 0
+        estimate = read_json(trained / "timings" / "plan.json")
+        blackbox = estimate["defenders"]["mine"]["stages"]["canaries"]["pieces"]["blackbox"]
+        budget = round((estimate["estimated_seconds"] - 0.6 * blackbox) / 60, 2)  # 320 runs do not fit, 96 do
+        _params(trained, budget_minutes=budget)
+        assert _plan(trained, "plan_small") == 1
+        err = capsys.readouterr().err.strip()
+        assert err.startswith("stage plan failed: the audit needs about") and "\n" not in err
+        assert f"compute.budget_minutes is {budget:g}" in err
+        m = re.search(r"With blackbox\.sequential_runs=(\d+) \(of 320\) it takes about .* and mine detects eps >= "
+                      r"[0-9.]+ instead of [0-9.]+: run `dvc exp run -S blackbox\.sequential_runs=(\d+)`", err)
+        assert m and m.group(1) == m.group(2) and 32 <= int(m.group(1)) < 320, err
+        assert not (trained / "plan_small").exists()
+        # the user takes the smaller audit: it fits
+        _params(trained, blackbox={"sequential_runs": int(m.group(1))}, budget_minutes=budget)
+        assert _plan(trained, "plan_smaller") == 0
+        assert read_sized_runs(trained / "plan_smaller")["mine"] == int(m.group(1))
+    finally:
+        (trained / "timings" / "stages.json").unlink()
 
 
 def test_over_budget_stops_in_one_line_and_writes_nothing(trained: Path, monkeypatch: pytest.MonkeyPatch,
@@ -184,6 +195,42 @@ def test_the_canaries_stage_records_its_fits_and_the_next_plan_uses_them(
     line = next(l for l in capsys.readouterr().out.splitlines() if l.startswith("plan: mine (python)"))
     assert f"{times['mine'].audit_seconds:.3g} s per fit (audit fits)" in line
     assert read_json(trained / "timings" / "plan.json")["defenders"]["mine"]["timed_by"] == "audit fits"
+
+
+def test_the_plan_prices_work_on_the_workers_at_the_slowdown_the_defenders_stage_measured(
+        trained: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """The defenders stage times each trainer again on compute.n_jobs workers at once; the plan divides the
+    canaries' fits on w workers by w / slowdown and says so, unless they are the canaries' own recorded fits."""
+    import dataclasses
+
+    from privaudit.planning.timings import record_fit_time
+
+    monkeypatch.chdir(trained)
+    _params(trained, n_jobs=2)
+    fits = trained / "timings" / "fits.json"
+    saved = fits.read_text()
+    try:
+        mine = read_fit_times(fits)["mine"]
+        assert mine.slowdown_by == "one worker: no contention"  # the fixture's defenders ran with n_jobs: 1
+        blackbox = {}
+        for slowdown, by in ((1.0, ""), (1.5, "2 forked workers at once: 0.45 s a call against 0.3 s alone (1.50x)")):
+            fits.unlink()  # record_fit_time keeps an audit fits' time of the same key (an earlier test's canaries)
+            record_fit_time(dataclasses.replace(mine, audit_seconds=None, slowdown=slowdown, slowdown_workers=2,
+                                                slowdown_by=by), fits)
+            assert _plan(trained, f"plan-slowdown-{slowdown}") == 0
+            blackbox[slowdown] = read_json(trained / "timings" / "plan.json")["defenders"]["mine"]["stages"][
+                "canaries"]["pieces"]["blackbox"]
+        assert blackbox[1.5] == pytest.approx(1.5 * blackbox[1.0])
+        plain, slowed = [l for l in capsys.readouterr().out.splitlines() if l.startswith("plan: mine (python)")]
+        assert "forked workers" not in plain and "2 forked workers at once: 0.45 s a call against 0.3 s alone (1.50x)" in slowed, slowed
+        # the canaries' own fits ran on the workers: their contention is in them, not applied twice
+        record_fit_time(dataclasses.replace(mine, audit_seconds=mine.model_seconds, slowdown=1.5,
+                                            slowdown_workers=2, slowdown_by="measured"), fits)
+        assert _plan(trained, "plan-slowdown-audit") == 0
+        assert read_json(trained / "timings" / "plan.json")["defenders"]["mine"]["stages"]["canaries"]["pieces"][
+            "blackbox"] == pytest.approx(blackbox[1.0])
+    finally:
+        fits.write_text(saved)
 
 
 def test_before_any_audit_stage_ran_the_plan_takes_a_heavy_stages_start_up(
@@ -238,6 +285,8 @@ def test_after_a_stage_ran_the_plan_uses_its_wall_and_times_nothing(
 
     monkeypatch.chdir(trained)
     _params(trained)
+    assert _plan(trained, f"plan-before-{stage}") == 0  # the plan the stage's wall is recorded against
+    capsys.readouterr()
     monkeypatch.setattr(importlib.import_module(module), probe, boom)
     record_stage_wall(stage, 1000.0, trained / "timings")
     try:

@@ -37,6 +37,11 @@ if args[:1] == ["sleep"]:
     time.sleep(60)
 if args[:1] == ["raise"]:
     raise RuntimeError("toy stage failed")
+if args[:1] == ["clock"]:  # the stage's wall so far, as a stage records it, and this process's own age
+    from privaudit.planning.timings import _start_seconds, process_seconds
+    own = float(open("/proc/uptime").read().split()[0]) - _start_seconds("self")
+    print(json.dumps({"seconds": process_seconds(), "own": own, "warm": "xml.dom.minidom" in sys.modules}))
+    sys.exit(0)
 print(json.dumps({"argv": args, "cwd": os.getcwd(), "env": os.environ.get("TOY_VALUE"), "lib": VALUE,
                   "warm": "xml.dom.minidom" in sys.modules, "pid": os.getpid(), "ppid": os.getppid(),
                   "main": __name__}))
@@ -107,6 +112,25 @@ def test_a_stage_runs_warm_with_its_own_arguments_directory_environment_and_exit
         assert failed.returncode == 1 and "RuntimeError: toy stage failed" in failed.stderr  # as a cold run
     runs = [json.loads(line) for line in log.read_text().splitlines()]
     assert [(r["module"], r["exit"], r["pid"]) for r in runs] == [("stages.echo", 3, out["pid"]), ("stages.echo", 1, runs[1]["pid"])]
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").is_file(), reason="process start times come from Linux /proc")
+def test_a_warm_stage_counts_its_wall_from_the_start_of_the_process_dvc_launched(toy: Path) -> None:
+    """The fork runs the stage, but DVC waited from the client's start: a client that spent 1 s before handing
+    the run over (a ``sitecustomize`` that sleeps) makes the stage's recorded wall >= 1 s, while the fork itself
+    is younger; a client name inherited from a process that is gone is ignored."""
+    (toy / "lib" / "sitecustomize.py").write_text(
+        "import os, time\nif os.environ.get('TOY_CLIENT_SLEEP'):\n    time.sleep(float(os.environ['TOY_CLIENT_SLEEP']))\n")
+    with warm_stages(_env(toy), preload=[MARKER]) as env:
+        _wait_ready(env)
+        done = _echo({**env, "TOY_CLIENT_SLEEP": "1.0"}, toy / "work", "clock")
+        assert done.returncode == 0, done.stderr
+        out = json.loads(done.stdout)
+        assert out["warm"] is True and out["seconds"] >= 1.0 > out["own"], out
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    cold = _echo({**_env(toy), "PRIVAUDIT_WARM_CLIENT": gone.stdout.strip()}, toy / "work", "clock")
+    out = json.loads(cold.stdout)
+    assert out["warm"] is False and abs(out["seconds"] - out["own"]) < 0.5, out
 
 
 def test_a_stage_waits_for_a_server_that_is_still_importing_but_a_light_one_does_not(toy: Path) -> None:

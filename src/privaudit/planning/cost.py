@@ -75,19 +75,37 @@ class OverBudgetError(ValueError):
 @dataclass(frozen=True)
 class FitRate:
     """What a call of a defender's trainer costs here: ``call_seconds + k × model_seconds × r / n_rows`` for k
-    models on r rows (``timed_by``: how it was measured)."""
+    models on r rows (``timed_by``: how it was measured); a call runs ``slowdown`` times slower while
+    ``slowdown_workers`` workers run at once (:func:`privaudit.planning.fit_probe.concurrent_slowdown`)."""
 
     model_seconds: float
     call_seconds: float = 0.0
     n_rows: int = 1
     timed_by: str = "fits"
+    slowdown: float = 1.0
+    slowdown_workers: int = 1
 
     def __post_init__(self) -> None:
         if not (self.model_seconds >= 0 and self.call_seconds >= 0 and self.n_rows >= 1):
             raise ValueError(f"a fit rate needs seconds >= 0 and n_rows >= 1, got {self}")
+        if not (self.slowdown >= 1 and self.slowdown_workers >= 1):
+            raise ValueError(f"a fit rate's slowdown must be >= 1 on >= 1 workers, got {self}")
 
     def seconds(self, calls: int, models: int, rows: int) -> float:
         return calls * self.call_seconds + models * self.model_seconds * rows / self.n_rows
+
+    def contention(self, workers: int) -> float:
+        """How much slower each call runs on ``workers`` workers at once: 1 on one, the measured slowdown on as
+        many as were measured or more, linear in ``workers - 1`` between.
+
+        >>> r = FitRate(1.0, slowdown=1.2, slowdown_workers=3)
+        >>> r.contention(1), r.contention(2), r.contention(3), r.contention(8)
+        (1.0, 1.1, 1.2, 1.2)
+        """
+        if workers <= 1 or self.slowdown_workers <= 1:
+            return 1.0
+        share = min(1.0, (workers - 1) / (self.slowdown_workers - 1))
+        return 1.0 + (self.slowdown - 1.0) * share
 
 
 @dataclass(frozen=True)
@@ -298,7 +316,8 @@ def _stages(d: DefenderInput, sizes: AuditSizes, runs: int) -> tuple[AuditCost, 
             w = max(1, min(workers, fits))
         ws = {p: (piece_workers(p, m, rows) if piece_workers is not None and not d.batched else w)
               for p, _, m, rows in pieces}
-        timed = None if rate is None else tuple((p, rate.seconds(c, m, rows) / ws[p]) for p, c, m, rows in pieces)
+        timed = None if rate is None else tuple((p, rate.seconds(c, m, rows) * rate.contention(ws[p]) / ws[p])
+                                                for p, c, m, rows in pieces)
         w = max(ws.values(), default=w)
         return AuditCost(stage, fits, w, None if timed is None else sum(s for _, s in timed),
                          sum(c for _, c, _, _ in pieces), timed or ())

@@ -19,6 +19,13 @@
   the slope of calls of 2 and 32 models (its (M, P) buffers leave the cache), and the 10k canaries were
   planned at 85 s for 131 s. On the CPU it runs fewer steps (:func:`large_call_length`: 8 for 1000 models)
   so that it costs about four 32-model calls; the model above takes its f from the small calls.
+* Contention (:func:`concurrent_slowdown`): the canaries stage's shards and the LTU stage's fits run on
+  ``compute.n_jobs`` forked workers at once, each slower than alone (shared caches and memory bandwidth, a
+  host's other tenants): on the 2 AMD EPYC cores here a 10k x 128 DP-SGD call of 1 000 models took 1.17-1.20x
+  and an MLP call of 64 models 1.13x its time alone, and the 10k canaries stage ran 0.71-0.77 of the first
+  plan's estimate, which divided the fits by the worker count. The large call (a sequential trainer's fit) is
+  timed again on that many forked workers started together, and the plan divides work on w workers by
+  ``w / slowdown``.
 
 The fits here use their own seeds and leave every result untouched; they run only to be timed.
 """
@@ -26,15 +33,16 @@ The fits here use their own seeds and leave every result untouched; they run onl
 from __future__ import annotations
 
 import statistics
+import threading
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-__all__ = ["LARGE", "MAX_PROBE_BLOCK", "MIN_LARGE_STEPS", "PROBE_DP_STEPS", "PROBE_EPOCHS", "PROBE_EPOCHS_GRAPHS",
-           "REPEATS", "SMALL", "large_call_length", "measure_fit_rate", "probe_block", "probe_length",
+__all__ = ["FitProbe", "LARGE", "MAX_PROBE_BLOCK", "MIN_LARGE_STEPS", "PROBE_DP_STEPS", "PROBE_EPOCHS", "PROBE_EPOCHS_GRAPHS",
+           "REPEATS", "SMALL", "concurrent_slowdown", "large_call_length", "measure_fit_rate", "probe_block", "probe_length",
            "rate_from_blocks", "rate_from_truncated", "truncated_lengths"]
 
 #: timed repetitions of each measurement (the median is kept)
@@ -159,11 +167,27 @@ def probe_length(dp: bool, device: str) -> int:
     return PROBE_EPOCHS_GRAPHS if str(device).startswith("cuda") else PROBE_EPOCHS
 
 
+@dataclass(frozen=True)
+class FitProbe:
+    """What :func:`measure_fit_rate` measured: a call of k models costs ``call_seconds + k × model_seconds``
+    (``timed_by``: how); ``slowdown``: how much slower a call runs while ``workers`` run at once (1.0 when
+    not measured; ``slowdown_by`` says how, or why not)."""
+
+    call_seconds: float
+    model_seconds: float
+    timed_by: str
+    slowdown: float = 1.0
+    workers: int = 1
+    slowdown_by: str = ""
+
+
 def measure_fit_rate(spec: Any, X: np.ndarray, y: np.ndarray, n_classes: int, device: str,
-                     seed: int, *, block: int = LARGE) -> tuple[float, float, str]:
-    """(per-call seconds, per-model seconds, how) of ``spec``'s trainer on (X, y) (module docstring); the
-    caller has already run the release fit of a sequential trainer (the warm-up). ``block``: models of a
-    truncated probe's large call (:func:`probe_block`; a recipe timed whole keeps :data:`LARGE`)."""
+                     seed: int, *, block: int = LARGE, workers: int = 1) -> FitProbe:
+    """What a call of ``spec``'s trainer costs on (X, y) (module docstring); the caller has already run the
+    release fit of a sequential trainer (the warm-up). ``block``: models of a truncated probe's large call
+    (:func:`probe_block`; a recipe timed whole keeps :data:`LARGE`). ``workers`` > 1: the large call (a
+    sequential trainer's fit) is timed again on that many workers at once (:func:`concurrent_slowdown`); on a
+    CUDA device the batched calls run in the stage's own process, not on workers, and are not."""
     from privaudit.defenders.recipes import recipe_from_spec
 
     recipe = recipe_from_spec(spec, len(y), n_classes)
@@ -176,7 +200,13 @@ def measure_fit_rate(spec: Any, X: np.ndarray, y: np.ndarray, n_classes: int, de
         with threadpool_limits(1):  # as every audit fit runs (canary shards, LTU retrains, reference models)
             per_fit = _median_seconds(lambda: make_defender(spec, n_classes=n_classes, device=device).fit(
                 X, y, seed=next(seeds)))
-        return 0.0, per_fit, f"median of {REPEATS} fits on one BLAS thread after the release fit"
+        def fit_on_one_thread() -> None:
+            with threadpool_limits(1):
+                make_defender(spec, n_classes=n_classes, device=device).fit(X, y, seed=seed)
+
+        slow, slow_by = concurrent_slowdown(fit_on_one_thread, per_fit, workers)
+        return FitProbe(0.0, per_fit, f"median of {REPEATS} fits on one BLAS thread after the release fit",
+                        slow, workers, slow_by)
     import torch
 
     from privaudit.train import TrainData, train_heads
@@ -198,7 +228,9 @@ def measure_fit_rate(spec: Any, X: np.ndarray, y: np.ndarray, n_classes: int, de
         call(SMALL)()  # warm-up: kernels, allocator, the accountant's σ (cached per recipe)
         small, large = _median_seconds(call(SMALL)), _median_seconds(call(LARGE))
         per_call, per_model = rate_from_blocks(small, large)
-        return per_call, per_model, f"medians of {REPEATS} calls of {SMALL} and {LARGE} models after a warm-up"
+        slow, slow_by = _batched_slowdown(call(LARGE), large, workers, device)
+        return FitProbe(per_call, per_model, f"medians of {REPEATS} calls of {SMALL} and {LARGE} models after a warm-up",
+                        slow, workers, slow_by)
     k, k2 = lengths
     large = max(LARGE, int(block))
     kl = large_call_length(k, large, device, recipe.dp is not None)
@@ -207,5 +239,55 @@ def measure_fit_rate(spec: Any, X: np.ndarray, y: np.ndarray, n_classes: int, de
                                     _median_seconds(call(SMALL, k2)))
     per_call, per_model = rate_from_truncated(t_small, t_large, t_small_2k, k, full, n_large=large, k_large=kl)
     unit = "steps" if recipe.dp is not None else "epochs"
-    return per_call, per_model, (f"medians of {REPEATS} truncated calls ({SMALL} x {k}, {large} x {kl}, "
-                                 f"{SMALL} x {k2} {unit}) after a warm-up, scaled to {full} {unit}")
+    slow, slow_by = _batched_slowdown(call(large, kl), t_large, workers, device)
+    return FitProbe(per_call, per_model, (f"medians of {REPEATS} truncated calls ({SMALL} x {k}, {large} x {kl}, "
+                                          f"{SMALL} x {k2} {unit}) after a warm-up, scaled to {full} {unit}"),
+                    slow, workers, slow_by)
+
+
+def _batched_slowdown(call: Callable[[], Any], alone: float, workers: int, device: str) -> tuple[float, str]:
+    if str(device).startswith("cuda"):
+        return 1.0, "not measured: on a CUDA device the batched calls run in the stage's process, not on workers"
+    return concurrent_slowdown(call, alone, workers)
+
+
+#: calls shorter than this are timed :data:`REPEATS` times per worker (the median kept), longer ones once
+SHORT_CALL_S = 0.5
+#: the longest a worker waits for the others to start before the probe gives up (slowdown 1.0, said)
+BARRIER_TIMEOUT_S = 60.0
+
+
+def concurrent_slowdown(call: Callable[[], Any], alone_seconds: float, workers: int) -> tuple[float, str]:
+    """``(slowdown, how)``: the mean over ``workers`` forked workers, started together, of their call's seconds
+    over ``alone_seconds`` (the same call's median alone), at least 1. The workers are
+    :func:`privaudit.repro.worker_pool.map_in_processes`'s (the stages' own pools, one BLAS and torch thread
+    each); each waits at a barrier until all have started, then times ``call`` (the median of :data:`REPEATS`
+    calls when one is shorter than :data:`SHORT_CALL_S`). ``(1.0, why not)`` for fewer than 2 workers or where
+    this process cannot fork its workers (:func:`privaudit.repro.worker_pool.fork_refusal`; a loky pool's fresh
+    interpreters would not start together)."""
+    from privaudit.repro.worker_pool import fork_refusal, map_in_processes
+
+    if workers < 2:
+        return 1.0, "one worker: no contention"
+    if (why := fork_refusal()) is not None:
+        return 1.0, f"not measured: workers cannot be forked here ({why})"
+    if not alone_seconds > 0:
+        return 1.0, f"not measured: the call alone took {alone_seconds!r} s"
+    import multiprocessing
+
+    barrier = multiprocessing.get_context("fork").Barrier(workers)
+    repeats = REPEATS if alone_seconds < SHORT_CALL_S else 1
+    try:
+        seconds = list(map_in_processes(_timed_together, [(i,) for i in range(workers)], workers,
+                                        shared=(barrier, call, repeats), fork_only=True))
+    except threading.BrokenBarrierError:
+        return 1.0, f"not measured: {workers} workers did not all start within {BARRIER_TIMEOUT_S:g} s"
+    ratio = statistics.fmean(seconds) / alone_seconds
+    return max(1.0, ratio), (f"{workers} forked workers at once: {statistics.fmean(seconds):.3g} s a call against "
+                             f"{alone_seconds:.3g} s alone ({ratio:.2f}x)")
+
+
+def _timed_together(barrier: Any, call: Callable[[], Any], repeats: int, _worker: int) -> float:
+    """In a forked worker: wait for the others, then the median seconds of ``repeats`` calls."""
+    barrier.wait(timeout=BARRIER_TIMEOUT_S)
+    return _median_seconds(call, repeats)

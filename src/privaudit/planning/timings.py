@@ -40,7 +40,8 @@ class FitTime:
     call, one-off costs included); ``model_seconds`` / ``call_seconds``: what a call of k models costs after a
     warm-up (``call_seconds + k × model_seconds``; :mod:`privaudit.planning.fit_probe`, ``timed_by`` says how);
     ``audit_seconds``: the seconds per fit of the last canaries stage's shards (median over shards) of the same
-    key (``None``: none recorded yet)."""
+    key (``None``: none recorded yet); ``slowdown``: how much slower a call ran on ``slowdown_workers`` workers at
+    once (:func:`privaudit.planning.fit_probe.concurrent_slowdown`; ``slowdown_by``: how, or why not measured)."""
 
     name: str
     key: str
@@ -51,6 +52,9 @@ class FitTime:
     call_seconds: float = 0.0
     timed_by: str = ""
     device: str = ""  # where the fits were timed (``cpu``, ``cuda:0``; empty: not recorded)
+    slowdown: float = 1.0
+    slowdown_workers: int = 1
+    slowdown_by: str = ""
 
     def planning_seconds(self) -> tuple[float, str]:
         """The seconds per fit the plan uses and where they come from: the audit fits' time when recorded
@@ -87,7 +91,10 @@ def read_fit_times(path: Path = DEFAULT_TIMINGS) -> dict[str, FitTime]:
                                 audit_seconds=None if audit is None else float(audit),
                                 model_seconds=None if model is None else float(model),
                                 call_seconds=float(entry.get("call_seconds", 0.0)),
-                                timed_by=str(entry.get("timed_by", "")), device=str(entry.get("device", "")))
+                                timed_by=str(entry.get("timed_by", "")), device=str(entry.get("device", "")),
+                                slowdown=max(1.0, float(entry.get("slowdown", 1.0))),
+                                slowdown_workers=max(1, int(entry.get("slowdown_workers", 1))),
+                                slowdown_by=str(entry.get("slowdown_by", "")))
         except (KeyError, TypeError, ValueError):
             continue
     return out
@@ -134,6 +141,8 @@ def _write(times: dict[str, FitTime], path: Path) -> None:
                       | ({} if t.model_seconds is None else {"model_seconds": t.model_seconds,
                                                              "call_seconds": t.call_seconds, "timed_by": t.timed_by})
                       | ({"device": t.device} if t.device else {})
+                      | ({"slowdown": t.slowdown, "slowdown_workers": t.slowdown_workers,
+                          "slowdown_by": t.slowdown_by} if t.slowdown_by else {})
                       for n, t in sorted(times.items())})
 
 
@@ -186,16 +195,41 @@ class StageWall:
 
 
 def process_seconds() -> float | None:
-    """Seconds since this process started (Linux ``/proc``; ``None`` elsewhere): a stage's start-up included."""
+    """Seconds since this stage process started (Linux ``/proc``; ``None`` elsewhere): a stage's start-up included.
+
+    A stage run on the warm server (:mod:`privaudit.repro.warm`) is a fork of the server, started when the
+    server took the run; DVC waits from the start of the ``python -m stages.<name>`` process that handed it
+    over (its interpreter's start-up, the connection, the fork: 0.6-0.9 s a stage, measured on 2 cores). The
+    client names itself in :data:`~privaudit.repro.warm.protocol.CLIENT_ENV`; the wall counts from its start
+    when that process is alive and started before this one (else, e.g. a name inherited by an unrelated
+    process, from this process's own start).
+    """
     import os
 
+    from privaudit.repro.warm.protocol import CLIENT_ENV
+
+    start = _start_seconds("self")
+    client = os.environ.get(CLIENT_ENV, "")
+    if start is not None and client.isdigit() and int(client) != os.getpid():
+        client_start = _start_seconds(client)
+        if client_start is not None and client_start <= start:
+            start = client_start
     try:
-        stat = Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()
-        start = int(stat[19]) / os.sysconf("SC_CLK_TCK")
         uptime = float(Path("/proc/uptime").read_text().split()[0])
     except (OSError, ValueError, IndexError):
         return None
-    return max(0.0, uptime - start)
+    return None if start is None else max(0.0, uptime - start)
+
+
+def _start_seconds(pid: str) -> float | None:
+    """When process ``pid`` (``"self"``: this one) started, in seconds since boot (``/proc/<pid>/stat``)."""
+    import os
+
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return int(stat[19]) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def read_stage_walls(path: Path) -> dict[str, StageWall]:

@@ -21,6 +21,9 @@ SOCKET_ENV = "PRIVAUDIT_WARM_SOCKET"
 PROTOCOL_VERSION = 2
 #: ``<socket><suffix>``: locked (``flock``) by the server while it imports, before the socket exists
 STARTING_SUFFIX = ".starting"
+#: environment variable the client adds to its request: its pid, so that the stage counts its wall from the start
+#: of the process DVC launched (:func:`privaudit.planning.timings.process_seconds`), not from the fork
+CLIENT_ENV = "PRIVAUDIT_WARM_CLIENT"
 #: only these modules are run warm
 MODULE_PREFIX = "stages."
 #: environment read when the interpreter or a preloaded library starts: a client whose values differ from the
@@ -109,4 +112,4 @@ def _recv_exact(sock: socket.socket, n: int) -> bytes:
 def this_request(module: str, args: list[str]) -> Request:
     """The request that runs ``python -m module args`` as this process would."""
     return Request(version=PROTOCOL_VERSION, executable=sys.executable, prefix=sys.prefix, module=module, args=list(args),
-                   cwd=os.getcwd(), env=dict(os.environ))
+                   cwd=os.getcwd(), env={**os.environ, CLIENT_ENV: str(os.getpid())})

@@ -1,0 +1,70 @@
+"""Issue 43: the plan priced work on compute.n_jobs workers as if each ran as fast as alone (the 10k canaries stage
+ran 0.71-0.77 of its first plan on 2 cores; two DP-SGD calls at once each took 1.17-1.20x). The contention probe
+(privaudit.planning.fit_probe.concurrent_slowdown) times a call on that many forked workers started together."""
+
+from __future__ import annotations
+
+import fcntl
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from privaudit.planning import fit_probe
+from privaudit.repro.worker_pool import FORK_ENV
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="forked workers: Linux only")
+
+HOLD_S = 0.2
+
+
+def _one_at_a_time(lock: Path):  # type: ignore[no-untyped-def]
+    """A call that holds an exclusive lock for HOLD_S: on w workers at once they queue, the i-th waits i × HOLD_S."""
+    def call() -> None:
+        with lock.open("w") as fh:
+            fcntl.flock(fh, fcntl.LOCK_EX)
+            time.sleep(HOLD_S)
+    return call
+
+
+def test_workers_that_share_a_resource_are_measured_slower_than_one_alone(tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two workers that queue for one lock, one call each: 0.2 and 0.4 s (mean 1.5x alone); three: 2x."""
+    monkeypatch.setattr(fit_probe, "SHORT_CALL_S", HOLD_S / 2)  # one call per worker (repeated calls interleave)
+    call = _one_at_a_time(tmp_path / "lock")
+    two, how = fit_probe.concurrent_slowdown(call, HOLD_S, 2)
+    assert 1.35 <= two <= 1.8, how
+    assert "2 forked workers at once" in how
+    three, _ = fit_probe.concurrent_slowdown(call, HOLD_S, 3)
+    assert 1.8 <= three <= 2.4 and three > two
+
+
+def test_independent_calls_on_idle_workers_are_not_slowed_much(tmp_path: Path) -> None:
+    slow, how = fit_probe.concurrent_slowdown(lambda: time.sleep(HOLD_S), HOLD_S, 2)
+    assert 1.0 <= slow < 1.25, how  # sleeping calls share nothing (scheduling noise only)
+
+
+def test_one_worker_or_no_fork_measures_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def boom() -> None:
+        raise AssertionError("the probe ran a call it had no reason to run")
+
+    assert fit_probe.concurrent_slowdown(boom, 1.0, 1) == (1.0, "one worker: no contention")
+    monkeypatch.setenv(FORK_ENV, "0")
+    slow, how = fit_probe.concurrent_slowdown(boom, 1.0, 2)
+    assert slow == 1.0 and how.startswith("not measured: workers cannot be forked here") and FORK_ENV in how
+
+
+def test_the_probe_of_a_trainer_reports_its_slowdown_on_the_audits_workers() -> None:
+    """measure_fit_rate times the large call (a sequential trainer's fit) again on ``workers`` workers."""
+    from privaudit.defenders.specs import LogRegSpec
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, 8)).astype(np.float32)
+    y = (X[:, 0] > 0).astype(np.int64)
+    spec = LogRegSpec(name="lr", kind="logistic_regression")
+    alone = fit_probe.measure_fit_rate(spec, X, y, 2, "cpu", 0)
+    assert (alone.slowdown, alone.workers, alone.slowdown_by) == (1.0, 1, "one worker: no contention")
+    pooled = fit_probe.measure_fit_rate(spec, X, y, 2, "cpu", 0, workers=2)
+    assert pooled.slowdown >= 1.0 and pooled.workers == 2 and "2 forked workers at once" in pooled.slowdown_by
