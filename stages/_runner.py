@@ -88,9 +88,9 @@ def end_process(code: int) -> None:
     """End this stage process now with ``code``: flush the standard streams, run the ``atexit`` handlers (logging's
     flush, temporary directories' finalizers, a GPU peak file), then ``os._exit`` — skipping the interpreter's
     teardown of every module it loaded, which does nothing a stage needs: with the warm server's preloaded
-    libraries (torch, Great Expectations, scikit-learn, pandas, opacus) that teardown took 1.6-2.3 s after a
-    process's last line on 2 cores, a stage's whole wall for the light ones, and under ``privaudit warm`` 0.5-0.6 s
-    of a forked stage's 1.35 s. Returns (a normal exit follows) while another Python thread runs: a normal exit
+    libraries (torch, Great Expectations, scikit-learn, pandas, opacus) that teardown took 2.8-3.5 s after a
+    process's last line on 2 cores, against 0.11-0.17 s this way (``benchmarks/bench_stage_exit.py``,
+    ``benchmarks/results/stage_exit_cpu.txt``), and under ``privaudit warm`` 0.5-0.6 s of a forked stage's 1.35 s. Returns (a normal exit follows) while another Python thread runs: a normal exit
     would wait for it."""
     import threading
 

@@ -32,7 +32,7 @@ def _one_at_a_time(lock: Path):  # type: ignore[no-untyped-def]
 def test_workers_that_share_a_resource_are_measured_slower_than_one_alone(tmp_path: Path,
                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     """Two workers that queue for one lock, one call each: 0.2 and 0.4 s (mean 1.5x alone); three: 2x."""
-    monkeypatch.setattr(fit_probe, "SHORT_CALL_S", HOLD_S / 2)  # one call per worker (repeated calls interleave)
+    monkeypatch.setattr(fit_probe, "REPEATS", 1)  # one call per worker (repeated calls interleave)
     call = _one_at_a_time(tmp_path / "lock")
     two, how = fit_probe.concurrent_slowdown(call, HOLD_S, 2)
     assert 1.35 <= two <= 1.8, how

@@ -251,8 +251,6 @@ def _batched_slowdown(call: Callable[[], Any], alone: float, workers: int, devic
     return concurrent_slowdown(call, alone, workers)
 
 
-#: calls shorter than this are timed :data:`REPEATS` times per worker (the median kept), longer ones once
-SHORT_CALL_S = 0.5
 #: the longest a worker waits for the others to start before the probe gives up (slowdown 1.0, said)
 BARRIER_TIMEOUT_S = 60.0
 
@@ -261,8 +259,9 @@ def concurrent_slowdown(call: Callable[[], Any], alone_seconds: float, workers: 
     """``(slowdown, how)``: the mean over ``workers`` forked workers, started together, of their call's seconds
     over ``alone_seconds`` (the same call's median alone), at least 1. The workers are
     :func:`privaudit.repro.worker_pool.map_in_processes`'s (the stages' own pools, one BLAS and torch thread
-    each); each waits at a barrier until all have started, then times ``call`` (the median of :data:`REPEATS`
-    calls when one is shorter than :data:`SHORT_CALL_S`). ``(1.0, why not)`` for fewer than 2 workers or where
+    each); each waits at a barrier until all have started, then times ``call`` :data:`REPEATS` times and keeps the
+    median, as ``alone_seconds`` is kept (a single call each read 0.87-1.49x on this shared host, where one call
+    alone varies by 30 % within seconds). ``(1.0, why not)`` for fewer than 2 workers or where
     this process cannot fork its workers (:func:`privaudit.repro.worker_pool.fork_refusal`; a loky pool's fresh
     interpreters would not start together)."""
     from privaudit.repro.worker_pool import fork_refusal, map_in_processes
@@ -276,10 +275,9 @@ def concurrent_slowdown(call: Callable[[], Any], alone_seconds: float, workers: 
     import multiprocessing
 
     barrier = multiprocessing.get_context("fork").Barrier(workers)
-    repeats = REPEATS if alone_seconds < SHORT_CALL_S else 1
     try:
         seconds = list(map_in_processes(_timed_together, [(i,) for i in range(workers)], workers,
-                                        shared=(barrier, call, repeats), fork_only=True))
+                                        shared=(barrier, call, REPEATS), fork_only=True))
     except threading.BrokenBarrierError:
         return 1.0, f"not measured: {workers} workers did not all start within {BARRIER_TIMEOUT_S:g} s"
     ratio = statistics.fmean(seconds) / alone_seconds
