@@ -16,8 +16,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -25,6 +23,9 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from benchmarks.pairs import pair_summary, report  # noqa: E402
 
 _ARM = r"""
 import importlib, json, sys, time
@@ -64,23 +65,11 @@ def main() -> None:
         for _ in range(args.pairs):
             normal.append(_arm(False, Path(tmp)))
             fast.append(_arm(True, Path(tmp)))
-    ratios = [a / b for a, b in zip(normal, fast)]
-    lines = [
+    report(pair_summary(
         "bench_stage_exit: seconds from a stage's last line to its process's end, in a process that imported the "
         "warm server's preload list (torch, Great Expectations, scikit-learn, pandas, opacus, ...)",
-        f"machine: {platform.machine()}, {os.cpu_count()} cores visible, python {platform.python_version()}; "
-        f"load average before {load_before:.2f}, after {os.getloadavg()[0]:.2f}",
-        f"sys.exit (the interpreter's teardown)     s: {', '.join(f'{v:.3f}' for v in normal)}; "
-        f"median {statistics.median(normal):.3f}",
-        f"end_process (atexit handlers, os._exit)  s: {', '.join(f'{v:.3f}' for v in fast)}; "
-        f"median {statistics.median(fast):.3f}",
-        f"ratio per pair: {', '.join(f'{r:.1f}' for r in ratios)}; median {statistics.median(ratios):.1f}x",
-    ]
-    text = "\n".join(lines)
-    print(text)
-    if args.out is not None:
-        args.out.write_text(text + "\n", encoding="utf-8")
-
+        ("sys.exit (the interpreter's teardown)", normal), ("end_process (atexit handlers, os._exit)", fast),
+        load_before, digits=3), args.out)
 
 if __name__ == "__main__":
     main()

@@ -15,13 +15,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
-import statistics
 import subprocess
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from benchmarks.pairs import pair_summary, report  # noqa: E402
 
 _ARM = r"""
 import json, sys, time
@@ -63,23 +64,11 @@ def main() -> None:
         if forked["refusal"] is not None:
             raise SystemExit(f"forked workers refused here: {forked['refusal']}")
         fork.append(float(forked["seconds"]))
-    ratios = [a / b for a, b in zip(loky, fork)]
-    lines = [
+    report(pair_summary(
         f"bench_worker_pool: {args.jobs} workers, one logistic-regression fit (900 x 64, 3 classes) each, from the "
         "pool's start to the last result, in a process that imported torch, scikit-learn and privaudit",
-        f"machine: {platform.machine()}, {os.cpu_count()} cores visible, python {platform.python_version()}; "
-        f"load average before {load_before:.2f}, after {os.getloadavg()[0]:.2f}",
-        f"loky (joblib's default: fresh interpreters)  s: {', '.join(f'{v:.2f}' for v in loky)}; "
-        f"median {statistics.median(loky):.2f}",
-        f"forked (privaudit.repro.worker_pool)         s: {', '.join(f'{v:.2f}' for v in fork)}; "
-        f"median {statistics.median(fork):.2f}",
-        f"ratio loky / forked per pair: {', '.join(f'{r:.1f}' for r in ratios)}; median {statistics.median(ratios):.1f}x",
-    ]
-    text = "\n".join(lines)
-    print(text)
-    if args.out is not None:
-        args.out.write_text(text + "\n", encoding="utf-8")
-
+        ("loky (joblib's default: fresh interpreters)", loky), ("forked (privaudit.repro.worker_pool)", fork),
+        load_before), args.out)
 
 if __name__ == "__main__":
     main()

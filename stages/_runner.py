@@ -96,18 +96,18 @@ def end_process(code: int) -> None:
 
     if threading.active_count() > 1:
         return
+    _flush_streams()
+    atexit._run_exitfuncs()  # CPython's own runner of the registered handlers, as at a normal exit
+    _flush_streams()  # what the handlers printed
+    os._exit(code)
+
+
+def _flush_streams() -> None:
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
         except (OSError, ValueError):  # closed, or a broken pipe: as a normal exit would, go on
             pass
-    atexit._run_exitfuncs()  # CPython's own runner of the registered handlers, as at a normal exit
-    for stream in (sys.stdout, sys.stderr):  # what the handlers printed
-        try:
-            stream.flush()
-        except (OSError, ValueError):
-            pass
-    os._exit(code)
 
 
 def _record_wall(name: str) -> None:
