@@ -73,7 +73,8 @@ def _body(args: argparse.Namespace, params: Params) -> None:
                                                     int(t.info["n_defender"])), t.fit_seconds, int(t.info["n_defender"]),
                                  model_seconds=probe.model_seconds, call_seconds=probe.call_seconds,
                                  timed_by=probe.timed_by, device=device, slowdown=probe.slowdown,
-                                 slowdown_workers=probe.workers, slowdown_by=probe.slowdown_by))
+                                 slowdown_workers=probe.workers, slowdown_by=probe.slowdown_by,
+                                 observing_seconds=t.watch.observing_seconds if t.watch is not None else 0.0))
             validate_defender_outputs(t.outputs, fs.n_classes, fs.ids)  # output, before it is moved into place
             write_defender(tmp / spec.name, t.model, t.outputs, t.info, t.watch)
             info = t.info

@@ -158,7 +158,8 @@ def _body(args: argparse.Namespace, params: Params) -> None:
             blackbox_runs=params.blackbox.runs_per_side(batched=batched, claims_epsilon=claims, observable=observable),
             n_defender=max(1, info.n_defender), n_reserved=max(1, int(info.raw.get("n_reserved") or info.n_defender)),
             sequential_runs=claims and not batched and not observable,
-            batched_on_workers=batched and t is not None and t.device == "cpu", single_rate=single))
+            batched_on_workers=batched and t is not None and t.device == "cpu", single_rate=single,
+            observing_seconds=t.observing_seconds if t is not None and t.key == key else 0.0))
     fixed = {}
     for stage, wall in read_stage_walls(args.timings.parent / "stages.json").items():
         if (sec := wall.fixed_seconds()) is not None:

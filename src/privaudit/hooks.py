@@ -46,6 +46,7 @@ are the original ones (marked processed, as opacus marks them).
 from __future__ import annotations
 
 import math
+import time
 import types
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -149,6 +150,10 @@ class Recording:
         self._seen: dict[int, tuple[str, Any, Any]] = {}  # id → (label, tensor, value when first used)
         self.changes: list[str] = []  # changes outside a watched DP step, in the order they were seen
         self._forward_hook: Any = None
+        #: seconds the recording itself spent in the run (the canary pass, the noise read, the checks of what
+        #: changed): what an unwatched run of the same loop does not pay (the plan prices the one-run audit's
+        #: unwatched run from a watched release fit with it); a measurement, never part of an observation
+        self.observing_seconds = 0.0
 
     # -- public -------------------------------------------------------------------------------
     @property
@@ -225,22 +230,44 @@ class Recording:
         def clip_and_accumulate(_self: Any) -> None:
             if not rec.open:
                 return orig_clip()
-            rec._clip(opt, orig_clip)
+            start, data_pass = time.perf_counter(), []
+
+            def clip_once() -> Any:  # the first pass is the work an unwatched step does too: not observing
+                if data_pass:
+                    return orig_clip()
+                t = time.perf_counter()
+                try:
+                    return orig_clip()
+                finally:
+                    data_pass.append(time.perf_counter() - t)
+
+            try:
+                rec._clip(opt, clip_once)
+            finally:
+                rec.observing_seconds += time.perf_counter() - start - sum(data_pass)
             return None
 
         def add_noise(_self: Any) -> None:
             if not rec.open:
                 return orig_noise()
             orig_noise()
-            rec._noise(opt)
+            start = time.perf_counter()
+            try:
+                rec._noise(opt)
+            finally:
+                rec.observing_seconds += time.perf_counter() - start
             return None
 
         def step(_self: Any, *args: Any, **kwargs: Any) -> Any:
             if not rec.open:
                 return orig_step(*args, **kwargs)
+            start = time.perf_counter()
             rec._check_unchanged(f"before watched step {rec.steps}")
+            middle = time.perf_counter()
             out = orig_step(*args, **kwargs)
+            end = time.perf_counter()
             rec._snapshot()
+            rec.observing_seconds += (middle - start) + (time.perf_counter() - end)
             return out
 
         # bound methods, as the optimizer's own are: whatever wraps them afterwards (torch's LR schedulers
@@ -267,6 +294,13 @@ class Recording:
 
     def _on_forward(self, module: Any, _inputs: Any) -> None:
         """Global forward pre-hook: remember every parameter and buffer as first used in training."""
+        start = time.perf_counter()
+        try:
+            self._remember(module)
+        finally:
+            self.observing_seconds += time.perf_counter() - start
+
+    def _remember(self, module: Any) -> None:
         for kind, named in (("parameter", module.named_parameters(recurse=False)),
                             ("buffer", module.named_buffers(recurse=False))):
             for name, t in named:

@@ -23,7 +23,7 @@ with the audit runs.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, TypeVar
 
@@ -61,6 +61,9 @@ class ReleaseWatch:
         reason: why there are no observations (the trainer never called ``privaudit.hooks.watch``,
             or its watched optimizer never added noise); ``None`` when observed.
         unmeasured_steps: steps that added noise without a ``clip_and_accumulate`` call.
+        observing_seconds: what the recording itself cost in the run
+            (:attr:`privaudit.hooks.Recording.observing_seconds`): a measurement for the plan, not compared and
+            not written (:func:`write_release_watch`).
     """
 
     seed: int
@@ -69,6 +72,7 @@ class ReleaseWatch:
     changes: tuple[str, ...] = ()
     reason: str | None = None
     unmeasured_steps: int = 0
+    observing_seconds: float = field(default=0.0, compare=False)
 
     def __post_init__(self) -> None:
         if isinstance(self.seed, bool) or not isinstance(self.seed, (int, np.integer)) or self.seed < 0:
@@ -126,7 +130,8 @@ def record_release(fit: Callable[[], _M], *, seed: int, canary_scale: float) -> 
         return model, ReleaseWatch(seed=int(seed), canary_scale=float(canary_scale), observations=None,
                                    reason=f"{err} during the release run", changes=tuple(changes))
     return model, ReleaseWatch(seed=int(seed), canary_scale=float(canary_scale), observations=obs,
-                               changes=tuple(changes), unmeasured_steps=rec.unmeasured_steps)
+                               changes=tuple(changes), unmeasured_steps=rec.unmeasured_steps,
+                               observing_seconds=rec.observing_seconds)
 
 
 # --------------------------------------------------------------------------- files

@@ -25,8 +25,9 @@ canaries    ``game3.runs`` and ``lidp.trials`` (× 2 models for add/remove) in b
             ``compute.block_trials``; 2 × black-box runs per side in blocks of ``blackbox.block``
             (batched), else one fit each on ``compute.n_jobs`` workers
 one_run     1 (the training run with the canary rows), by the defender's own trainer: a batched defender's
-            costs its release fit (``DefenderInput.single_rate``), not a model of a batched call
-whitebox    ``whitebox.runs`` (observable defenders only), priced as ``one_run``'s
+            costs its release fit (``DefenderInput.single_rate``), not a model of a batched call, less what the
+            release fit's white-box recording cost (``DefenderInput.observing_seconds``: this run is not watched)
+whitebox    ``whitebox.runs`` (observable defenders only), priced as ``one_run``'s plus the recording
 ==========  ==========================================================================================
 
 A stage also has a fixed cost that is not fits (start-up and imports, loading, the attackers' rounds,
@@ -46,6 +47,7 @@ audit behind their back.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -128,6 +130,11 @@ class DefenderInput:
             the one-run and white-box audits train single models with that trainer, not with the batched one
             (at 10k × 128 an opacus DP-SGD fit took 7.1 s against 0.36 s for a model in a batched call);
             ``None``: ``rate``.
+        observing_seconds: what the white-box recording of an observable defender's release fit cost
+            (:attr:`privaudit.hooks.Recording.observing_seconds`): the white-box audit's runs are watched, the
+            one-run audit's run is not (at 10k × 128 an opacus DP-SGD fit took 5.9-6.7 s watched, 3.5-3.8 s not),
+            so the watched release fit prices the one-run run without it, and a sequential trainer's unwatched
+            probe fits price the white-box runs with it.
     """
 
     name: str
@@ -142,6 +149,7 @@ class DefenderInput:
     sequential_runs: bool = False
     batched_on_workers: bool = False
     single_rate: FitRate | None = None
+    observing_seconds: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -344,11 +352,19 @@ def _stages(d: DefenderInput, sizes: AuditSizes, runs: int) -> tuple[AuditCost, 
                  n + sizes.lidp_canaries),
                 ("blackbox", calls(2 * runs, bb), 2 * runs, n + 1)]
     white = sizes.whitebox_runs if d.observable else 0
-    single = d.single_rate if d.batched and d.single_rate is not None else r  # one fit by the defender's trainer
+    # one fit by the defender's own trainer: a batched defender's release fit (watched when it is observable),
+    # a sequential one's probe fits (never watched); the one-run run is unwatched, the white-box runs watched
+    watched_release = d.batched and d.single_rate is not None
+    single = d.single_rate if watched_release else r
+    obs = d.observing_seconds if d.observable else 0.0
+    unwatched = (dataclasses.replace(single, model_seconds=max(0.0, single.model_seconds - obs))
+                 if single is not None and watched_release and obs else single)
+    watched = (dataclasses.replace(single, model_seconds=single.model_seconds + obs)
+               if single is not None and not watched_release and obs else single)
     return (work("ltu", ltu, 1, piece_workers=ltu_workers),
             work("canaries", canaries, sizes.canary_jobs, d.batched_on_workers),
-            work("one_run", [("one_run", 1, 1, n)], 1, rate=single),
-            work("whitebox", [("whitebox", white, white, n)], 1, rate=single))
+            work("one_run", [("one_run", 1, 1, n)], 1, rate=unwatched),
+            work("whitebox", [("whitebox", white, white, n)], 1, rate=watched))
 
 
 def plan_audit(defenders: Sequence[DefenderInput], sizes: AuditSizes, *,

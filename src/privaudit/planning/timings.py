@@ -41,7 +41,8 @@ class FitTime:
     warm-up (``call_seconds + k × model_seconds``; :mod:`privaudit.planning.fit_probe`, ``timed_by`` says how);
     ``audit_seconds``: the seconds per fit of the last canaries stage's shards (median over shards) of the same
     key (``None``: none recorded yet); ``slowdown``: how much slower a call ran on ``slowdown_workers`` workers at
-    once (:func:`privaudit.planning.fit_probe.concurrent_slowdown`; ``slowdown_by``: how, or why not measured)."""
+    once (:func:`privaudit.planning.fit_probe.concurrent_slowdown`; ``slowdown_by``: how, or why not measured);
+    ``observing_seconds``: the part of ``seconds`` the white-box recording of the release run cost (0: not watched)."""
 
     name: str
     key: str
@@ -55,6 +56,7 @@ class FitTime:
     slowdown: float = 1.0
     slowdown_workers: int = 1
     slowdown_by: str = ""
+    observing_seconds: float = 0.0  # of ``seconds``, what the release run's recording cost (white-box watch)
 
     def planning_seconds(self) -> tuple[float, str]:
         """The seconds per fit the plan uses and where they come from: the audit fits' time when recorded
@@ -94,7 +96,8 @@ def read_fit_times(path: Path = DEFAULT_TIMINGS) -> dict[str, FitTime]:
                                 timed_by=str(entry.get("timed_by", "")), device=str(entry.get("device", "")),
                                 slowdown=max(1.0, float(entry.get("slowdown", 1.0))),
                                 slowdown_workers=max(1, int(entry.get("slowdown_workers", 1))),
-                                slowdown_by=str(entry.get("slowdown_by", "")))
+                                slowdown_by=str(entry.get("slowdown_by", "")),
+                                observing_seconds=max(0.0, float(entry.get("observing_seconds", 0.0))))
         except (KeyError, TypeError, ValueError):
             continue
     return out
@@ -143,6 +146,7 @@ def _write(times: dict[str, FitTime], path: Path) -> None:
                       | ({"device": t.device} if t.device else {})
                       | ({"slowdown": t.slowdown, "slowdown_workers": t.slowdown_workers,
                           "slowdown_by": t.slowdown_by} if t.slowdown_by else {})
+                      | ({"observing_seconds": t.observing_seconds} if t.observing_seconds else {})
                       for n, t in sorted(times.items())})
 
 
