@@ -175,8 +175,13 @@ class ReferencePool:
 
     def conf_round(self, k: int, rows: np.ndarray) -> np.ndarray:
         """(m, K) confidences of ``rows`` in round k; NaN for models unusable in round k or trained on the row."""
-        ok = self.usable[k][None, :] & ~self.__inside[rows]
-        return np.where(ok, self.__conf[rows], np.nan)
+        conf, ok = self.conf_round_parts(k, rows)
+        return np.where(ok, conf, np.nan)
+
+    def conf_round_parts(self, k: int, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`conf_round` as (confidences (m, K), usable (m, K) bool: the model is usable in round k and was
+        not trained on the row)."""
+        return self.__conf[rows], self.usable[k][None, :] & ~self.__inside[rows]
 
     def out_for_rounds(self, rows: np.ndarray) -> np.ndarray:
         """(N, m, K) bool: model k usable in round k and not trained on the row."""

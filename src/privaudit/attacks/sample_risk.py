@@ -354,8 +354,20 @@ def _fit(phi: np.ndarray, inside: np.ndarray, priors: tuple[tuple[float, float],
          ) -> tuple[_Fit, tuple[tuple[float, float], tuple[float, float]]]:
     k_in, mu_in, v_in = _moments(phi, inside)
     k_out, mu_out, v_out = _moments(phi, ~inside)
-    v_in = np.where(_censored(phi, inside), np.fmax(v_in, VAR_CENSORED), v_in)
-    v_out = np.where(_censored(phi, ~inside), np.fmax(v_out, VAR_CENSORED), v_out)
+    return _fit_moments((k_in, mu_in, v_in, _censored(phi, inside)), (k_out, mu_out, v_out, _censored(phi, ~inside)),
+                        priors)
+
+
+_Side = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+
+
+def _fit_moments(inn: _Side, out: _Side, priors: tuple[tuple[float, float], tuple[float, float]] | None = None
+                 ) -> tuple[_Fit, tuple[tuple[float, float], tuple[float, float]]]:
+    """:func:`_fit` from each side's (count, mean, variance, censored) per sample."""
+    k_in, mu_in, v_in, censored_in = inn
+    k_out, mu_out, v_out, censored_out = out
+    v_in = np.where(censored_in, np.fmax(v_in, VAR_CENSORED), v_in)
+    v_out = np.where(censored_out, np.fmax(v_out, VAR_CENSORED), v_out)
     if priors is None:
         priors = (variance_prior(v_in, k_in - 1), variance_prior(v_out, k_out - 1))
     (d0_in, s0_in), (d0_out, s0_out) = priors
@@ -622,18 +634,57 @@ def risk_from_confidences(conf_target: np.ndarray, conf_ref: np.ndarray, inside:
     return SampleRisk(risk, low, high, z, p, q, flagged, control_hit, info)
 
 
+#: rows of one block of the bootstrap: its (resamples, rows) arrays stay in cache
+BOOTSTRAP_ROWS = 1024
+
+
+def _column_sums(x_t: np.ndarray, cols: np.ndarray) -> np.ndarray:
+    """(B, rows) sums over the columns ``cols[b]`` of the (rows, K) array whose transpose is ``x_t`` (K, rows),
+    added left to right in the order of ``cols[b]`` — the order in which numpy sums the column-major array that
+    ``x[:, cols[b]]`` makes, so the same floating-point numbers."""
+    acc = x_t[cols[:, 0]]
+    part = np.empty_like(acc)
+    for j in range(1, cols.shape[1]):
+        np.take(x_t, cols[:, j], axis=0, out=part)
+        acc += part
+    return acc
+
+
 def _bootstrap(phi_t: np.ndarray, phi: np.ndarray, inside: np.ndarray,
                priors: tuple[tuple[float, float], tuple[float, float]], options: RiskOptions,
                rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-    """Percentile interval of the risk over reference models resampled with replacement."""
+    """Percentile interval of the risk over reference models resampled with replacement.
+
+    Resample b refits every sample on the columns ``cols_b`` (``rng.integers(0, K, K)``, drawn in order) with the
+    prior of the full fit: :func:`_fit` on ``phi[:, cols_b]``. Computed here in blocks of rows for all resamples
+    at once, with the same numbers: the sums of φ and φ² over the gathered columns are added in the same order
+    (:func:`_column_sums`), the counts (IN models, models at the clip) are products with each column's
+    multiplicity (whole numbers: exact in any order). At 50 000 samples x 32 models x 200 resamples this takes
+    3.1 s instead of 11.2 s on 2 CPU cores (``benchmarks/bench_ltu_scoring.py``); ``tests/attacks/
+    test_sample_risk_bootstrap.py`` compares it bit for bit with a fit per resample
+    (:func:`privaudit.testing.scoring_reference.risk_bootstrap_per_resample`).
+    """
     n, K = phi.shape
     if options.bootstrap == 0:
         return np.full(n, np.nan), np.full(n, np.nan)
+    cols = np.stack([rng.integers(0, K, K) for _ in range(options.bootstrap)])  # (B, K)
+    times = np.stack([np.bincount(c, minlength=K) for c in cols], axis=1).astype(np.float64)  # (K, B)
+    m_in, m_out = inside.astype(np.float64), (~inside).astype(np.float64)
+    at_clip = np.abs(phi) >= PHI_MAX - 1e-9
     draws = np.empty((options.bootstrap, n))
-    for b in range(options.bootstrap):
-        cols = rng.integers(0, K, K)
-        f, _ = _fit(phi[:, cols], inside[:, cols], priors)
-        draws[b] = _llr(phi_t, f)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        for start in range(0, n, BOOTSTRAP_ROWS):
+            sl = slice(start, min(n, start + BOOTSTRAP_ROWS))
+            p = phi[sl]
+            sides = []
+            for m in (m_in[sl], m_out[sl]):
+                k = times.T @ m.T  # (B, rows) models on this side in each resample
+                mu = _column_sums(np.ascontiguousarray((p * m).T), cols) / k
+                var = np.maximum(_column_sums(np.ascontiguousarray(((p * p) * m).T), cols) - k * mu * mu, 0.0) / (k - 1)
+                clipped = times.T @ (at_clip[sl] & (m > 0)).T.astype(np.float64)
+                sides.append((k, mu, np.where(k >= 2, var, np.nan), clipped * 2 >= np.maximum(k, 1)))
+            f, _ = _fit_moments(sides[0], sides[1], priors)
+            draws[:, sl] = _llr(phi_t[None, sl], f)
     a = (1.0 - options.interval) / 2
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # a sample without IN or OUT draws

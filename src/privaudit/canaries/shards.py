@@ -207,11 +207,10 @@ def run_shard(plan: CanaryPlan, fs: FeatureSet, shard: Shard, device: str) -> di
     ``compute.n_jobs`` (loky workers limit BLAS to cores / n_jobs threads, the stage's own process used
     every core: at 10k x 128 logistic-regression fits differed by up to 4e-5 between the two).
     """
-    from threadpoolctl import threadpool_limits
-
     from privaudit.canaries.runner import run_trials
+    from privaudit.repro.threads import one_thread
 
-    with threadpool_limits(1):
+    with one_thread(torch_too=False):
         arrays = run_trials(plan, fs, shard.defender, shard.experiment, shard.start, shard.stop, device)
     arrays["trial"] = np.arange(shard.start, shard.stop)
     arrays["inputs_fingerprint"] = np.array(inputs_fingerprint(fs))

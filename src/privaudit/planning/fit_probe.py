@@ -192,16 +192,18 @@ def measure_fit_rate(spec: Any, X: np.ndarray, y: np.ndarray, n_classes: int, de
 
     recipe = recipe_from_spec(spec, len(y), n_classes)
     if recipe is None:
-        from threadpoolctl import threadpool_limits
-
         from privaudit.defenders.registry import make_defender
+        from privaudit.repro.threads import one_thread
 
         seeds = iter(range(seed, seed + REPEATS))
-        with threadpool_limits(1):  # as every audit fit runs (canary shards, LTU retrains, reference models)
+        # on one BLAS/OpenMP thread, as every audit fit runs (canary shards, LTU retrains, reference models);
+        # torch's threads are the stage's (stages/_runner.py)
+        with one_thread(torch_too=False):
             per_fit = _median_seconds(lambda: make_defender(spec, n_classes=n_classes, device=device).fit(
                 X, y, seed=next(seeds)))
+
         def fit_on_one_thread() -> None:
-            with threadpool_limits(1):
+            with one_thread(torch_too=False):
                 make_defender(spec, n_classes=n_classes, device=device).fit(X, y, seed=seed)
 
         slow, slow_by = concurrent_slowdown(fit_on_one_thread, per_fit, workers)
