@@ -90,16 +90,29 @@ def end_process(code: int) -> None:
     teardown of every module it loaded, which does nothing a stage needs: with the warm server's preloaded
     libraries (torch, Great Expectations, scikit-learn, pandas, opacus) that teardown took 2.8-3.5 s after a
     process's last line on 2 cores, against 0.11-0.17 s this way (``benchmarks/bench_stage_exit.py``,
-    ``benchmarks/results/stage_exit_cpu.txt``), and under ``privaudit warm`` 0.5-0.6 s of a forked stage's 1.35 s. Returns (a normal exit follows) while another Python thread runs: a normal exit
-    would wait for it."""
+    ``benchmarks/results/stage_exit_cpu.txt``), and under ``privaudit warm`` 0.5-0.6 s of a forked stage's 1.35 s.
+    Returns (a normal exit follows) while another Python thread runs, which a normal exit would wait for, and in
+    a process a profiler, tracer or debugger watches (``python -m cProfile -o FILE -m stages.<name>``, as
+    ``benchmarks/bench_scale.py --profile`` runs a stage, writes its file after the module returns)."""
     import threading
 
-    if threading.active_count() > 1:
+    if threading.active_count() > 1 or _watched():
         return
     _flush_streams()
     atexit._run_exitfuncs()  # CPython's own runner of the registered handlers, as at a normal exit
     _flush_streams()  # what the handlers printed
     os._exit(code)
+
+
+def _watched() -> bool:
+    """Whether a profiler, tracer or debugger watches this process (``sys.setprofile``/``settrace``, or a tool of
+    ``sys.monitoring``: cProfile's since Python 3.12)."""
+    if sys.getprofile() is not None or sys.gettrace() is not None:
+        return True
+    monitoring = getattr(sys, "monitoring", None)
+    return monitoring is not None and any(
+        monitoring.get_tool(tool) is not None
+        for tool in (monitoring.PROFILER_ID, monitoring.DEBUGGER_ID, monitoring.COVERAGE_ID))
 
 
 def _flush_streams() -> None:

@@ -51,10 +51,11 @@ sys.exit(run_stage("toy", args, body))
 '''
 
 
-def _run(tmp_path: Path, mode: str) -> subprocess.CompletedProcess[str]:
+def _run(tmp_path: Path, mode: str, interpreter: tuple[str, ...] = ()) -> subprocess.CompletedProcess[str]:
     script = tmp_path / "toy_stage.py"
     script.write_text(TOY)
-    return subprocess.run([sys.executable, str(script), str(tmp_path), mode, "--params", str(REPO / "params.yaml")],
+    return subprocess.run([sys.executable, *interpreter, str(script), str(tmp_path), mode, "--params",
+                           str(REPO / "params.yaml")],
                           cwd=tmp_path, capture_output=True, text=True, timeout=120,
                           env={"PYTHONPATH": f"{REPO}:{REPO / 'src'}", "PATH": "/usr/bin:/bin"})
 
@@ -76,3 +77,16 @@ def test_a_stage_that_leaves_a_thread_running_exits_normally_after_it(tmp_path: 
     done = _run(tmp_path, "thread")
     assert done.returncode == 0, done.stderr
     assert (tmp_path / "thread").read_text() == "done" and (tmp_path / "atexit").read_text() == "ran"
+
+
+def test_a_stage_under_cprofile_exits_normally_so_that_the_profile_is_written(tmp_path: Path) -> None:
+    """``python -m cProfile -o FILE`` (``bench_scale.py --profile``) writes its file after the script returns: an
+    ``os._exit`` inside the stage lost every profile."""
+    out = tmp_path / "stage.prof"
+    done = _run(tmp_path, "ok", ("-m", "cProfile", "-o", str(out)))
+    assert done.returncode == 0, done.stderr
+    assert out.stat().st_size > 0
+    import pstats
+
+    assert any("body" in func[2] for func in pstats.Stats(str(out)).stats)  # type: ignore[attr-defined]
+    assert (tmp_path / "atexit").read_text() == "ran"

@@ -13,10 +13,12 @@ library's own code (:func:`privaudit.attacks.ltu_evaluation.evaluate_defender`,
   was tried first (50 and 100 rounds, 0 and 20 resamples): at 10k x 128 two such probes in a row read 1.05 and
   2.07 s for the attackers, 1.17 and 1.93 s for the risk — the difference of two short calls is mostly timing
   noise. Beyond :data:`MAX_PROBE_ROUNDS` rounds or :data:`MAX_PROBE_BOOTSTRAP` resamples the cost is
-  extrapolated from calls at half and all of that cap (:func:`scoring_rate`: LiRA's and RMIA's loops and the
-  bootstrap's resamples cost the same each). The plan multiplies by the number of defenders (their shapes are
-  the same). At 10k x 128 the probe costs the plan stage about 3.5 s, on digits about 1 s, and only before the
-  LTU stage's first run.
+  extrapolated from calls at half and all of that cap (:func:`scoring_rate`: LiRA's rounds and the bootstrap's
+  resamples cost the same each; RMIA computes its population once per distinct set of usable reference models,
+  at most 2^K of them, so beyond the cap the line errs on the long side). The plan multiplies by the number of
+  defenders (their shapes are the same). At 10k x 128 the probe costs the plan stage about 2 s (3.5 s before RMIA
+  and the bootstrap were vectorised, session 55), at 50k x 512 about 7.5 s on 2 cores (17.5 s before), on digits
+  under 1 s, and only before the LTU stage's first run.
 
 The white-box ``gradient`` attacker needs the trained model: it is not played here but its one per-sample gradient
 pass per defender (1.4-1.6 s for a torch head at 10k x 128) is timed by :func:`time_gradient_pass` on random
