@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import dataclasses
+import os
+import subprocess
+import sys
 
 import numpy as np
 import pandas as pd
@@ -20,6 +23,7 @@ from privaudit.validation import (
     validate_metrics,
     validate_source,
 )
+from tests.import_graph import ROOT
 
 
 def _source(n: int = 12, d: int = 3, c: int = 3) -> SourceData:
@@ -234,3 +238,35 @@ def test_canary_stats_blackbox() -> None:
     assert "included" in msg and "0/1" in msg
     msg = _fails(validate_canary_stats, "blackbox", {"score": score})
     assert "required blackbox array present" in msg
+
+
+def test_a_passing_batch_is_validated_once_for_pass_fail_and_a_failing_one_again_completely(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """GX's complete result format (offending rows) is asked for only where a batch failed: same outcomes, less
+    work for the batches that pass (privaudit.validation.core)."""
+    from great_expectations.datasource.fluent.interfaces import Batch
+
+    formats: list[str] = []
+    original = Batch.validate
+
+    def spy(self, suite, result_format="SUMMARY", **kw):  # type: ignore[no-untyped-def]
+        formats.append(result_format)
+        return original(self, suite, result_format=result_format, **kw)
+
+    monkeypatch.setattr(Batch, "validate", spy)
+    validate_source(_source())
+    assert formats and set(formats) == {"BOOLEAN_ONLY"}
+    formats.clear()
+    X = _source().X.copy()
+    X[4, 1] = np.nan
+    msg = _fails(validate_source, _unchecked(_source(), X=X))
+    assert "offending rows [4]" in msg  # the details of the complete result
+    assert formats.count("COMPLETE") == 1 and formats.count("BOOLEAN_ONLY") >= 1
+
+
+def test_the_validation_benchmark_runs_both_arms() -> None:
+    """``benchmarks/bench_validation.py`` with one pair: both arms validate the sound tables (a failure would raise)."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT)])}
+    proc = subprocess.run([sys.executable, "benchmarks/bench_validation.py", "--pairs", "1"], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "complete result for every batch" in proc.stdout and "pass/fail first (library)" in proc.stdout
