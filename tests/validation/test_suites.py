@@ -122,6 +122,14 @@ def test_defender_outputs_contract() -> None:
     assert "one row per sample" in msg and "duplicate ids" in msg
     msg = _fails(validate_defender_outputs, out.drop(columns=["p_2"]), 3, out["id"].to_numpy())
     assert "required output column exists" in msg and "'p_2'" in msg
+    stranger = out.copy()
+    stranger.loc[5, "id"] = "x-00099"
+    msg = _fails(validate_defender_outputs, stranger, 3, out["id"].to_numpy())
+    assert "ids are those of the scored samples" in msg and "offending rows ['x-00099']" in msg
+    null_id = out.copy()
+    null_id.loc[6, "id"] = None
+    msg = _fails(validate_defender_outputs, null_id, 3, out["id"].to_numpy())
+    assert "ids are non-null" in msg and "ids are those of the scored samples" not in msg
 
 
 @settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
