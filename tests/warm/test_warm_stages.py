@@ -273,3 +273,19 @@ def test_a_server_whose_preload_initialised_cuda_does_not_serve_and_stages_run_c
         done = _echo(env, toy)
         assert done.returncode == 0 and json.loads(done.stdout)["warm"] is False  # ran cold
         assert not Path(env[SOCKET_ENV]).exists()
+
+
+def test_ingest_runs_cold_while_the_server_imports_and_warm_once_it_serves(toy: Path) -> None:
+    """``stages.COLD_WHILE_STARTING``: the first heavy stage does not wait for a server that is still importing
+    (its own imports beside the server's take less than the wait); once the socket is there it runs warm."""
+    (toy / "lib" / "slow_mod.py").write_text("import time\ntime.sleep(3)\n")
+    shutil.copy2(toy / "stages" / "echo.py", toy / "stages" / "ingest.py")
+    with warm_stages(_env(toy), preload=[MARKER, "slow_mod"]) as env:
+        cold = subprocess.run([sys.executable, "-m", "stages.ingest"], cwd=toy, env=env, capture_output=True,
+                              text=True, timeout=60)
+        assert not Path(env[SOCKET_ENV]).exists()  # it did not wait for the server
+        assert cold.returncode == 0 and json.loads(cold.stdout)["warm"] is False
+        _wait_ready(env)
+        warm = subprocess.run([sys.executable, "-m", "stages.ingest"], cwd=toy, env=env, capture_output=True,
+                              text=True, timeout=60)
+        assert warm.returncode == 0 and json.loads(warm.stdout)["warm"] is True
