@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from scipy import stats
 
 from privaudit.train import native
-from privaudit.train.noise import draw_noise
+from privaudit.train.noise import draw_noise, draw_standard_noise
 
 MASK = (1 << 64) - 1
 
@@ -163,5 +163,25 @@ def test_without_the_library_draw_noise_is_torch_randn(monkeypatch) -> None:
         out = draw_noise(torch.empty(3, 21), torch.Generator().manual_seed(8), 2.5)
         want = torch.randn(3, 21, generator=torch.Generator().manual_seed(8)).mul_(2.5)
         assert torch.equal(out, want)
+    finally:
+        native._reset()
+
+
+@pytest.mark.parametrize("native_on", [True, False])
+def test_standard_noise_scaled_in_float32_is_draw_noise(monkeypatch, native_on) -> None:
+    """``draw_standard_noise`` draws what ``draw_noise`` scales, from the same generator draws: multiplied by the
+    scale in float32 (as the fused Triton update does) it gives ``draw_noise``'s bits, with the library and
+    without (the interpreter test of ``formulation="triton"`` on the CPU compared other draws before)."""
+    if not native_on:
+        monkeypatch.setenv("PRIVAUDIT_NATIVE", "0")
+    native._reset()
+    try:
+        for scale in (0.7 / 3.0, 2.5, 1e-3):
+            g1, g2 = torch.Generator().manual_seed(11), torch.Generator().manual_seed(11)
+            want = draw_noise(torch.empty(5, 37), g1, scale)
+            z = draw_standard_noise(torch.empty(5, 37), g2)
+            assert torch.equal(z * torch.tensor(scale, dtype=torch.float32), want)
+            assert torch.equal(g1.get_state(), g2.get_state())
+            assert not torch.equal(z, want)
     finally:
         native._reset()

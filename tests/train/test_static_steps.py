@@ -164,7 +164,19 @@ def _triton_or_skip() -> None:
 
 
 _INTERPRETED = """
+import inspect
 import torch
+from triton.runtime import interpreter as _interpreter
+
+# triton-lang/triton#9171 (triton 3.6 under numpy >= 2.4): the interpreter's scalars are 1-element arrays and
+# its ``__index__`` int()s them, which numpy 2.4 refuses (a loop ``range(0, count, BR)`` fails). Its upstream fix,
+# for the interpreter only; the compiled kernel never runs this code.
+_patch = _interpreter._patch_lang_tensor
+if len(inspect.signature(_patch).parameters) == 2:
+    def _patched(tensor, scope, _patch=_patch):
+        _patch(tensor, scope)
+        scope.set_attr(tensor, "__index__", lambda self: int(self.handle.data.reshape(-1)[0]))
+    _interpreter._patch_lang_tensor = _patched
 from privaudit.train import DPSettings, HeadRecipe, TrainData, train_heads
 for d, classes, q, masks in [(7, 3, 0.3, False), (16, 10, 0.5, True), (33, 2, 1.0, False)]:
     g = torch.Generator().manual_seed(d)

@@ -43,7 +43,7 @@ import torch
 
 from privaudit.train.cuda_graphs import capture
 from privaudit.train.heads import StackedHeads, chunk_gradient, clip_factors
-from privaudit.train.noise import draw_noise
+from privaudit.train.noise import draw_noise, draw_standard_noise
 
 STEPS_PER_GRAPH = 32
 """DP-SGD steps captured in one CUDA graph: launch and sync costs are paid once per this many steps."""
@@ -118,7 +118,7 @@ class StaticDpStep:
 
             linear_clipped_sum(data.X_base, data.y_base, self.plan.xsq_base, idx, take.sum(1), self.flat, self.g,
                                self.C, self.ebs)
-            torch.randn(M, self.flat.shape[1], device=self.dev, generator=gen, out=self.noise)
+            draw_standard_noise(self.noise, gen)  # the eager path's draws (the native stream on the CPU)
             noise_and_update(self.flat, self.g, self.noise, self.std / self.ebs, self.lr)
             return
         flat_idx = idx.reshape(-1)
