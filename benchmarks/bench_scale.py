@@ -27,6 +27,7 @@ import json
 import os
 import platform
 import pstats
+import re
 import shlex
 import shutil
 import signal
@@ -46,7 +47,7 @@ CSV_NAME = "scale.csv"
 
 #: written into the scratch copy; wraps one stage command (dvc.yaml cmd) and appends one JSON line
 WRAPPER = r'''
-import json, os, resource, subprocess, sys, time
+import json, os, resource, subprocess, sys, threading, time
 stage, log, profile = sys.argv[1], sys.argv[2], sys.argv[3]
 cmd = sys.argv[4:]
 gpu_file = os.path.abspath(f".bench/gpu_{stage}.txt")
@@ -56,8 +57,22 @@ if profile == stage and cmd[:2] == ["python", "-m"]:
 with open(log, "a") as f:
     f.write(json.dumps({"stage": stage, "event": "start", "t": time.time()}) + "\n")
 t0 = time.perf_counter()
-rc = subprocess.call(cmd, env=env)
+# the stage's stdout passed through, each line also kept with the time it arrived (.bench/lines.jsonl: the ETA
+# lines' accuracy); stderr is left alone (a terminal's bars, warnings)
+proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE)
+def pump():
+    with open(os.path.abspath(".bench/lines.jsonl"), "a") as f:
+        for raw in iter(proc.stdout.readline, b""):
+            t = time.time()
+            sys.stdout.buffer.write(raw)
+            sys.stdout.buffer.flush()
+            f.write(json.dumps({"stage": stage, "t": t, "line": raw.decode("utf-8", "replace").rstrip("\n")}) + "\n")
+            f.flush()
+reader = threading.Thread(target=pump, daemon=True)
+reader.start()
+rc = proc.wait()
 wall = time.perf_counter() - t0
+reader.join(timeout=5)  # a worker the stage left behind may hold the pipe open: do not wait for it
 ru = resource.getrusage(resource.RUSAGE_CHILDREN)
 gpu = None
 if os.path.exists(gpu_file):
@@ -159,6 +174,19 @@ def read_events(log: Path) -> dict[str, dict]:
     return stages
 
 
+def read_lines(path: Path) -> list[dict]:
+    """The stages' stdout lines with their arrival times (the wrapper's ``.bench/lines.jsonl``; [] when none)."""
+    if not path.exists():
+        return []
+    out = []
+    for line in path.read_text().splitlines():
+        try:
+            out.append(json.loads(line))
+        except ValueError:
+            continue  # a line cut off by the timeout
+    return out
+
+
 def plan_record(ws: Path) -> dict | None:
     """The plan stage's record (fits and estimated seconds per defender and stage), if it ran."""
     path = ws / "data" / ".timings" / "plan.json"
@@ -215,6 +243,64 @@ def gate_verdict(ws: Path) -> dict | None:
         return None
     gate = json.loads(path.read_text())
     return {"passed": gate.get("passed"), "defenders": {k: v.get("passed") for k, v in gate.get("defenders", {}).items()}}
+
+
+#: a progress line of :class:`privaudit.progress.FitProgress` (``<desc>: [<what> done; ]k of N <unit>s, <rate>, ETA ...``)
+PROGRESS_LINE = re.compile(r"^(?P<desc>.+): (?:(?P<what>[^:]*) done; )?(?P<done>\d+) of (?P<total>\d+) (?P<unit>\w+?)s?, "
+                           r".*, ETA (?P<eta>--|(?:\d+:)?\d+:\d\d)$")
+#: the ETA's resolution (it is shown in whole seconds): the error of an ETA line is measured as
+#: max((shown + 1) / (actual + 1), (actual + 1) / (shown + 1)), so that "ETA 0:01" with 0.2 s to go is not "5x off"
+ETA_RESOLUTION_S = 1.0
+
+
+def _clock_seconds(text: str) -> float:
+    parts = [int(x) for x in text.split(":")]
+    return float(sum(v * 60 ** i for i, v in enumerate(reversed(parts))))
+
+
+def eta_accuracy(lines: list[dict]) -> list[dict]:
+    """How right the ETA lines of each progress (stage, description) were: for every line with an ETA, the seconds it
+    showed against the seconds until that progress's last line (its work done), off by the factor
+    ``max((shown + 1) / (actual + 1), (actual + 1) / (shown + 1))`` (:data:`ETA_RESOLUTION_S`); lines still at
+    ``ETA --`` once a tenth of the units was done are counted (issue 43: no ETA before it can be known, never off by
+    more than 2x once 10 % of a stage is done). ``lines``: ``{"stage", "t", "line"}`` records (``.bench/lines.jsonl``).
+
+    >>> rec = lambda t, line: {"stage": "canaries", "t": t, "line": line}
+    >>> out = eta_accuracy([rec(0, "canaries: a done; 1 of 4 trials, 1 trials/s, ETA --"),
+    ...                     rec(10, "canaries: b done; 2 of 4 trials, 1 trials/s, ETA 0:10"),
+    ...                     rec(20, "canaries: c done; 3 of 4 trials, 1 trials/s, ETA 0:25"),
+    ...                     rec(30, "canaries: d done; 4 of 4 trials, 1 trials/s, ETA 0:00")])
+    >>> [(o["progress"], o["eta_lines"], o["max_off"], o["dashes_after_tenth"]) for o in out]
+    [('canaries: canaries', 3, 2.36, 1)]
+    """
+    series: dict[tuple[str, str], list[tuple[float, int, int, float | None]]] = {}
+    for rec in lines:
+        m = PROGRESS_LINE.match(rec.get("line", ""))
+        if m is None:
+            continue
+        eta = None if m["eta"] == "--" else _clock_seconds(m["eta"])
+        series.setdefault((rec["stage"], m["desc"]), []).append((float(rec["t"]), int(m["done"]), int(m["total"]), eta))
+    out = []
+    for (stage, desc), rows in series.items():
+        end = rows[-1][0]
+        offs, worst = [], None
+        for t, _, _, eta in rows:
+            if eta is None:
+                continue
+            actual = end - t
+            off = max((eta + ETA_RESOLUTION_S) / (actual + ETA_RESOLUTION_S), (actual + ETA_RESOLUTION_S) / (eta + ETA_RESOLUTION_S))
+            offs.append(off)
+            if worst is None or off > worst[0]:
+                worst = (off, eta, actual, t - rows[0][0])
+        out.append({"progress": f"{stage}: {desc}", "lines": len(rows), "eta_lines": len(offs),
+                    "dashes_after_tenth": sum(1 for _, done, total, eta in rows if eta is None and done >= 0.1 * total),
+                    "finished": rows[-1][1] == rows[-1][2], "span_s": round(end - rows[0][0], 1),
+                    "max_off": None if worst is None else round(worst[0], 2),
+                    "worst": None if worst is None else {"shown_s": worst[1], "actual_s": round(worst[2], 1),
+                                                         "at_s": round(worst[3], 1)},
+                    # (seconds since the progress's first line, done, total, ETA shown or None) of every line
+                    "rows": [(round(t - rows[0][0], 2), done, total, eta) for t, done, total, eta in rows]})
+    return out
 
 
 def top_profile(path: Path, n: int = 25) -> str:
@@ -340,6 +426,7 @@ def main() -> int:
         "total_wall_s": total, "stages": order, "fits_per_stage": fits, "plan_seconds_per_stage": plan_s,
         "plan_fit_seconds_per_stage": fit_s,
         "plan_estimated_seconds": (plan or {}).get("estimated_seconds"), "plan": plan,
+        "eta_accuracy": eta_accuracy(read_lines(ws / ".bench" / "lines.jsonl")),
         "digests": output_digests(ws), "gate": gate_verdict(ws), "profile_stage": args.profile or None, "profile_top25_cumulative": profile_text, "repro_tail": tail,
     }
     size_name = f"{args.n}x{args.d}" if args.data == "synthetic" else params["dataset"]["name"]
@@ -396,6 +483,19 @@ def render(r: dict) -> str:
     lines.append("CPU s: user + system time of the stage's processes (its workers included); fits: per stage from "
                  "the plan's record (data/.timings/plan.json); plan s: its estimate per stage (fits and fixed cost); "
                  "fits s: the fits' part of it")
+    acc = r.get("eta_accuracy") or []
+    if acc:
+        lines += ["", "ETA lines (issue 43: none before it can be known; never off by more than 2x once 10 % is done): per "
+                      "progress, the lines with an ETA, the worst factor between the ETA shown and the time its work "
+                      f"still took ((shown + {ETA_RESOLUTION_S:g}) / (actual + {ETA_RESOLUTION_S:g}) or its inverse), and "
+                      "lines still without an ETA after a tenth of the units"]
+        for a in acc:
+            w = a["worst"]
+            worst = (f"worst {a['max_off']:.2f}x (ETA {w['shown_s']:.0f} s shown {w['at_s']:.0f} s in, {w['actual_s']:.0f} s "
+                     "taken)") if w else "no ETA shown"
+            lines.append(f"  {a['progress']}: {a['lines']} lines over {a['span_s']:.0f} s, {a['eta_lines']} with an ETA, "
+                         f"{worst}, {a['dashes_after_tenth']} without one after a tenth"
+                         + ("" if a["finished"] else " (unfinished)"))
     metrics = {k: v for k, v in r["digests"].items() if k.startswith("metrics/")}
     if metrics:
         lines += ["", "sha256 of the metrics files (byte-identity across runs; every stage output's md5 is in the .json):"]

@@ -18,13 +18,22 @@ own process (``advance(..., seconds=)``), the rate is work per busy second of on
 work per wall second since the ``workers``-th piece ended. Counting wall time from the first piece's end (as for one
 worker) credited the second worker's whole piece to a fraction of a second: the default audit's canaries stage
 (2 workers) printed "ETA 0:01" with 15.7 s to go.
+
+**The pieces' queue** (``queue``: each piece's key and planned seconds in the order the workers take them, as
+:func:`privaudit.canaries.shards.dispatch_order` hands them out). Then the ETA is the pool's finish time, not the
+work left over the worker count: the first ``workers`` pieces start with the progress, each later one when a piece
+ends; a running piece is expected to take its planned seconds times the measured rate, less the seconds it has
+already run; the queued pieces go, in order, to whichever worker is free first; the ETA is when the last one ends.
+Work over workers counted each running piece as not started and ignored that the last pieces cannot share a worker:
+at 10 000 × 128 × 10 the canaries stage printed "ETA 0:11" with 3 s to go (its MLP shard had run 16 of its 18 s on
+the other worker; ``benchmarks/bench_scale.py`` scores every ETA line of a run against the time its work took).
 """
 
 from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Hashable, Sequence
 from types import TracebackType
 from typing import TextIO
 
@@ -65,18 +74,27 @@ class FitProgress:
         planned_seconds: the planned seconds of all ``total`` units (the sum of what each piece passes to
             :meth:`advance`); ``None``: every unit weighs the same.
         workers: how many pieces run at once (local worker processes; module docstring).
+        queue: every piece as ``(key, planned seconds)`` in the order the workers take them (module docstring);
+            each :meth:`advance` then names its piece (``piece=key``). Needs ``planned_seconds``.
         clock: injectable for tests.
     """
 
     def __init__(self, desc: str, total: int, unit: str, *, bar: bool, out: TextIO | None = None,
                  clock: Callable[[], float] = time.monotonic, planned_seconds: float | None = None,
-                 workers: int = 1) -> None:
+                 workers: int = 1, queue: Sequence[tuple[Hashable, float]] | None = None) -> None:
         if total < 0:
             raise ValueError(f"total must be >= 0, got {total}")
         if workers < 1:
             raise ValueError(f"workers must be >= 1, got {workers}")
         if planned_seconds is not None and not planned_seconds >= 0:
             raise ValueError(f"planned_seconds must be >= 0 or None, got {planned_seconds}")
+        if queue is not None and planned_seconds is None:
+            raise ValueError("a progress with a queue of pieces needs planned_seconds (the pieces' sum)")
+        keys = [k for k, _ in queue or ()]
+        if len(set(keys)) != len(keys):
+            raise ValueError("the pieces of a queue must have distinct keys")
+        if any(not sec >= 0 for _, sec in queue or ()):
+            raise ValueError("every piece of a queue needs planned seconds >= 0")
         self.desc, self.total, self.unit, self.done = desc, int(total), unit, 0
         self._out, self._clock, self._start = out, clock, clock()
         self._planned_total = planned_seconds
@@ -84,6 +102,12 @@ class FitProgress:
         self._pieces, self._workers = 0, int(workers)
         self._first: tuple[float, float] | None = None  # (time, work done) when the workers-th piece ended
         self._busy = self._busy_work = 0.0  # the later pieces' own seconds and their work (advance's seconds)
+        # the queue (module docstring): planned seconds by key, keys not yet started in order, start times of those
+        # running
+        self._queue = None if queue is None else {k: float(sec) for k, sec in queue}
+        self._waiting = [k for k, _ in queue or ()]
+        self._running: dict[Hashable, float] = {}
+        self._take(self._workers)
         self._bar = None
         if bar and total:
             from tqdm import tqdm
@@ -97,6 +121,8 @@ class FitProgress:
         done = self._planned_done if self._planned_total is not None else float(self.done)
         if self._first is None or self._pieces <= self._workers or done < ETA_MIN_SHARE * total:
             return None
+        if self._busy_work > 0 and self._queue is not None:
+            return self._pool_finish(self._queue, self._busy / self._busy_work)
         if self._busy_work > 0:  # the pieces' own seconds: one process's speed, times the processes at once
             return max(0.0, total - done) * self._busy / self._busy_work / self._workers
         t_first, w_first = self._first
@@ -105,10 +131,41 @@ class FitProgress:
             return None
         return max(0.0, total - done) * elapsed / work
 
-    def advance(self, n: int, what: str = "", planned: float | None = None, seconds: float | None = None) -> None:
+    def _take(self, slots: int) -> None:
+        """Start the next ``slots`` queued pieces now."""
+        now = self._clock()
+        for _ in range(slots):
+            if self._waiting:
+                self._running[self._waiting.pop(0)] = now
+
+    def _pool_finish(self, queue: dict[Hashable, float], rate: float) -> float:
+        """Seconds until the queue's last piece ends: running pieces at their planned seconds × ``rate`` less what
+        they have run (at least a twentieth of it: one that overran is not taken as done), then the queued ones in
+        order on the first free worker (module docstring)."""
+        now = self._clock()
+        free = []
+        for key, began in self._running.items():
+            expect = queue[key] * rate
+            free.append(max(expect / 20, expect - (now - began)))
+        free += [0.0] * max(0, self._workers - len(free))
+        for key in self._waiting:
+            k = min(range(len(free)), key=free.__getitem__)
+            free[k] += queue[key] * rate
+        return max(free, default=0.0)
+
+    def advance(self, n: int, what: str = "", planned: float | None = None, seconds: float | None = None,
+                piece: Hashable | None = None) -> None:
         """Record ``n`` more finished units (``what``: the piece, e.g. ``mine blackbox 0-32``; ``planned``: its
         planned seconds, when the progress was given ``planned_seconds``; ``seconds``: what the piece took in the
-        process that ran it, which makes the rate one of work per busy second, whatever ran beside it)."""
+        process that ran it, which makes the rate one of work per busy second, whatever ran beside it; ``piece``:
+        its key in the ``queue``, when the progress was given one)."""
+        if self._queue is not None:
+            if piece not in self._queue:
+                raise ValueError(f"this progress was given a queue of pieces: name the finished one (piece=), not {piece!r}")
+            if self._running.pop(piece, None) is None and piece in self._waiting:
+                self._waiting.remove(piece)  # ended before the queue's order said it would start
+            else:
+                self._take(1)  # its worker takes the next piece
         self.done += int(n)
         self._pieces += 1
         if self._planned_total is not None:

@@ -92,3 +92,50 @@ def test_a_profile_cut_off_while_being_written_is_reported_not_raised(tmp_path: 
         cut.write_bytes(whole.read_bytes()[:size])
         text = bench_scale.top_profile(cut)
         assert text.startswith("profile unreadable") and cut.name in text and f"{size} bytes" in text
+
+
+def test_eta_lines_are_scored_against_the_time_their_work_still_took() -> None:
+    """Issue 43's ETA criterion, measured from outside: each ETA line against the seconds until its progress's last
+    line, with the ETA's one-second resolution; lines before any ETA are not scored, ``ETA --`` after a tenth of the
+    units is counted; other stages' progress and other lines are kept apart."""
+    def rec(stage: str, t: float, line: str) -> dict:
+        return {"stage": stage, "t": t, "line": line}
+
+    lines = [rec("canaries", 0.0, "canaries: dp blackbox 0-1000 done; 1000 of 4000 trials, 30.9 trials/s, ETA --"),
+             rec("canaries", 40.0, "canaries: dp blackbox 1000-2000 done; 2000 of 4000 trials, 50 trials/s, ETA 1:00"),
+             rec("ltu", 41.0, "logreg: reference models: model 8 done; 8 of 16 fits, 32.4 fits/s, ETA 0:03"),
+             rec("canaries", 50.0, "plan: something else"),
+             rec("canaries", 70.0, "canaries: mlp game3 0-1 done; 4000 of 4000 trials, 45 trials/s, ETA 0:00"),
+             rec("ltu", 42.0, "logreg: reference models: model 16 done; 16 of 16 fits, 38.1 fits/s, ETA 0:00")]
+    out = {a["progress"]: a for a in bench_scale.eta_accuracy(lines)}
+    assert set(out) == {"canaries: canaries", "ltu: logreg: reference models"}
+    can = out["canaries: canaries"]
+    assert (can["lines"], can["eta_lines"], can["dashes_after_tenth"], can["finished"]) == (3, 2, 1, True)
+    assert can["max_off"] == round(61 / 31, 2) and can["worst"] == {"shown_s": 60.0, "actual_s": 30.0, "at_s": 40.0}
+    ltu = out["ltu: logreg: reference models"]
+    assert ltu["max_off"] == 2.0 and ltu["eta_lines"] == 2  # 3 s shown, 1 s taken: (3 + 1) / (1 + 1)
+    assert bench_scale._clock_seconds("1:02:03") == 3723.0
+    text = bench_scale.render({
+        "size": None, "dataset": {"name": "digits"}, "target": None, "device": "cpu", "device_name": "cpu",
+        "cores": 2, "host": "h", "load_before": (0, 0, 0), "load_after": (0, 0, 0), "repo": "r", "overrides": [],
+        "dvc_rc": 0, "cut_off": False, "timeout_s": None, "total_wall_s": 20.0, "stages": [],
+        "fits_per_stage": {}, "plan_seconds_per_stage": {}, "plan": None, "plan_estimated_seconds": None,
+        "digests": {}, "profile_top25_cumulative": None, "profile_stage": None, "repro_tail": [],
+        "eta_accuracy": list(out.values())})
+    assert "canaries: canaries: 3 lines over 70 s, 2 with an ETA, worst 1.97x (ETA 60 s shown 40 s in, 30 s taken)" in text
+
+
+def test_the_stage_wrapper_keeps_each_output_line_with_its_time(tmp_path: Path) -> None:
+    """The wrapper bench_scale puts around every stage command passes its stdout through and records each line."""
+    (tmp_path / ".bench").mkdir()
+    (tmp_path / "wrap.py").write_text(bench_scale.WRAPPER)
+    script = "import time; print('a: 1 of 2 fits, 1 fits/s, ETA --', flush=True); time.sleep(0.3); print('done')"
+    proc = subprocess.run([sys.executable, "wrap.py", "st", ".bench/stages.jsonl", "-", sys.executable, "-c", script],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == ["a: 1 of 2 fits, 1 fits/s, ETA --", "done"]
+    recs = bench_scale.read_lines(tmp_path / ".bench" / "lines.jsonl")
+    assert [(r["stage"], r["line"]) for r in recs] == [("st", "a: 1 of 2 fits, 1 fits/s, ETA --"), ("st", "done")]
+    assert recs[1]["t"] - recs[0]["t"] >= 0.25
+    events = [json.loads(x) for x in (tmp_path / ".bench" / "stages.jsonl").read_text().splitlines()]
+    assert [e["event"] for e in events] == ["start", "end"] and events[1]["rc"] == 0
