@@ -96,14 +96,16 @@ def test_a_batched_defender_timed_on_a_cpu_shares_the_canary_workers() -> None:
 def test_work_on_many_workers_at_once_is_priced_at_their_measured_slowdown() -> None:
     """Two workers at once each ran 1.13-1.20x slower than alone on the 2 cores here; the 10k canaries stage ran
     0.71-0.77 of a plan that divided by the worker count. Work on w workers costs w / slowdown, not w; work in
-    the stage's own process (one worker) and the single-model audits are not slowed."""
+    the stage's own process (one worker) and the one-run audit's single fit are not slowed; the white-box audit's
+    runs go to the workers (session 56) and are."""
     two = AuditSizes(**{**SIZES.__dict__, "canary_jobs": 2})
     plain = dataclasses.replace(_dpsgd(), batched_on_workers=True)
     slowed = dataclasses.replace(plain, rate=dataclasses.replace(plain.rate, slowdown=1.2, slowdown_workers=2))
     a, b = (plan_audit([d], two, fixed=FIXED).defenders[0] for d in (plain, slowed))
     assert b.stage("canaries").seconds == pytest.approx(1.2 * a.stage("canaries").seconds)
-    for stage in ("ltu", "one_run", "whitebox"):  # in the stage's own process
+    for stage in ("ltu", "one_run"):  # in the stage's own process
         assert b.stage(stage).seconds == pytest.approx(a.stage(stage).seconds)
+    assert b.stage("whitebox").seconds == pytest.approx(1.2 * a.stage("whitebox").seconds)
     one = AuditSizes(**{**SIZES.__dict__, "canary_jobs": 1})
     assert (plan_audit([slowed], one, fixed=FIXED).defenders[0].stage("canaries").seconds
             == pytest.approx(plan_audit([plain], one, fixed=FIXED).defenders[0].stage("canaries").seconds))
@@ -361,3 +363,19 @@ def test_the_one_run_run_is_unwatched_and_the_white_box_runs_watched() -> None:
     # a defender that is not observable has no recording to add or take away
     plain = plan_audit([dataclasses.replace(_user(2.0), observing_seconds=0.5)], sizes, fixed=FIXED).defenders[0]
     assert plain.stage("one_run").seconds == pytest.approx(2.0) and plain.stage("whitebox").fits == 0
+
+
+@pytest.mark.parametrize("runs, jobs, rounds, workers", [(2, 1, 2, 1), (2, 2, 1, 2), (3, 2, 2, 2), (2, 8, 1, 2)])
+def test_whitebox_runs_on_the_workers_take_rounds_of_fits(runs, jobs, rounds, workers) -> None:
+    """The white-box audit spreads its runs over compute.n_jobs workers (at most one run each): ⌈runs / workers⌉
+    watched fits one after the other, at the defender's measured contention; the worker pool's start is in the
+    stage's fixed cost."""
+    d = _dpsgd()
+    d = dataclasses.replace(d, rate=dataclasses.replace(d.rate, slowdown=1.3, slowdown_workers=2))
+    sizes = AuditSizes(**{**SIZES.__dict__, "canary_jobs": jobs, "whitebox_runs": runs})
+    one_fit = plan_audit([d], AuditSizes(**{**SIZES.__dict__, "canary_jobs": 1, "whitebox_runs": 1}),
+                         fixed=FIXED).defenders[0].stage("whitebox").seconds
+    wb = plan_audit([d], sizes, fixed=FIXED).defenders[0].stage("whitebox")
+    slow = 1.3 if workers > 1 else 1.0
+    assert (wb.fits, wb.workers) == (runs, workers)
+    assert wb.seconds == pytest.approx(rounds * one_fit * slow)

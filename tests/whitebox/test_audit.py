@@ -135,3 +135,54 @@ def test_argument_errors_name_the_argument(data) -> None:
     with pytest.raises(ValueError, match="X must be"):
         whitebox_audit(fit, X[0], y, level=0.05)
     assert not math.isnan(recipe(len(X))["sigma"])
+
+
+def _pid_recording_trainer(path):  # noqa: ANN001, ANN202 — the correct recipe, noting which process ran each fit
+    import os
+
+    def train(X, y, n_classes, seed, **kw):  # noqa: ANN001, ANN003, ANN202
+        with open(path, "a") as fh:
+            fh.write(f"{os.getpid()}\n")
+        return CORRECT.train(X, y, n_classes, seed, **kw)
+    return python_trainer(train, N_CLASSES, accountant=ACC)
+
+
+def test_runs_on_worker_processes_give_the_bits_of_runs_here(data, tmp_path) -> None:
+    """``workers``: the audit runs go to forked processes (each on one torch and one BLAS thread, as here) and come
+    back in run order: the same result, field for field, as the runs one after the other in this process."""
+    import dataclasses
+    import os
+    import sys
+
+    if not sys.platform.startswith("linux"):
+        pytest.skip("forked workers: Linux only")
+    X, y = data
+    here, away = tmp_path / "here", tmp_path / "away"
+    one = whitebox_audit(_pid_recording_trainer(here), X, y, runs=3, level=0.05, accountant=ACC, seed=4)
+    two = whitebox_audit(_pid_recording_trainer(away), X, y, runs=3, level=0.05, accountant=ACC, seed=4, workers=2)
+    assert dataclasses.asdict(one) == dataclasses.asdict(two)
+    assert (two.runs, two.total_steps) == (3, 150) and two.checks_passed
+    assert set(here.read_text().split()) == {str(os.getpid())}
+    pids = set(away.read_text().split())
+    assert len(pids) == 2 and str(os.getpid()) not in pids  # two workers, neither this process
+
+
+def test_a_run_on_a_worker_that_never_watched_is_named_in_run_order(data) -> None:
+    X, y = data
+
+    def train_without_watch(X, y, n_classes, seed):  # noqa: ANN001, ANN202
+        return None
+
+    with pytest.raises(hooks.WatchNotCalledError, match=r"train_without_watch.*audit run 0"):
+        whitebox_audit(python_trainer(train_without_watch, N_CLASSES), X, y, runs=2, level=0.05, workers=2)
+    with pytest.raises(ValueError, match="workers"):
+        whitebox_audit(python_trainer(CORRECT.train, N_CLASSES), X, y, level=0.05, workers=0)
+
+
+def test_audit_inputs_refuse_a_bad_worker_count() -> None:
+    from privaudit.audits.protocol import AuditInputs
+
+    assert AuditInputs().workers == 1
+    for bad in (0, -1, True, 1.5):
+        with pytest.raises(ValueError, match="compute.n_jobs"):
+            AuditInputs(workers=bad)

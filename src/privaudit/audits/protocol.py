@@ -133,11 +133,18 @@ class AuditInputs:
         canaries_dir: ``data/canaries`` (``inputs: canaries`` audits read ``<name>/<audit>.npz``).
         defenders_dir: ``data/defenders`` (the white-box audit pools the release run recorded in
             ``<name>/release_watch.json``; ``None``: no release run to pool).
+        workers: local worker processes a trainer audit may spread independent training runs over
+            (``compute.n_jobs``; the white-box audit's runs); their numbers do not depend on it.
     """
 
     defender_data: DefenderData | None = None
     canaries_dir: Path | None = None
     defenders_dir: Path | None = None
+    workers: int = 1
+
+    def __post_init__(self) -> None:
+        if isinstance(self.workers, bool) or not isinstance(self.workers, int) or self.workers < 1:
+            raise ValueError(f"workers must be an int >= 1 (compute.n_jobs), got {self.workers!r}")
 
     def need_defender_data(self, audit: str) -> DefenderData:
         if self.defender_data is None:

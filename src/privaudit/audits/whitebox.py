@@ -91,9 +91,40 @@ def _trainer_name(trainer: Any) -> str:
     return f"{mod}.{name}" if mod else name
 
 
+@dataclass(frozen=True)
+class _RecordedRun:
+    """What one recorded audit run left (picklable: it comes back from a worker process)."""
+
+    optimizers: int
+    observations: RunObservations | None
+    error: str | None  # why ``observations`` is None (the recording's ValueError)
+    changes: tuple[str, ...]
+    unmeasured_steps: int
+    declared_dataset_sizes: tuple[int, ...]
+
+
+def _record_run(fit: Callable[[np.ndarray, np.ndarray, int], Any], X: np.ndarray, y: np.ndarray, seed: int,
+                canary_scale: float, i: int) -> _RecordedRun:
+    """Audit run ``i``: ``fit`` inside a recording with the run's own seeds (here or in a worker process; on one
+    torch and one BLAS thread wherever it runs, as the stage's fits, so that its bits do not depend on where)."""
+    from privaudit.repro.threads import one_thread
+
+    with one_thread(), hooks.recording(seed=int_seed(int(seed), "whitebox", "canary", i), canary_scale=canary_scale) as rec:
+        model = fit(X, y, int_seed(int(seed), "whitebox", "fit", i))
+        changes = tuple(f"run {i}: {c}" for c in rec.release_changes(model))
+    obs, error = None, None
+    if rec.optimizers:
+        try:
+            obs = rec.observations()
+        except ValueError as err:
+            error = str(err)
+    return _RecordedRun(rec.optimizers, obs, error, changes, rec.unmeasured_steps,
+                        tuple(int(s) for s in rec.declared_dataset_sizes))
+
+
 def whitebox_audit(trainer: FitFn | _HasFit, X: np.ndarray, y: np.ndarray, *, runs: int = 2, delta: float = 1e-5,
                    level: float, accountant: str = "prv", seed: int = 0,
-                   canary_scale: float = 4.0, release: ReleaseWatch | None = None) -> WhiteboxResult:
+                   canary_scale: float = 4.0, release: ReleaseWatch | None = None, workers: int = 1) -> WhiteboxResult:
     """Audit a DP-SGD trainer white-box: ``runs`` recorded training runs → ε̂ (a lower confidence bound).
 
     With ``release`` (what the recording of the release run saw, :mod:`privaudit.defenders.release_watch`)
@@ -118,6 +149,9 @@ def whitebox_audit(trainer: FitFn | _HasFit, X: np.ndarray, y: np.ndarray, *, ru
         canary_scale: M of the gradient canary ``M·C·u`` (> 1; 4 by default).
         release: the release run's :class:`~privaudit.defenders.release_watch.ReleaseWatch`, recorded
             with the same ``canary_scale`` on the same ``X`` (``None``: audit runs only).
+        workers: local processes the runs are spread over (forked from this one, at most ``runs``; where a fork is
+            refused — another thread running, CUDA initialised here — they run here one after the other). Each run
+            trains on one torch and one BLAS thread wherever it runs: the same bits for any ``workers``.
 
     Returns:
         :class:`~privaudit.stats.whitebox.WhiteboxResult` (``epsilon`` = ε̂, the checks, the
@@ -158,24 +192,30 @@ def whitebox_audit(trainer: FitFn | _HasFit, X: np.ndarray, y: np.ndarray, *, ru
         fit = trainer
     else:
         raise ValueError(f"trainer must be fit(X, y, seed) or an object with .fit(X, y, seed), got {trainer!r}")
+    if isinstance(workers, bool) or not isinstance(workers, (int, np.integer)) or workers < 1:
+        raise ValueError(f"workers must be an int >= 1, got {workers!r}")
     name = _trainer_name(trainer)
     n = int(X_arr.shape[0])
     observed = []
     notes: list[str] = []
     changes: list[str] = []
-    for i in range(int(runs)):
-        with hooks.recording(seed=int_seed(int(seed), "whitebox", "canary", i), canary_scale=canary_scale) as rec:
-            model = fit(X, y, int_seed(int(seed), "whitebox", "fit", i))
-            changes.extend(f"run {i}: {c}" for c in rec.release_changes(model))
+    if workers > 1 and runs > 1:
+        from privaudit.repro.worker_pool import map_in_processes
+
+        recorded = map_in_processes(_record_run, [(i,) for i in range(int(runs))], min(int(workers), int(runs)),
+                                    shared=(fit, X, y, int(seed), float(canary_scale)), fork_only=True)
+    else:
+        recorded = (_record_run(fit, X, y, int(seed), float(canary_scale), i) for i in range(int(runs)))
+    for i, rec in enumerate(recorded):  # in run order, whatever ran them
+        changes.extend(rec.changes)
         if rec.optimizers == 0:
             raise hooks.WatchNotCalledError(
                 f"trainer {name} never called privaudit.hooks.watch(optimizer, dataset_size=len(X)) during audit "
-                "run 0: a white-box audit needs the trainer to hand its opacus DPOptimizer to privaudit.hooks.watch "
+                f"run {i}: a white-box audit needs the trainer to hand its opacus DPOptimizer to privaudit.hooks.watch "
                 "right after building it (fall back to black-box audits otherwise)")
-        try:
-            obs = rec.observations()
-        except ValueError as err:
-            raise ValueError(f"trainer {name}: {err}") from None
+        if rec.observations is None:
+            raise ValueError(f"trainer {name}: {rec.error}")
+        obs = rec.observations
         if rec.unmeasured_steps:
             notes.append(f"run {i}: {rec.unmeasured_steps} steps added noise without a clip_and_accumulate call "
                          "(sensitivity not measured there)")
@@ -308,7 +348,7 @@ def run(request: AuditRequest, inputs: AuditInputs, settings: WhiteboxSettings) 
         res = whitebox_audit(defender_trainer(request.trainer(data.n_classes)), data.X, data.y, runs=settings.runs,
                              delta=max(delta, PURE_DELTA), level=request.level,
                              accountant=spec.accountant if isinstance(spec, (DpSgdSpec, PythonSpec)) else "prv", seed=request.int_seed("whitebox"),
-                             canary_scale=settings.canary_scale, release=release)
+                             canary_scale=settings.canary_scale, release=release, workers=inputs.workers)
     except hooks.WatchNotCalledError as err:
         raise ValueError(f"defender {spec.name!r} declares observable: true but {err}; call "
                          "privaudit.hooks.watch(optimizer, dataset_size=len(X)) in its training loop, or set "

@@ -27,7 +27,8 @@ canaries    ``game3.runs`` and ``lidp.trials`` (× 2 models for add/remove) in b
 one_run     1 (the training run with the canary rows), by the defender's own trainer: a batched defender's
             costs its release fit (``DefenderInput.single_rate``), not a model of a batched call, less what the
             release fit's white-box recording cost (``DefenderInput.observing_seconds``: this run is not watched)
-whitebox    ``whitebox.runs`` (observable defenders only), priced as ``one_run``'s plus the recording
+whitebox    ``whitebox.runs`` (observable defenders only), priced as ``one_run``'s plus the recording, on
+            ``compute.n_jobs`` workers (⌈runs / workers⌉ fits each, at the defender's measured contention)
 ==========  ==========================================================================================
 
 A stage also has a fixed cost that is not fits (start-up and imports, loading, the attackers' rounds,
@@ -364,7 +365,20 @@ def _stages(d: DefenderInput, sizes: AuditSizes, runs: int) -> tuple[AuditCost, 
     return (work("ltu", ltu, 1, piece_workers=ltu_workers),
             work("canaries", canaries, sizes.canary_jobs, d.batched_on_workers),
             work("one_run", [("one_run", 1, 1, n)], 1, rate=unwatched),
-            work("whitebox", [("whitebox", white, white, n)], 1, rate=watched))
+            _whitebox(white, n, sizes.canary_jobs, watched, r))
+
+
+def _whitebox(runs: int, rows: int, jobs: int, watched: FitRate | None, probe: FitRate | None) -> AuditCost:
+    """The white-box audit's ``runs`` watched fits on ``min(jobs, runs)`` workers (``compute.n_jobs``,
+    :func:`privaudit.audits.whitebox.whitebox_audit`): ⌈runs / workers⌉ fits one after the other, each slowed by the
+    contention the defender's own probe measured on that many workers (``probe``; a release fit carries none)."""
+    w = max(1, min(jobs, runs))
+    if watched is None:
+        return AuditCost("whitebox", runs, w, None, runs)
+    if probe is not None and w > 1:
+        watched = dataclasses.replace(watched, slowdown=probe.slowdown, slowdown_workers=probe.slowdown_workers)
+    seconds = -(-runs // w) * watched.seconds(1, 1, rows) * watched.contention(w) if runs else 0.0
+    return AuditCost("whitebox", runs, w, seconds, runs, (("whitebox", seconds),))
 
 
 def plan_audit(defenders: Sequence[DefenderInput], sizes: AuditSizes, *,
