@@ -57,8 +57,10 @@ def audit_body(name: str) -> Callable[[argparse.Namespace, Params], None]:
             configure_determinism(device)
             fs = load_feature_set(args.features, args.split)
             X, y = fs.defender
+            # runs on the workers on the CPU only: on CUDA they stay here (a forked child cannot use CUDA once this
+            # process has touched it, and runs sharing one GPU were never measured)
             inputs = AuditInputs(defender_data=DefenderData(X, y, fs.n_classes), defenders_dir=args.defenders,
-                                 workers=params.compute.workers())
+                                 workers=params.compute.workers() if device == "cpu" else 1)
         with fits_on_one_thread:
             result = run_audit(AuditPlan.of(name, params), inputs, defenders_dir=args.defenders, device=device)
         if lines := result.lines():  # none when the audit applies to no defender: print nothing, not a blank line

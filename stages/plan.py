@@ -57,6 +57,7 @@ def sizes_of(params: Params, device: str | None = None) -> AuditSizes:
         lidp_models_per_trial=1 if lidp.neighbourhood == "replace_one" else 2, lidp_canaries=lidp.k_canaries(),
         block_trials=params.compute.block_trials, blackbox_block=params.blackbox.block,
         canary_jobs=params.compute.workers(), whitebox_runs=params.whitebox.runs,
+        whitebox_jobs=1 if str(device or params.base.device).startswith("cuda") else params.compute.workers(),
         budget_seconds=None if budget is None else 60.0 * budget,
         pool_startup_s=pool_startup_seconds(device or params.base.device))
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 
 import re
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -98,7 +99,7 @@ def test_work_on_many_workers_at_once_is_priced_at_their_measured_slowdown() -> 
     0.71-0.77 of a plan that divided by the worker count. Work on w workers costs w / slowdown, not w; work in
     the stage's own process (one worker) and the one-run audit's single fit are not slowed; the white-box audit's
     runs go to the workers (session 56) and are."""
-    two = AuditSizes(**{**SIZES.__dict__, "canary_jobs": 2})
+    two = AuditSizes(**{**SIZES.__dict__, "canary_jobs": 2, "whitebox_jobs": 2})
     plain = dataclasses.replace(_dpsgd(), batched_on_workers=True)
     slowed = dataclasses.replace(plain, rate=dataclasses.replace(plain.rate, slowdown=1.2, slowdown_workers=2))
     a, b = (plan_audit([d], two, fixed=FIXED).defenders[0] for d in (plain, slowed))
@@ -372,10 +373,23 @@ def test_whitebox_runs_on_the_workers_take_rounds_of_fits(runs, jobs, rounds, wo
     stage's fixed cost."""
     d = _dpsgd()
     d = dataclasses.replace(d, rate=dataclasses.replace(d.rate, slowdown=1.3, slowdown_workers=2))
-    sizes = AuditSizes(**{**SIZES.__dict__, "canary_jobs": jobs, "whitebox_runs": runs})
-    one_fit = plan_audit([d], AuditSizes(**{**SIZES.__dict__, "canary_jobs": 1, "whitebox_runs": 1}),
+    sizes = AuditSizes(**{**SIZES.__dict__, "whitebox_jobs": jobs, "whitebox_runs": runs})
+    one_fit = plan_audit([d], AuditSizes(**{**SIZES.__dict__, "whitebox_jobs": 1, "whitebox_runs": 1}),
                          fixed=FIXED).defenders[0].stage("whitebox").seconds
     wb = plan_audit([d], sizes, fixed=FIXED).defenders[0].stage("whitebox")
     slow = 1.3 if workers > 1 else 1.0
     assert (wb.fits, wb.workers) == (runs, workers)
     assert wb.seconds == pytest.approx(rounds * one_fit * slow)
+
+
+def test_the_plan_stage_sizes_whitebox_workers_by_device() -> None:
+    """On the CPU the white-box runs go to compute.n_jobs workers; on CUDA they stay in the stage's process (the
+    audit stage passes one worker there), and the plan says the same."""
+    from privaudit.config import load_params
+    from stages.plan import sizes_of
+
+    params = load_params(Path(__file__).resolve().parents[2] / "params.yaml")
+    assert sizes_of(params, "cpu").whitebox_jobs == params.compute.workers()
+    assert sizes_of(params, "cuda:0").whitebox_jobs == 1
+    with pytest.raises(ValueError, match="worker counts"):
+        AuditSizes(whitebox_jobs=0)

@@ -28,7 +28,8 @@ one_run     1 (the training run with the canary rows), by the defender's own tra
             costs its release fit (``DefenderInput.single_rate``), not a model of a batched call, less what the
             release fit's white-box recording cost (``DefenderInput.observing_seconds``: this run is not watched)
 whitebox    ``whitebox.runs`` (observable defenders only), priced as ``one_run``'s plus the recording, on
-            ``compute.n_jobs`` workers (⌈runs / workers⌉ fits each, at the defender's measured contention)
+            ``compute.n_jobs`` workers on the CPU (⌈runs / workers⌉ fits each, at the defender's measured
+            contention), one after the other on CUDA
 ==========  ==========================================================================================
 
 A stage also has a fixed cost that is not fits (start-up and imports, loading, the attackers' rounds,
@@ -170,6 +171,8 @@ class AuditSizes:
     blackbox_block: int = 1000
     canary_jobs: int = 1
     whitebox_runs: int = 0
+    #: workers the white-box runs spread over (``compute.n_jobs`` on the CPU; 1 on CUDA, where they stay in the stage)
+    whitebox_jobs: int = 1
     budget_seconds: float | None = None
     #: a worker pool's start-up where the audit runs (:func:`privaudit.repro.worker_pool.pool_startup_seconds`)
     pool_startup_s: float = WORKER_STARTUP_S
@@ -179,7 +182,7 @@ class AuditSizes:
                     "lidp_canaries", "whitebox_runs"):
             if getattr(self, key) < 0:
                 raise ValueError(f"{key} must be >= 0, got {getattr(self, key)}")
-        if min(self.ltu_jobs, self.canary_jobs, self.block_trials, self.blackbox_block) < 1:
+        if min(self.ltu_jobs, self.canary_jobs, self.whitebox_jobs, self.block_trials, self.blackbox_block) < 1:
             raise ValueError(f"worker counts and blocks must be >= 1, got {self}")
         if not self.pool_startup_s >= 0:
             raise ValueError(f"pool_startup_s must be >= 0, got {self.pool_startup_s}")
@@ -365,7 +368,7 @@ def _stages(d: DefenderInput, sizes: AuditSizes, runs: int) -> tuple[AuditCost, 
     return (work("ltu", ltu, 1, piece_workers=ltu_workers),
             work("canaries", canaries, sizes.canary_jobs, d.batched_on_workers),
             work("one_run", [("one_run", 1, 1, n)], 1, rate=unwatched),
-            _whitebox(white, n, sizes.canary_jobs, watched, r))
+            _whitebox(white, n, sizes.whitebox_jobs, watched, r))
 
 
 def _whitebox(runs: int, rows: int, jobs: int, watched: FitRate | None, probe: FitRate | None) -> AuditCost:
