@@ -440,6 +440,19 @@ def main() -> int:
     return 0 if rc == 0 or cut_off else 1
 
 
+def plan_accuracy(r: dict) -> dict[str, float]:
+    """The plan's estimate of each stage it plans over that stage's measured wall (finished stages only).
+
+    >>> plan = {"stages": {"ltu": {"seconds": 20.0}, "canaries": {"seconds": 101.0}}, "defenders": {}}
+    >>> plan_accuracy({"plan": plan, "stages": [{"stage": "ltu", "wall_s": 19.1}, {"stage": "canaries", "start": 0.0}]})
+    {'ltu': 1.05}
+    """
+    planned = plan_seconds_per_stage(r.get("plan")) if r.get("plan") else r.get("plan_seconds_per_stage") or {}
+    walls = {s["stage"]: s.get("wall_s") for s in r.get("stages", [])}
+    return {stage: round(sec / walls[stage], 2) for stage, sec in planned.items()
+            if walls.get(stage) and sec is not None}
+
+
 def render(r: dict) -> str:
     size = r["size"]
     data = (f"a synthetic {size['n']} x {size['d']} x {size['k']} Gaussian-mixture CSV (seed {size['seed']}, "
@@ -479,6 +492,11 @@ def render(r: dict) -> str:
                      f"{('' if fit_s is None else f'{fit_s:.0f}'):>7} "
                      f"{rss:>13} "
                      f"{('-' if gpu is None else f'{gpu:.0f}'):>13}  {'; '.join(note)}")
+    ratios = plan_accuracy(r)
+    if ratios:
+        lines.append("")
+        lines.append("plan's estimate / wall per audit stage (issue 43: within 25 %): "
+                     + ", ".join(f"{stage} {ratio:.2f}" for stage, ratio in ratios.items()))
     lines.append("")
     lines.append("CPU s: user + system time of the stage's processes (its workers included); fits: per stage from "
                  "the plan's record (data/.timings/plan.json); plan s: its estimate per stage (fits and fixed cost); "
