@@ -137,34 +137,53 @@ def test_argument_errors_name_the_argument(data) -> None:
     assert not math.isnan(recipe(len(X))["sigma"])
 
 
-def _pid_recording_trainer(path):  # noqa: ANN001, ANN202 — the correct recipe, noting which process ran each fit
-    import os
+_ON_WORKERS = """
+import dataclasses, json, os, sys
+from privaudit.audits.whitebox import python_trainer, whitebox_audit
+from privaudit.repro.worker_pool import fork_refusal
+from privaudit.testing.planted.opacus_bugs import CORRECT, tiny_data
 
-    def train(X, y, n_classes, seed, **kw):  # noqa: ANN001, ANN003, ANN202
+def recording(path):  # the correct recipe, noting which process ran each fit
+    def train(X, y, n_classes, seed, **kw):
         with open(path, "a") as fh:
-            fh.write(f"{os.getpid()}\n")
+            fh.write(f"{os.getpid()}\\n")
         return CORRECT.train(X, y, n_classes, seed, **kw)
-    return python_trainer(train, N_CLASSES, accountant=ACC)
+    return python_trainer(train, 3, accountant="gdp")
+
+X, y = tiny_data()
+here, away = sys.argv[1] + "/here", sys.argv[1] + "/away"
+refusal = fork_refusal()
+one = whitebox_audit(recording(here), X, y, runs=3, level=0.05, accountant="gdp", seed=4)
+two = whitebox_audit(recording(away), X, y, runs=3, level=0.05, accountant="gdp", seed=4, workers=2)
+print(json.dumps({"same": dataclasses.asdict(one) == dataclasses.asdict(two), "runs": two.runs,
+                  "total_steps": two.total_steps, "passed": two.checks_passed, "refusal": refusal,
+                  "own": str(os.getpid()), "here": sorted(set(open(here).read().split())),
+                  "away": sorted(set(open(away).read().split()))}))
+"""
 
 
-def test_runs_on_worker_processes_give_the_bits_of_runs_here(data, tmp_path) -> None:
+def test_runs_on_worker_processes_give_the_bits_of_runs_here(tmp_path) -> None:
     """``workers``: the audit runs go to forked processes (each on one torch and one BLAS thread, as here) and come
-    back in run order: the same result, field for field, as the runs one after the other in this process."""
-    import dataclasses
+    back in run order: the same result, field for field, as the runs one after the other in this process. In a
+    fresh one-thread process (pytest-xdist's workers run threads, where a fork is refused and the runs stay here)."""
+    import json
     import os
+    import subprocess
     import sys
+    from pathlib import Path
 
     if not sys.platform.startswith("linux"):
         pytest.skip("forked workers: Linux only")
-    X, y = data
-    here, away = tmp_path / "here", tmp_path / "away"
-    one = whitebox_audit(_pid_recording_trainer(here), X, y, runs=3, level=0.05, accountant=ACC, seed=4)
-    two = whitebox_audit(_pid_recording_trainer(away), X, y, runs=3, level=0.05, accountant=ACC, seed=4, workers=2)
-    assert dataclasses.asdict(one) == dataclasses.asdict(two)
-    assert (two.runs, two.total_steps) == (3, 150) and two.checks_passed
-    assert set(here.read_text().split()) == {str(os.getpid())}
-    pids = set(away.read_text().split())
-    assert len(pids) == 2 and str(os.getpid()) not in pids  # two workers, neither this process
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root / "src"), str(root), os.environ.get("PYTHONPATH", "")])}
+    res = subprocess.run([sys.executable, "-W", "ignore", "-c", _ON_WORKERS, str(tmp_path)], env=env,
+                         capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stderr[-3000:]
+    out = json.loads(res.stdout.strip().splitlines()[-1])
+    assert out["refusal"] is None, out["refusal"]  # a fresh process may fork: the worker path is what is tested
+    assert out["same"] and (out["runs"], out["total_steps"]) == (3, 150) and out["passed"]
+    assert out["here"] == [out["own"]]
+    assert out["away"] and out["own"] not in out["away"]  # every run in a worker (one may have taken all three)
 
 
 def test_a_run_on_a_worker_that_never_watched_is_named_in_run_order(data) -> None:
