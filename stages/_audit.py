@@ -37,7 +37,7 @@ def audit_body(name: str) -> Callable[[argparse.Namespace, Params], None]:
     line = audit_line(name)
 
     def body(args: argparse.Namespace, params: Params) -> None:
-        from privaudit.audits.protocol import AuditInputs, DefenderData
+        from privaudit.audits.protocol import AuditInputs, DefenderData, trainer_audit_workers
         from privaudit.audits.runner import AuditPlan, run_audit
         from privaudit.validation import validate_metrics
 
@@ -57,10 +57,8 @@ def audit_body(name: str) -> Callable[[argparse.Namespace, Params], None]:
             configure_determinism(device)
             fs = load_feature_set(args.features, args.split)
             X, y = fs.defender
-            # runs on the workers on the CPU only: on CUDA they stay here (a forked child cannot use CUDA once this
-            # process has touched it, and runs sharing one GPU were never measured)
             inputs = AuditInputs(defender_data=DefenderData(X, y, fs.n_classes), defenders_dir=args.defenders,
-                                 workers=params.compute.workers() if device == "cpu" else 1)
+                                 workers=trainer_audit_workers(device, params.compute.workers()))
         with fits_on_one_thread:
             result = run_audit(AuditPlan.of(name, params), inputs, defenders_dir=args.defenders, device=device)
         if lines := result.lines():  # none when the audit applies to no defender: print nothing, not a blank line

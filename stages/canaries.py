@@ -57,23 +57,24 @@ def _body(args: argparse.Namespace, params: Params) -> None:
     # the ETA weighs each shard by its planned seconds (a measurement outside DVC; None: every trial the same)
     planned = planned_piece_seconds(args.timings.parent / "plan.json",
                                     [(s.defender, s.experiment, s.stop - s.start) for s in todo], plan.trials)
-    planned_of = dict(zip(todo, planned)) if planned is not None else {}
+    planned_of = dict(zip(todo, planned)) if planned is not None else None
 
     # side by side: each shard's own seconds give the rate (None, on a Dask cluster of unknown size: the wall clock)
     at_once = shards_at_once(plan, todo, device)
     # the order the shards start in, with their planned seconds: the ETA is the pool's finish (None: not one queue)
-    order = start_order(plan, todo, device, planned_of if planned is not None else None)
-    queue = None if order is None or planned is None else [(s, planned_of[s]) for s in order]
+    order = start_order(plan, todo, device, planned_of)
+    queue = None if order is None or planned_of is None else [(s, planned_of[s]) for s in order]
 
     def done(s: Shard, seconds: float) -> None:
         took.setdefault(s.defender, []).append((s.stop - s.start, seconds))
-        bar.advance(s.stop - s.start, f"{s.defender} {s.experiment} {s.start}-{s.stop}", planned=planned_of.get(s),
+        bar.advance(s.stop - s.start, f"{s.defender} {s.experiment} {s.start}-{s.stop}",
+                    planned=None if planned_of is None else planned_of[s],
                     seconds=None if at_once is None else seconds, piece=s if queue is not None else None)
 
     with FitProgress("canaries", sum(s.stop - s.start for s in todo), "trial", bar=progress_enabled(),
                      planned_seconds=None if planned is None else sum(planned),
                      workers=at_once or 1, queue=queue) as bar:
-        run_missing_shards(args.shards, plan, fs, todo, device, done, planned_of or None)
+        run_missing_shards(args.shards, plan, fs, todo, device, done, planned_of)
     fp, n_game3 = inputs_fingerprint(fs), game3_canaries(plan, int(fs.is_defender.sum()))
     meta = canary_meta(plan, fs.n_classes, n_game3, fp)
     with atomic_dir(args.out) as tmp:

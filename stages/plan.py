@@ -45,6 +45,7 @@ def sizes_of(params: Params, device: str | None = None) -> AuditSizes:
     """The sizes the params fix (module docstring of ``privaudit.planning.cost``); ``device``: where the fits were
     timed (default ``base.device``), which decides how fast a worker pool starts
     (:func:`privaudit.repro.worker_pool.pool_startup_seconds`)."""
+    from privaudit.audits.protocol import trainer_audit_workers
     from privaudit.repro.worker_pool import pool_startup_seconds
 
     lp, lidp = params.ltu, params.lidp
@@ -57,7 +58,7 @@ def sizes_of(params: Params, device: str | None = None) -> AuditSizes:
         lidp_models_per_trial=1 if lidp.neighbourhood == "replace_one" else 2, lidp_canaries=lidp.k_canaries(),
         block_trials=params.compute.block_trials, blackbox_block=params.blackbox.block,
         canary_jobs=params.compute.workers(), whitebox_runs=params.whitebox.runs,
-        whitebox_jobs=1 if str(device or params.base.device).startswith("cuda") else params.compute.workers(),
+        whitebox_jobs=trainer_audit_workers(device or params.base.device, params.compute.workers()),
         budget_seconds=None if budget is None else 60.0 * budget,
         pool_startup_s=pool_startup_seconds(device or params.base.device))
 

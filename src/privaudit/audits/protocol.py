@@ -39,7 +39,7 @@ from privaudit.defenders.specs import DefenderSpecBase
 from privaudit.seeding import int_seed, rng_for
 
 __all__ = ["EPS_UNBOUNDED", "PURE_DELTA", "Audit", "AuditBound", "AuditInputs", "AuditRequest", "DefenderData", "settings_from",
-           "audit_delta", "finite_epsilon"]
+           "audit_delta", "finite_epsilon", "trainer_audit_workers"]
 
 #: stands for ε̂ = +∞ in the metrics files (any claim is refuted): JSON has no infinity and the
 #: metrics contract wants finite ε
@@ -155,6 +155,18 @@ class AuditInputs:
         if self.canaries_dir is None:
             raise ValueError(f"the {audit} audit reads canary statistics: pass --canaries (data/canaries)")
         return self.canaries_dir
+
+
+def trainer_audit_workers(device: str, n_jobs: int) -> int:
+    """Workers a trainer audit's independent runs may use on ``device`` (``AuditInputs.workers``; the plan prices
+    the same): ``n_jobs`` on the CPU, 1 on CUDA, where they stay in the stage's process (a forked child cannot use
+    CUDA once its parent has touched it, and runs sharing one GPU were never measured). ``"auto"`` counts as the CPU
+    (the plan before any fit was timed).
+
+    >>> trainer_audit_workers("cpu", 4), trainer_audit_workers("cuda:0", 4), trainer_audit_workers("auto", 2)
+    (4, 1, 2)
+    """
+    return 1 if str(device).startswith("cuda") else int(n_jobs)
 
 
 @dataclass(frozen=True)
