@@ -15,7 +15,8 @@
 #           and CUDA-graph steps side by side (targets: < 60 s, >= 100x a sequential opacus loop on the
 #           same GPU; issue 43: < 2 s on an H200, from 16.1 s)
 #   sgd     bench_sgd_graphs.py: one call of the default MLP's batched SGD trainer (30 epochs, 25k x 512 rows,
-#           2 and 32 models), eager steps against epochs in CUDA graphs, alternating, with bit-identity
+#           2 and 32 models), eager steps against epochs in CUDA graphs, alternating, with bit-identity;
+#           SGD_ARGS adds arguments (e.g. "--repeats 1")
 #   many    bench_many_heads.py --device cuda --steps 128: models/s, useful GFLOP/s, % of the GPU's fp32
 #           peak; dp rows also with eager steps, side by side
 #   audit   the default audit run twice on the GPU (`dvc repro --force`, base.device: auto picks CUDA):
@@ -85,7 +86,7 @@ for step in "${steps[@]}"; do
       ;;
     sgd)
       if [ "$DEVICE" = cuda ]; then
-        $PY benchmarks/bench_sgd_graphs.py --out "$out/sgd_graphs.txt"
+        $PY benchmarks/bench_sgd_graphs.py --out "$out/sgd_graphs.txt" ${SGD_ARGS:-}  # e.g. "--repeats 1" in a short lease
       else
         $PY benchmarks/bench_sgd_graphs.py --dry-run --out "$out/sgd_graphs.txt"
       fi
