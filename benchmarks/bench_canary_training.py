@@ -90,13 +90,18 @@ def sequential(X: np.ndarray, y: np.ndarray, Xte: np.ndarray, yte: np.ndarray, m
 
 def batched(X: np.ndarray, y: np.ndarray, Xte: np.ndarray, yte: np.ndarray, models: int, epochs: int,
             batch_size: int, sigma: float, C: float, lr: float, device: str, formulation: str = "auto",
-            state: list | None = None) -> tuple[float, float]:
+            state: list | None = None, canary_rows: bool = False) -> tuple[float, float]:
     """Seconds per model and mean test accuracy of :func:`train_heads` on all models at once
-    (``state``: the generator's final state is appended to it)."""
+    (``state``: the generator's final state is appended to it). ``canary_rows``: every model has one extra row
+    (a test row as its input canary), in the data sets of every other model — the black-box audit's trials."""
     q = batch_size / len(y)
     recipe = HeadRecipe(hidden=(), epochs=epochs, batch_size=batch_size, lr=lr,
                         dp=DPSettings(sigma, C, q, epochs * max(1, round(1 / q)), float(batch_size)))
     data = TrainData(torch.tensor(X, device=device), torch.tensor(y, device=device), n_models=models)
+    if canary_rows:
+        data.X_extra = torch.tensor(Xte[:1], device=device).expand(models, 1, -1).contiguous()
+        data.y_extra = torch.tensor(yte[:1], device=device).expand(models, 1).contiguous()
+        data.extra_valid = (torch.arange(models, device=device) % 2 == 0).unsqueeze(1)
     gen = torch.Generator(device=device).manual_seed(0)
     if device == "cuda":
         torch.cuda.synchronize()
@@ -157,10 +162,15 @@ def main() -> None:
     ap.add_argument("--no-sequential", action="store_true",
                     help="skip the sequential opacus loop (its ratio is in earlier results; saves ~20 s on a GPU)")
     ap.add_argument("--no-triton", action="store_true", help="with --gpu: skip the opt-in fused Triton row")
+    ap.add_argument("--canary-rows", action="store_true",
+                    help="every model one extra row (an input canary, in every other model's data set), as the "
+                         "black-box audit's trials train; implies --no-triton and --no-sequential")
     ap.add_argument("--kernel-profile", type=Path, default=None,
                     help="with --gpu: also profile one epoch of the static steps (torch.profiler) and write the CUDA "
                          "kernels by device time to this file")
     args = ap.parse_args()
+    if args.canary_rows:
+        args.no_triton = args.no_sequential = True
     warnings.filterwarnings("ignore")
     device = "cuda" if args.gpu else "cpu"
     side_by_side = args.gpu or args.dry_run
@@ -186,16 +196,18 @@ def main() -> None:
     gpu = f" gpu={torch.cuda.get_device_name()}" if args.gpu else ""
     say(f"device={device}{gpu} threads={torch.get_num_threads()} load={os.getloadavg()[0]:.2f} "
         f"torch={torch.__version__} LD_PRELOAD={os.environ.get('LD_PRELOAD', '-')}")
-    say(f"DP-SGD linear heads: n={len(y)} d={X.shape[1]} epochs={epochs} q={q:.4f} sigma={sigma:.3f} eps={args.epsilon}")
+    say(f"DP-SGD linear heads: n={len(y)} d={X.shape[1]} epochs={epochs} q={q:.4f} sigma={sigma:.3f} eps={args.epsilon}"
+        + ("; one canary row per model (in every other model's data set)" if args.canary_rows else ""))
     if side_by_side:
         new = "auto" if args.gpu else "static"
         batched(X, y, Xte, yte, 2, 1, bs, sigma, C, lr, device, "gather")  # warm-up: CUDA context, cuBLAS, allocator
         states: list = []
-        s_old, a_old = batched(X, y, Xte, yte, models, epochs, bs, sigma, C, lr, device, "gather", states)
+        s_old, a_old = batched(X, y, Xte, yte, models, epochs, bs, sigma, C, lr, device, "gather", states,
+                               args.canary_rows)
         say(f"batched, eager steps (formulation='gather', the path before issue 43): {1 / s_old:8.2f} models/s  "
             f"({models} models in {s_old * models:.2f} s; mean test acc {a_old:.3f})")
     s_bat, a_bat = batched(X, y, Xte, yte, models, epochs, bs, sigma, C, lr, device,
-                           new if side_by_side else "auto", states if side_by_side else None)
+                           new if side_by_side else "auto", states if side_by_side else None, args.canary_rows)
     label = f"batched, {'CUDA-graph' if args.gpu else 'static'} steps (formulation={new!r})" if side_by_side else "batched trainer"
     say(f"{label}: {1 / s_bat:8.2f} models/s  ({models} models in {s_bat * models:.2f} s; mean test acc {a_bat:.3f})")
     if side_by_side:

@@ -160,28 +160,33 @@ def test_training_runs_under_the_pipelines_deterministic_kernels(device: str, hi
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device on this machine")
-@pytest.mark.parametrize("hidden", [(), (8,)])
-def test_cuda_graph_steps_replay_the_static_steps_bit_for_bit(hidden: tuple[int, ...],
+@pytest.mark.parametrize("hidden, extra", [((), 0), ((8,), 0), ((), 2)])
+def test_cuda_graph_steps_replay_the_static_steps_bit_for_bit(hidden: tuple[int, ...], extra: int,
                                                               monkeypatch: pytest.MonkeyPatch) -> None:
     """Issue 43: on CUDA, DP-SGD runs as fixed-shape steps captured in CUDA graphs (``auto``, for runs of
     two graphs or more). Under the pipeline's deterministic kernels a graphed run equals the same
     static steps run eagerly bit for bit, draws what the eager path draws (the generator ends in the
     same state), and agrees with the eager gather formulation up to float rounding; ``auto`` takes the
-    graph without a capture-failure warning. 2 graphs of 32 steps + 6 eager steps, include masks."""
+    graph without a capture-failure warning. 2 graphs of 32 steps + 6 eager steps, include masks; with
+    ``extra``, per-model extra rows (input canaries, as the black-box audit's trials have), some masked."""
     monkeypatch.setenv("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
     before = torch.are_deterministic_algorithms_enabled()
     torch.use_deterministic_algorithms(True)
     try:
         X, y = _rows()
-        include = (torch.rand(M, N, generator=torch.Generator().manual_seed(6)) < 0.8).cuda()
+        g6 = torch.Generator().manual_seed(6)
+        include = (torch.rand(M, N, generator=g6) < 0.8).cuda()
+        kw = {} if not extra else {"X_extra": (4.0 + torch.randn(M, extra, X.shape[1], generator=g6)).cuda(),
+                                   "y_extra": torch.randint(0, CLASSES, (M, extra), generator=g6).cuda(),
+                                   "extra_valid": (torch.rand(M, extra, generator=g6) < 0.7).cuda()}
         recipe = HeadRecipe(hidden, 1, 30, 0.5, dp=DPSettings(0.8, 0.5, 0.1, 2 * STEPS_PER_GRAPH + 6, 30.0))
         runs = {}
         for f in ("graph", "static", "gather", "auto"):
             gen = torch.Generator(device="cuda").manual_seed(2)
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
-                flat = train_heads(recipe, TrainData(X.cuda(), y.cuda(), n_models=M, include=include), CLASSES, gen,
-                                   formulation=f).flat().cpu()
+                flat = train_heads(recipe, TrainData(X.cuda(), y.cuda(), n_models=M, include=include, **kw), CLASSES,
+                                   gen, formulation=f).flat().cpu()
             assert not [w for w in caught if "CUDA graph" in str(w.message)], [str(w.message) for w in caught]
             runs[f] = (flat, gen.get_state())
     finally:

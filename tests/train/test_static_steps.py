@@ -30,11 +30,12 @@ def _run(formulation: str, recipe: HeadRecipe, data: TrainData, classes: int, se
 @settings(max_examples=15, deadline=None)
 @given(seed=st.integers(0, 10_000), n=st.sampled_from([3, 6, 40, 150]), d=st.sampled_from([1, 5, 16]),
        classes=st.integers(2, 6), q=st.sampled_from([0.02, 0.3, 0.6, 1.0]), masks=st.booleans(),
-       hidden=st.sampled_from([(), (4,)]), steps=st.sampled_from([1, 7, 33, 70]))
-def test_static_steps_equal_the_eager_path(seed, n, d, classes, q, masks, hidden, steps) -> None:
+       hidden=st.sampled_from([(), (4,)]), steps=st.sampled_from([1, 7, 33, 70]), extra=st.sampled_from([0, 1, 3]))
+def test_static_steps_equal_the_eager_path(seed, n, d, classes, q, masks, hidden, steps, extra) -> None:
     """Property: the same draws (the generator ends in the same state) and the same parameters up to
-    float rounding as the eager gather formulation — with include masks, q = 1, MLP heads, step counts
-    below, at and above a graph's block, and tiny data sets whose gap blocks overflow often."""
+    float rounding as the eager gather formulation — with include masks, per-model extra rows (input
+    canaries, some models without them), q = 1, MLP heads, step counts below, at and above a graph's
+    block, and tiny data sets whose gap blocks overflow often."""
     g = torch.Generator().manual_seed(seed)
     M = 7
     X, y = torch.randn(n, d, generator=g), torch.randint(0, classes, (n,), generator=g)
@@ -43,6 +44,10 @@ def test_static_steps_equal_the_eager_path(seed, n, d, classes, q, masks, hidden
         include = torch.rand(M, n, generator=g) < 0.7
         include[:, 0] = True  # every model some rows (the static path's condition)
         kw["include"] = include
+    if extra:  # far from the base rows, so that a wrong row taken for a canary moves the parameters
+        kw["X_extra"] = 5.0 + 3.0 * torch.randn(M, extra, d, generator=g)
+        kw["y_extra"] = torch.randint(0, classes, (M, extra), generator=g)
+        kw["extra_valid"] = torch.rand(M, extra, generator=g) < (0.6 if masks else 1.1)
     recipe = HeadRecipe(hidden, 1, 10, 0.5, dp=DPSettings(0.7, 0.8, q, steps, max(1.0, q * n)))
     ref, ref_state = _run("gather", recipe, TrainData(X, y, n_models=M, **kw), classes)
     out, state = _run("static", recipe, TrainData(X, y, n_models=M, **kw), classes)
@@ -117,9 +122,9 @@ def test_static_and_graph_formulations_refuse_what_they_cannot_run() -> None:
     with pytest.raises(ValueError, match="for DP-SGD without an observer"):
         train_heads(dp, TrainData(X, y, n_models=2), 2, torch.Generator(), formulation="static",
                     observer=HeadsObserver(seed=0))
-    extra = TrainData(X, y, n_models=2, X_extra=torch.randn(2, 1, 3), y_extra=torch.zeros(2, 1, dtype=torch.long))
-    with pytest.raises(ValueError, match="without per-model extra rows"):
-        train_heads(dp, extra, 2, torch.Generator(), formulation="static")
+    grad = TrainData(X, y, n_models=2, grad_canaries=torch.randn(2, 1, 3 * 2 + 2))
+    with pytest.raises(ValueError, match="without gradient canaries"):
+        train_heads(dp, grad, 2, torch.Generator(), formulation="static")
     with pytest.raises(ValueError, match="formulation must be one of"):
         train_heads(dp, TrainData(X, y, n_models=2), 2, torch.Generator(), formulation="fused")
 
@@ -233,6 +238,9 @@ def test_the_triton_formulation_refuses_what_it_cannot_run(monkeypatch) -> None:
     with pytest.raises(ValueError, match="linear heads.*hidden=\\(4,\\)"):
         train_heads(HeadRecipe((4,), 1, 5, 0.5, dp=dp.dp), TrainData(X, y, n_models=2), 2, torch.Generator(),
                     formulation="triton")
+    extra = TrainData(X, y, n_models=2, X_extra=torch.randn(2, 1, 3), y_extra=torch.zeros(2, 1, dtype=torch.long))
+    with pytest.raises(ValueError, match="'triton' is for DP-SGD without per-model extra rows"):
+        train_heads(dp, extra, 2, torch.Generator(), formulation="triton")
     assert fused_triton.fits(512, 10) and fused_triton.fits(1024, 16) and not fused_triton.fits(2048, 10)
     assert not fused_triton.fits(512, 100)
 

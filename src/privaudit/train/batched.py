@@ -688,15 +688,18 @@ def _train_dp(dp: DPSettings, lr: float, data: TrainData, heads: StackedHeads,
 def static_fits(formulation: str, data: TrainData, n_valid: torch.Tensor, steps: int) -> bool:
     """Whether DP-SGD runs as fixed-shape steps (:mod:`privaudit.train.static_steps`): asked for
     (``static``, ``graph``), or ``auto`` on CUDA for runs of at least two graphs' worth of steps (a graph
-    replayed once costs more to capture than it saves); and the data have no per-model extra rows or
-    gradient canaries and every model some rows (the observer is checked by the caller)."""
+    replayed once costs more to capture than it saves); and the data have no gradient canaries (nor, for
+    ``triton``, per-model extra rows) and every model some rows (the observer is checked by the caller)."""
     auto = (formulation == "auto" and data.X_base.device.type == "cuda" and steps >= 2 * STEPS_PER_GRAPH)
     if formulation not in ("static", "graph", "triton") and not auto:
         return False
-    fits = not data.n_extra and not data.n_grad and bool(n_valid.numel()) and int(n_valid.min()) > 0
+    if formulation == "triton" and data.n_extra:
+        raise ValueError("formulation='triton' is for DP-SGD without per-model extra rows (X_extra: its kernel reads "
+                         "base rows only); use 'auto' or 'graph' for these data")
+    fits = not data.n_grad and bool(n_valid.numel()) and int(n_valid.min()) > 0
     if not fits and formulation in ("static", "graph", "triton"):
-        raise ValueError(f"formulation={formulation!r} is for DP-SGD without per-model extra rows (X_extra), gradient "
-                         "canaries or an observer, every model with some rows; use 'auto' for these data")
+        raise ValueError(f"formulation={formulation!r} is for DP-SGD without gradient canaries or an observer, every "
+                         "model with some rows; use 'auto' for these data")
     return fits
 
 
