@@ -16,7 +16,7 @@ from privaudit.canaries.assembly import canary_meta, summary_line, write_defende
 from privaudit.canaries.plan import CanaryPlan
 from privaudit.canaries.runner import check_canary_setup
 from privaudit.canaries.shards import (DEFAULT_SHARD_ROOT, Shard, inputs_fingerprint, missing_shards, plan_shards,
-                                       prune_shards, run_missing_shards, shards_at_once, start_order)
+                                       prune_shards, run_missing_shards, shards_at_once, start_lanes)
 from privaudit.canaries.sizes import game3_canaries
 from privaudit.config import Params
 from privaudit.planning.plan_files import read_sized_runs
@@ -61,19 +61,21 @@ def _body(args: argparse.Namespace, params: Params) -> None:
 
     # side by side: each shard's own seconds give the rate (None, on a Dask cluster of unknown size: the wall clock)
     at_once = shards_at_once(plan, todo, device)
-    # the order the shards start in, with their planned seconds: the ETA is the pool's finish (None: not one queue)
-    order = start_order(plan, todo, device, planned_of)
-    queue = None if order is None or planned_of is None else [(s, planned_of[s]) for s in order]
+    # the pools the shards run in, each in the order they start, with their planned seconds: the ETA is when the
+    # last pool finishes (None: unknown, on a Dask cluster)
+    pools = start_lanes(plan, todo, device, planned_of)
+    lanes = None if pools is None or planned_of is None else [(w, [(s, planned_of[s]) for s in order])
+                                                              for w, order in pools]
 
     def done(s: Shard, seconds: float) -> None:
         took.setdefault(s.defender, []).append((s.stop - s.start, seconds))
         bar.advance(s.stop - s.start, f"{s.defender} {s.experiment} {s.start}-{s.stop}",
                     planned=None if planned_of is None else planned_of[s],
-                    seconds=None if at_once is None else seconds, piece=s if queue is not None else None)
+                    seconds=None if at_once is None else seconds, piece=s if lanes is not None else None)
 
     with FitProgress("canaries", sum(s.stop - s.start for s in todo), "trial", bar=progress_enabled(),
                      planned_seconds=None if planned is None else sum(planned),
-                     workers=at_once or 1, queue=queue) as bar:
+                     workers=at_once or 1, lanes=lanes) as bar:
         run_missing_shards(args.shards, plan, fs, todo, device, done, planned_of)
     fp, n_game3 = inputs_fingerprint(fs), game3_canaries(plan, int(fs.is_defender.sum()))
     meta = canary_meta(plan, fs.n_classes, n_game3, fp)

@@ -20,7 +20,7 @@ from privaudit.canaries.shards import (
     shard_dir,
     shard_path,
     shards_at_once,
-    start_order,
+    start_lanes,
 )
 from tests.canaries.conftest import DP, LOGREG, MLP, digits_features, make_params
 
@@ -271,9 +271,9 @@ def test_shards_of_the_native_library_and_of_the_torch_path_are_kept_apart(tmp_p
 
 def test_the_workers_take_the_longest_planned_shards_first_and_the_eta_knows_the_order() -> None:
     """With planned seconds the workers take the shards longest first by those (a 64-model MLP shard can outlast a
-    1000-model DP-SGD one), without them by trials; ``start_order`` is the queue the stage's ETA models: the
-    workers' order, the plan's order one after the other, none where it is not one queue (Dask, CUDA beside the
-    workers)."""
+    1000-model DP-SGD one), without them by trials; ``start_lanes`` are the pools the stage's ETA models: the
+    workers' order, the plan's order one after the other, on CUDA the batched kinds' shards one after the other in
+    the stage beside the workers' pool (processes adding up to ``shards_at_once``); none on Dask."""
     two = make_params([LOGREG, MLP], compute={"n_jobs": 2})
     shards = plan_shards(two)
     planned = {s: (100.0 if s.defender == "mlp" and s.experiment == "game3" else float(s.stop - s.start))
@@ -284,7 +284,9 @@ def test_the_workers_take_the_longest_planned_shards_first_and_the_eta_knows_the
     by_trials = dispatch_order(shards)
     assert [s.stop - s.start for s in by_trials] == sorted((s.stop - s.start for s in shards), reverse=True)
     assert dispatch_order(shards, {shards[0]: 1.0}) == by_trials  # not every shard planned: by trials
-    assert start_order(two, shards, "cpu", planned) == order
-    assert start_order(make_params([LOGREG, MLP], compute={"n_jobs": 1}), shards, "cpu", planned) == shards
-    assert start_order(two, shards, "cuda", planned) is None
-    assert start_order(make_params([MLP], compute={"scheduler": "tcp://127.0.0.1:8786"}), shards, "cpu") is None
+    assert start_lanes(two, shards, "cpu", planned) == [(2, order)]
+    assert start_lanes(make_params([LOGREG, MLP], compute={"n_jobs": 1}), shards, "cpu", planned) == [(1, shards)]
+    gpu, cpu = [s for s in shards if s.defender == "mlp"], [s for s in shards if s.defender == "logreg"]
+    assert start_lanes(two, shards, "cuda", planned) == [(1, gpu), (2, dispatch_order(cpu, planned))]
+    assert sum(w for w, _ in start_lanes(two, shards, "cuda", planned)) == shards_at_once(two, shards, "cuda")
+    assert start_lanes(make_params([MLP], compute={"scheduler": "tcp://127.0.0.1:8786"}), shards, "cpu") is None

@@ -265,18 +265,19 @@ def dispatch_order(shards: Sequence[Shard], planned: Mapping[Shard, float] | Non
     return sorted(shards, key=lambda s: -(s.stop - s.start))
 
 
-def start_order(plan: CanaryPlan, todo: Sequence[Shard], device: str,
-                planned: Mapping[Shard, float] | None = None) -> list[Shard] | None:
-    """The order in which :func:`run_missing_shards` starts ``todo``: one after the other in their order, or on the
-    local workers in :func:`dispatch_order`; ``None`` where it is not one queue (a Dask cluster; on CUDA, batched
-    kinds' shards in this process beside the workers). For the progress line's ETA
-    (:class:`privaudit.progress.FitProgress`'s ``queue``)."""
+def start_lanes(plan: CanaryPlan, todo: Sequence[Shard], device: str,
+                planned: Mapping[Shard, float] | None = None) -> list[tuple[int, list[Shard]]] | None:
+    """How :func:`run_missing_shards` runs ``todo``, as pools of ``(processes, shards in the order they start)``: one
+    after the other in their order; or the local workers in :func:`dispatch_order`; on CUDA beside them the batched
+    kinds' shards one after the other in this process, in their order (two pools). ``None`` on a Dask cluster (its
+    size and order are not known here). For the progress line's ETA (:class:`privaudit.progress.FitProgress`'s
+    ``lanes``); the processes add up to :func:`shards_at_once`."""
     if plan.compute.scheduler != "local":
         return None
     here, away, n_jobs = _local_split(plan, todo, device)
     if n_jobs <= 1:
-        return list(todo)
-    return None if here else dispatch_order(away, planned)
+        return [(1, list(todo))]
+    return ([(1, here)] if here else []) + [(n_jobs, dispatch_order(away, planned))]
 
 
 def run_missing_shards(root: Path, plan: CanaryPlan, fs: FeatureSet, todo: Sequence[Shard], device: str,
