@@ -230,7 +230,7 @@ class Recording:
         def clip_and_accumulate(_self: Any) -> None:
             if not rec.open:
                 return orig_clip()
-            start, data_pass = time.perf_counter(), []
+            data_pass: list[float] = []
 
             def clip_once() -> Any:  # the first pass is the work an unwatched step does too: not observing
                 if data_pass:
@@ -242,32 +242,28 @@ class Recording:
                     data_pass.append(time.perf_counter() - t)
 
             try:
-                rec._clip(opt, clip_once)
+                with rec._observing():
+                    rec._clip(opt, clip_once)
             finally:
-                rec.observing_seconds += time.perf_counter() - start - sum(data_pass)
+                rec.observing_seconds -= sum(data_pass)
             return None
 
         def add_noise(_self: Any) -> None:
             if not rec.open:
                 return orig_noise()
             orig_noise()
-            start = time.perf_counter()
-            try:
+            with rec._observing():
                 rec._noise(opt)
-            finally:
-                rec.observing_seconds += time.perf_counter() - start
             return None
 
         def step(_self: Any, *args: Any, **kwargs: Any) -> Any:
             if not rec.open:
                 return orig_step(*args, **kwargs)
-            start = time.perf_counter()
-            rec._check_unchanged(f"before watched step {rec.steps}")
-            middle = time.perf_counter()
+            with rec._observing():
+                rec._check_unchanged(f"before watched step {rec.steps}")
             out = orig_step(*args, **kwargs)
-            end = time.perf_counter()
-            rec._snapshot()
-            rec.observing_seconds += (middle - start) + (time.perf_counter() - end)
+            with rec._observing():
+                rec._snapshot()
             return out
 
         # bound methods, as the optimizer's own are: whatever wraps them afterwards (torch's LR schedulers
@@ -292,13 +288,19 @@ class Recording:
                 self.changes.append(f"{label} changed outside a watched DP step ({when})")
                 a.copy_(p.detach())  # report each change once
 
-    def _on_forward(self, module: Any, _inputs: Any) -> None:
-        """Global forward pre-hook: remember every parameter and buffer as first used in training."""
+    @contextmanager
+    def _observing(self) -> Iterator[None]:
+        """Count the block's seconds as observing (``observing_seconds``: what watching adds to a run)."""
         start = time.perf_counter()
         try:
-            self._remember(module)
+            yield
         finally:
             self.observing_seconds += time.perf_counter() - start
+
+    def _on_forward(self, module: Any, _inputs: Any) -> None:
+        """Global forward pre-hook: remember every parameter and buffer as first used in training."""
+        with self._observing():
+            self._remember(module)
 
     def _remember(self, module: Any) -> None:
         for kind, named in (("parameter", module.named_parameters(recurse=False)),
