@@ -130,6 +130,23 @@ def _one_run_work(params: Params, defenders: Path, features: Path) -> tuple[floa
     return t.seconds, f"its bounds, {t.seconds:.2g} s measured ({t.timed_by})"
 
 
+def _whitebox_work(params: Params, defenders: Path) -> tuple[float, str] | None:
+    """The white-box stage's work besides its training runs (its estimate), timed on the recorded release runs (for a
+    stage that has not run); None when the audit applies to no defender."""
+    from privaudit.audits.runner import AuditPlan, audit_request
+    from privaudit.audits.whitebox_work import time_whitebox_work
+
+    plan = AuditPlan.of("whitebox", params)
+    requests = [r for spec in plan.defenders if (r := audit_request(plan, spec, defenders)) is not None]
+    if not requests:
+        return None
+    try:
+        t = time_whitebox_work(requests, defenders, params.whitebox.runs)
+    except (OSError, ValueError, KeyError) as err:  # an estimate, not a check: the white-box stage refuses for itself
+        return 0.0, f"its estimate not timed ({type(err).__name__}: {err})"
+    return t.seconds, f"its estimate, {t.seconds:.2g} s measured ({t.timed_by})"
+
+
 def _body(args: argparse.Namespace, params: Params) -> None:
     """Print what the audit will cost at the sizes the params ask; stop, naming a smaller audit, over budget."""
     from stages import _runner
@@ -179,6 +196,8 @@ def _body(args: argparse.Namespace, params: Params) -> None:
         work["one_run"] = bounds
     if "ltu" not in fixed and (scoring := _ltu_scoring(params, args.defenders, args.features)) is not None:
         work["ltu"] = scoring
+    if "whitebox" not in fixed and (estimate := _whitebox_work(params, args.defenders)) is not None:
+        work["whitebox"] = estimate
     plan = plan_audit(inputs, sizes_of(params, timed_on), fixed=fixed, detectable=_detectable(params, args.defenders),
                       startup=first, work=work)
     for line in plan.lines():

@@ -345,3 +345,40 @@ def test_a_one_run_probe_without_the_features_leaves_the_plan_standing(
                            "--timings", "timings/fits.json", "--out", "plan-no-features"]) == 0
     line = _stage_line(capsys, "one_run")
     assert "its bounds not timed (" in line and "nowhere" in line, line
+
+
+def test_before_the_whitebox_stage_ran_the_plan_times_its_estimate(
+        trained: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """A first plan priced the white-box stage at its watched runs and a stage's start-up (0.72 of its wall at
+    10k x 128 in session 57): its estimate (the accountant over the pooled runs) is now timed on the release run the
+    defenders stage recorded and added to its fixed cost; once the stage has a recorded wall, nothing is timed."""
+    import shutil
+
+    from privaudit.audits import whitebox_work
+    from privaudit.planning.timings import record_stage_wall
+
+    root = tmp_path / "dp"
+    shutil.copytree(trained, root, ignore=shutil.ignore_patterns("timings", "defenders", "plan*"))
+    params = yaml.safe_load((trained / "params.yaml").read_text())
+    params["defenders"] = [{"name": "dp", "kind": "dp_sgd", "epsilon": 1.0, "delta": 1e-5, "epochs": 2,
+                            "batch_size": 20, "lr": 0.5, "max_grad_norm": 1.0}]
+    (root / "params.yaml").write_text(yaml.safe_dump(params))
+    monkeypatch.chdir(root)
+    assert run_stage("defenders", defenders_stage._args, defenders_stage._body,
+                     argv=["--params", "params.yaml", "--features", "features", "--split", "split", "--out",
+                           "defenders", "--timings", "timings/fits.json"]) == 0
+    capsys.readouterr()
+    assert _plan(root, "plan-whitebox") == 0
+    line = _stage_line(capsys, "whitebox")
+    assert "its estimate, " in line and "s measured (the estimate of 1 defender on 3 copies of its recorded release " \
+        "run)" in line, line
+    assert read_json(root / "timings" / "plan.json")["stages"]["whitebox"]["fixed_seconds"] > 0
+
+    def boom(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the plan timed the white-box estimate although the stage has a recorded wall")
+
+    monkeypatch.setattr(whitebox_work, "time_whitebox_work", boom)
+    record_stage_wall("whitebox", 1000.0, root / "timings")
+    assert _plan(root, "plan-whitebox-recorded") == 0
+    line = _stage_line(capsys, "whitebox")
+    assert "its last run's wall minus its planned fits" in line and "its estimate" not in line, line

@@ -317,6 +317,16 @@ class WhiteboxSettings:
 SETTINGS = WhiteboxSettings
 
 
+def estimate_settings(request: AuditRequest) -> tuple[float, str]:
+    """The δ (the claim's add/remove δ, at least :data:`PURE_DELTA`) and the accountant (the defender's own; ``prv``
+    for kinds that name none) at which :func:`run` estimates ε̂ for ``request``."""
+    from privaudit.defenders.specs import DpSgdSpec
+
+    spec = request.spec
+    accountant = spec.accountant if isinstance(spec, (DpSgdSpec, PythonSpec)) else "prv"
+    return max(request.delta(Neighbourhood.ADD_REMOVE), PURE_DELTA), accountant
+
+
 def run(request: AuditRequest, inputs: AuditInputs, settings: WhiteboxSettings) -> AuditBound:
     """The white-box audit of one observable defender (the audit protocol, :mod:`privaudit.audits.protocol`).
 
@@ -333,8 +343,6 @@ def run(request: AuditRequest, inputs: AuditInputs, settings: WhiteboxSettings) 
             declared ``observable: true`` wrongly), naming the defender and the fix; the release
             record is missing or stale (``data/defenders/<name>/release_watch.json``: rerun the defenders stage).
     """
-    from privaudit.defenders.specs import DpSgdSpec, PythonSpec
-
     data = inputs.need_defender_data("whitebox")
     spec = request.spec
     delta = request.delta(Neighbourhood.ADD_REMOVE)
@@ -344,11 +352,12 @@ def run(request: AuditRequest, inputs: AuditInputs, settings: WhiteboxSettings) 
             release = read_release_watch(inputs.defenders_dir / spec.name)
         except (FileNotFoundError, ValueError) as err:
             raise ValueError(f"defender {spec.name!r}: {err}") from None
+    estimate_delta, accountant = estimate_settings(request)
     try:
         res = whitebox_audit(defender_trainer(request.trainer(data.n_classes)), data.X, data.y, runs=settings.runs,
-                             delta=max(delta, PURE_DELTA), level=request.level,
-                             accountant=spec.accountant if isinstance(spec, (DpSgdSpec, PythonSpec)) else "prv", seed=request.int_seed("whitebox"),
-                             canary_scale=settings.canary_scale, release=release, workers=inputs.workers)
+                             delta=estimate_delta, level=request.level, accountant=accountant,
+                             seed=request.int_seed("whitebox"), canary_scale=settings.canary_scale, release=release,
+                             workers=inputs.workers)
     except hooks.WatchNotCalledError as err:
         raise ValueError(f"defender {spec.name!r} declares observable: true but {err}; call "
                          "privaudit.hooks.watch(optimizer, dataset_size=len(X)) in its training loop, or set "
