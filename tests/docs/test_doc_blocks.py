@@ -56,6 +56,24 @@ def test_total_budget_block_is_valid_params(monkeypatch: pytest.MonkeyPatch) -> 
         assert budget is not None and (budget.epsilon, budget.delta) == (4.0, 1e-5)
 
 
+def test_gpu_block_is_valid_params(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The at-scale guide's GPU block, read by DVC's YAML reader into params.yaml, passes ``config`` and sets what
+    its comments say."""
+    from dvc.utils.serialize import parse_yaml
+
+    monkeypatch.chdir(ROOT)
+    first = "# params.yaml: an audit on one GPU, with a budget"
+    blocks = [block_text(s.line, s.path) for s in doc_snippets() if s.kind == "block:yaml" and s.text == first]
+    assert blocks
+    for text in blocks:
+        raw = yaml.safe_load((ROOT / "params.yaml").read_text(encoding="utf-8"))
+        for key, value in parse_yaml(text, "params.yaml").items():
+            raw[key].update(value)
+        params = parse_params(raw)
+        assert params.base.device == "cuda" and params.compute.n_jobs == "auto"
+        assert params.compute.budget_minutes == 30
+
+
 def test_defender_key_overrides_as_dvc_applies_them(tmp_path: Path) -> None:
     """``dvc exp run -S 'defenders.1.…'`` of the guide: DVC's own override code (``dvc.utils.hydra.apply_overrides``,
     what ``dvc exp run -S`` calls on params.yaml) takes the dotted form and the ``+`` form, and the result is

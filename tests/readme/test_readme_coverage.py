@@ -141,6 +141,7 @@ COVERAGE: list[tuple[str, tuple[str, ...] | str]] = [
     (r"python -c \"import pandas as pd; print\(\(pd\.read_parquet\('data/split/membership\.parquet'\)\.role == "
      r"'defender'\)\.sum\(\)\)\"", (DOCS + "test_the_n_defender_command_counts_the_defender_rows", WALK)),
     (r"block:yaml dataset:", (DOCS + "test_dataset_block_is_valid_params", WALK)),
+    (r"block:yaml # params\.yaml: an audit on one GPU, with a budget", (DOCS + "test_gpu_block_is_valid_params",)),
     (r"python -c \"from opacus\.accountants\.utils import get_noise_multiplier as g; .*\"",
      (DOCS + "test_the_declared_opacus_entry_states_the_numbers_the_guide_derives", WALK)),
     (r"block:yaml # params\.yaml: your opacus loop with its declared mechanism .*",
