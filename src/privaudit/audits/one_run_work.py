@@ -19,26 +19,19 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
 
+from privaudit.audits.work_time import WorkTime
+
 if TYPE_CHECKING:
     from privaudit.audits.protocol import AuditRequest
 
-__all__ = ["OneRunWorkTime", "time_one_run_work"]
+__all__ = ["time_one_run_work"]
 
 
-@dataclass(frozen=True)
-class OneRunWorkTime:
-    """Seconds of the one-run stage's work besides its training runs, and how they were measured."""
-
-    seconds: float
-    timed_by: str
-
-
-def time_one_run_work(requests: Sequence["AuditRequest"], canaries: int, seed: int = 0) -> OneRunWorkTime:
+def time_one_run_work(requests: Sequence["AuditRequest"], canaries: int, seed: int = 0) -> WorkTime:
     """Seconds of the one-run audit's work besides training for these defenders (one request each), measured on
     synthetic scores of ``canaries`` canaries (module docstring); ``seed`` seeds the synthetic scores only."""
     from privaudit.audits.one_run import work_besides_fits
@@ -50,5 +43,5 @@ def time_one_run_work(requests: Sequence["AuditRequest"], canaries: int, seed: i
     for request in requests:
         work_besides_fits(request, canaries, rng)
     seconds = time.perf_counter() - start
-    return OneRunWorkTime(round(seconds, 9), f"bounds and detectable ε of {len(requests)} defender"
+    return WorkTime(round(seconds, 9), f"bounds and detectable ε of {len(requests)} defender"
                        f"{'' if len(requests) == 1 else 's'} on {canaries} synthetic canary scores")

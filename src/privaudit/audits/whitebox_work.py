@@ -16,25 +16,18 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from privaudit.audits.work_time import WorkTime
 
 if TYPE_CHECKING:
     from privaudit.audits.protocol import AuditRequest
 
-__all__ = ["WhiteboxWorkTime", "time_whitebox_work"]
+__all__ = ["time_whitebox_work"]
 
 
-@dataclass(frozen=True)
-class WhiteboxWorkTime:
-    """Seconds of the white-box stage's work besides its training runs, and how they were measured."""
-
-    seconds: float
-    timed_by: str
-
-
-def time_whitebox_work(requests: Sequence["AuditRequest"], defenders_dir: Path, runs: int) -> WhiteboxWorkTime:
+def time_whitebox_work(requests: Sequence["AuditRequest"], defenders_dir: Path, runs: int) -> WorkTime:
     """Seconds of the white-box estimate for these defenders (one request each), each on its recorded release run
     pooled ``runs`` + 1 times (module docstring). A defender whose release run was not observed is left out (its
     audit then refuses or pools the audit runs alone; the plan says what it timed).
@@ -64,6 +57,6 @@ def time_whitebox_work(requests: Sequence["AuditRequest"], defenders_dir: Path, 
                               accountant=accountant, canary_scale=release.canary_scale)
         seconds += time.perf_counter() - start
         timed.append(request.name)
-    return WhiteboxWorkTime(round(seconds, 9), f"the estimate of {len(timed)} defender{'' if len(timed) == 1 else 's'}"
+    return WorkTime(round(seconds, 9), f"the estimate of {len(timed)} defender{'' if len(timed) == 1 else 's'}"
                             f" on {runs + 1} copies of its recorded release run" if timed
                             else "no release run observed: nothing to time")
