@@ -41,17 +41,26 @@ def test_dataset_block_is_valid_params(monkeypatch: pytest.MonkeyPatch) -> None:
         assert params.dataset.label_column
 
 
-def test_total_budget_block_is_valid_params(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The guide's ``gate.total_budget`` block, read by DVC's YAML reader into params.yaml, passes ``config``."""
+def _merged_into_params(first: str) -> list[dict]:
+    """Every guide YAML block whose first line is ``first``, read by DVC's YAML reader and merged key by key into
+    the repository's params.yaml (as a user pastes it into theirs)."""
     from dvc.utils.serialize import parse_yaml
 
-    monkeypatch.chdir(ROOT)
-    first = "# params.yaml: a total budget over the releases of one data set"
     blocks = [block_text(s.line, s.path) for s in doc_snippets() if s.kind == "block:yaml" and s.text == first]
-    assert blocks
+    assert blocks, f"no guide block starts with {first!r}"
+    merged = []
     for text in blocks:
         raw = yaml.safe_load((ROOT / "params.yaml").read_text(encoding="utf-8"))
-        raw["gate"].update(parse_yaml(text, "params.yaml")["gate"])
+        for key, value in parse_yaml(text, "params.yaml").items():
+            raw[key].update(value)
+        merged.append(raw)
+    return merged
+
+
+def test_total_budget_block_is_valid_params(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The guide's ``gate.total_budget`` block, read by DVC's YAML reader into params.yaml, passes ``config``."""
+    monkeypatch.chdir(ROOT)
+    for raw in _merged_into_params("# params.yaml: a total budget over the releases of one data set"):
         budget = parse_params(raw).gate.total_budget
         assert budget is not None and (budget.epsilon, budget.delta) == (4.0, 1e-5)
 
@@ -59,16 +68,8 @@ def test_total_budget_block_is_valid_params(monkeypatch: pytest.MonkeyPatch) -> 
 def test_gpu_block_is_valid_params(monkeypatch: pytest.MonkeyPatch) -> None:
     """The at-scale guide's GPU block, read by DVC's YAML reader into params.yaml, passes ``config`` and sets what
     its comments say."""
-    from dvc.utils.serialize import parse_yaml
-
     monkeypatch.chdir(ROOT)
-    first = "# params.yaml: an audit on one GPU, with a budget"
-    blocks = [block_text(s.line, s.path) for s in doc_snippets() if s.kind == "block:yaml" and s.text == first]
-    assert blocks
-    for text in blocks:
-        raw = yaml.safe_load((ROOT / "params.yaml").read_text(encoding="utf-8"))
-        for key, value in parse_yaml(text, "params.yaml").items():
-            raw[key].update(value)
+    for raw in _merged_into_params("# params.yaml: an audit on one GPU, with a budget"):
         params = parse_params(raw)
         assert params.base.device == "cuda" and params.compute.n_jobs == "auto"
         assert params.compute.budget_minutes == 30
