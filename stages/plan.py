@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from privaudit.artifacts import atomic_dir, ensure_writable, write_json
 from privaudit.config import Params
@@ -28,6 +29,9 @@ from privaudit.planning.plan_files import write_plan_files
 from privaudit.planning.timings import DEFAULT_TIMINGS, fit_key, read_fit_times, read_heavy_startup, read_stage_walls
 from privaudit.repro.user_code import user_code_digests
 from stages._runner import run_stage
+
+if TYPE_CHECKING:
+    from privaudit.audits.protocol import AuditRequest
 
 #: the attackers whose reference models are fits of the defender's own trainer
 REFERENCE_ATTACKERS = ("lira", "rmia")
@@ -107,16 +111,22 @@ def _ltu_scoring(params: Params, defenders: Path, features: Path) -> tuple[float
     return t.seconds * k + gradient, f"its scoring, {k} x {t.seconds:.2g} s measured ({t.timed_by}){said}"
 
 
+def _requests(audit: str, params: Params, defenders: Path) -> list["AuditRequest"]:
+    """The requests of audit ``audit`` for every defender it applies to (as its stage makes them)."""
+    from privaudit.audits.runner import AuditPlan, audit_request
+
+    plan = AuditPlan.of(audit, params)
+    return [r for spec in plan.defenders if (r := audit_request(plan, spec, defenders)) is not None]
+
+
 def _one_run_work(params: Params, defenders: Path, features: Path) -> tuple[float, str] | None:
     """The one-run stage's work besides its training runs, timed on synthetic scores (for a stage that has not
     run); None when the audit applies to no defender."""
     from privaudit.artifacts import read_json
     from privaudit.audits.one_run import auto_canaries
-    from privaudit.audits.runner import AuditPlan, audit_request
     from privaudit.audits.one_run_work import time_one_run_work
 
-    plan = AuditPlan.of("one_run", params)
-    requests = [r for spec in plan.defenders if (r := audit_request(plan, spec, defenders)) is not None]
+    requests = _requests("one_run", params, defenders)
     if not requests:
         return None
     try:
@@ -133,11 +143,9 @@ def _one_run_work(params: Params, defenders: Path, features: Path) -> tuple[floa
 def _whitebox_work(params: Params, defenders: Path) -> tuple[float, str] | None:
     """The white-box stage's work besides its training runs (its estimate), timed on the recorded release runs (for a
     stage that has not run); None when the audit applies to no defender."""
-    from privaudit.audits.runner import AuditPlan, audit_request
     from privaudit.audits.whitebox_work import time_whitebox_work
 
-    plan = AuditPlan.of("whitebox", params)
-    requests = [r for spec in plan.defenders if (r := audit_request(plan, spec, defenders)) is not None]
+    requests = _requests("whitebox", params, defenders)
     if not requests:
         return None
     try:

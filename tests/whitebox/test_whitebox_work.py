@@ -44,7 +44,7 @@ def test_the_probe_runs_the_stages_estimate_on_the_release_run_pooled_as_the_sta
         seen.append({"runs": list(runs), **kw})
         return real(runs, **kw)
 
-    monkeypatch.setattr("privaudit.stats.whitebox.estimate_whitebox", spy)
+    monkeypatch.setattr(whitebox, "estimate_whitebox", spy)
     t = time_whitebox_work([_request(spec)], root, 2)
     assert t.seconds > 0 and t.timed_by == "the estimate of 1 defender on 3 copies of its recorded release run"
     (call,) = seen

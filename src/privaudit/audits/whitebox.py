@@ -229,11 +229,19 @@ def whitebox_audit(trainer: FitFn | _HasFit, X: np.ndarray, y: np.ndarray, *, ru
         observed = pooled_release + observed
         changes = release_changes + changes
         notes = release_notes + notes
-    with opacus_noise_filtered(accountant):  # PRV's domain sizing warns through RDP (privaudit.compat.opacus_warnings)
-        result = estimate_whitebox(observed, dataset_size=n, delta=float(delta), level=float(level),
-                                   accountant=accountant, canary_scale=float(canary_scale))
+    result = pooled_estimate(observed, dataset_size=n, delta=delta, level=level, accountant=accountant,
+                             canary_scale=canary_scale)
     result = with_release_changes(result, changes)
     return with_notes(result, *notes) if notes else result
+
+
+def pooled_estimate(runs: list[RunObservations], *, dataset_size: int, delta: float, level: float, accountant: str,
+                    canary_scale: float) -> WhiteboxResult:
+    """ε̂ of the pooled ``runs`` (:func:`privaudit.stats.whitebox.estimate_whitebox`), with opacus's accountant
+    noise filtered (PRV's domain sizing warns through RDP: :mod:`privaudit.compat.opacus_warnings`)."""
+    with opacus_noise_filtered(accountant):
+        return estimate_whitebox(runs, dataset_size=int(dataset_size), delta=float(delta), level=float(level),
+                                 accountant=accountant, canary_scale=float(canary_scale))
 
 
 def _release_part(release: ReleaseWatch, audit_run: RunObservations,
@@ -294,9 +302,8 @@ def whitebox_audit_heads(recipe: Any, X: np.ndarray, y: np.ndarray, n_classes: i
     gen = torch.Generator(device=device).manual_seed(int_seed(int(seed), "whitebox", "heads"))
     train_heads(recipe, data, int(n_classes), gen, observer=observer)
     n = int(X_arr.shape[0])
-    with opacus_noise_filtered(accountant):
-        return estimate_whitebox(observer.runs(dataset_size=n), dataset_size=n, delta=float(delta),
-                                 level=float(level), accountant=accountant, canary_scale=float(canary_scale))
+    return pooled_estimate(observer.runs(dataset_size=n), dataset_size=n, delta=delta, level=level,
+                           accountant=accountant, canary_scale=canary_scale)
 
 
 #: the paper and equation of the bound (shown in the report; the module docstring gives the derivation)

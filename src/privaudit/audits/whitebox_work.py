@@ -2,7 +2,7 @@
 
 The plan prices the white-box audit's runs from the defenders stage's watched release fit; the stage's other work
 was priced at a stage's start-up until its first run (then its recorded wall is used). Most of that other work is
-the estimate itself (:func:`privaudit.stats.whitebox.estimate_whitebox`): opacus's accountant composed over the
+the estimate itself (:func:`privaudit.audits.whitebox.pooled_estimate`): opacus's accountant composed over the
 pooled runs' observed noise multipliers, 1.7 s of the default audit's white-box stage on 2 cores. The 10k × 128
 benchmark of session 57 (``benchmarks/results/scale_10000x128_cpu_s57.*``) had the stage planned at 3.7 s and
 taken 5.1 s (0.72). This module runs that estimate on the release run the defenders stage recorded
@@ -36,11 +36,9 @@ def time_whitebox_work(requests: Sequence["AuditRequest"], defenders_dir: Path, 
         FileNotFoundError / ValueError: a defender's ``release_watch.json`` or ``info.json`` is missing or unusable
             (as the white-box stage would refuse it).
     """
-    from privaudit.audits.whitebox import estimate_settings
-    from privaudit.compat.opacus_warnings import opacus_noise_filtered
+    from privaudit.audits.whitebox import estimate_settings, pooled_estimate
     from privaudit.defenders.info_file import read_defender_info
     from privaudit.defenders.release_watch import read_release_watch
-    from privaudit.stats.whitebox import estimate_whitebox
 
     if isinstance(runs, bool) or not isinstance(runs, int) or runs < 1:
         raise ValueError(f"time_whitebox_work needs runs >= 1 (whitebox.runs), got {runs!r}")
@@ -52,9 +50,8 @@ def time_whitebox_work(requests: Sequence["AuditRequest"], defenders_dir: Path, 
         n = read_defender_info(Path(defenders_dir), request.name).n_defender
         delta, accountant = estimate_settings(request)
         start = time.perf_counter()
-        with opacus_noise_filtered(accountant):
-            estimate_whitebox([release.observations] * (runs + 1), dataset_size=n, delta=delta, level=request.level,
-                              accountant=accountant, canary_scale=release.canary_scale)
+        pooled_estimate([release.observations] * (runs + 1), dataset_size=n, delta=delta, level=request.level,
+                        accountant=accountant, canary_scale=release.canary_scale)
         seconds += time.perf_counter() - start
         timed.append(request.name)
     return WorkTime(round(seconds, 9), f"the estimate of {len(timed)} defender{'' if len(timed) == 1 else 's'}"
