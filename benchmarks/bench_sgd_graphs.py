@@ -9,6 +9,10 @@ block of 32 steps captured once and replayed every epoch, :class:`privaudit.trai
 alternating runs, fastest of ``--repeats``, with the ratio, whether the parameters are bit-identical (they
 must be: a replay runs the eager step's kernels; deterministic kernels on) and how many blocks were captured.
 
+A last row times the ``mlp`` defender's own fit (``kind: torch_mlp``, the plain PyTorch loop a user would write,
+one model on the same rows: what the defenders stage's release fit and the one-run audit run) with its epochs in
+CUDA graphs against the same loop eager (``torch_head.GRAPHED_EPOCHS`` off), the same way.
+
 On the CPU ``auto`` is the eager path (no graphs): ``--dry-run`` runs the comparison shrunk (2 000 rows,
 2 epochs, 4 models) to check the script; it measures nothing about graphs.
 
@@ -25,6 +29,8 @@ from pathlib import Path
 
 import torch
 
+from privaudit.defenders import torch_head
+from privaudit.defenders.registry import make_defender, validate_defender_spec
 from privaudit.train import HeadRecipe, TrainData, cuda_graphs, train_heads
 
 
@@ -45,6 +51,21 @@ def _run(recipe: HeadRecipe, X: torch.Tensor, y: torch.Tensor, M: int, formulati
     if device.type == "cuda":
         torch.cuda.synchronize()
     return time.perf_counter() - t, heads.flat().cpu()
+
+
+def _fit(X: torch.Tensor, y: torch.Tensor, epochs: int, graphed: bool) -> tuple[float, torch.Tensor]:
+    """The ``mlp`` defender's own fit (params.yaml's recipe) on ``X``; its parameters flattened."""
+    spec = validate_defender_spec({"name": "mlp", "kind": "torch_mlp", "hidden": [64], "epochs": epochs,
+                                   "batch_size": 64, "lr": 0.05, "randomness": "unseeded"}, where="defenders[1]")
+    torch_head.GRAPHED_EPOCHS = graphed
+    Xn, yn = X.cpu().numpy(), y.cpu().numpy()
+    if X.device.type == "cuda":
+        torch.cuda.synchronize()
+    t = time.perf_counter()
+    model = make_defender(spec, 10, device=str(X.device)).fit(Xn, yn, seed=1)
+    if X.device.type == "cuda":
+        torch.cuda.synchronize()
+    return time.perf_counter() - t, torch.cat([v.flatten().cpu() for v in model.net.state_dict().values()])
 
 
 def main() -> None:
@@ -90,6 +111,16 @@ def main() -> None:
         same = all(torch.equal(p, eager[0][1]) for _, p in eager + graph)
         say(f"M={M:>4}: eager {te:8.2f} s   graphs {tg:8.2f} s   ratio x{te / tg:.2f}   blocks captured per call "
             f"{blocks}   parameters bit-identical: {same}")
+    eager, graph = [], []
+    for _ in range(args.repeats):
+        eager.append(_fit(X, y, epochs, False))
+        before = len(captures)
+        graph.append(_fit(X, y, epochs, True))
+        blocks = len(captures) - before
+    te, tg = min(t for t, _ in eager), min(t for t, _ in graph)
+    same = all(torch.equal(p, eager[0][1]) for _, p in eager + graph)
+    say(f"torch_mlp defender fit (1 model): eager {te:8.2f} s   graphs {tg:8.2f} s   ratio x{te / tg:.2f}   blocks "
+        f"captured per fit {blocks}   parameters bit-identical: {same}")
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text("\n".join(lines) + "\n")

@@ -2,7 +2,7 @@
 # The GPU checks of issue 17 in one command, on a machine with a CUDA GPU and a CUDA build of torch
 # in .venv (`make setup TORCH_INDEX=https://download.pytorch.org/whl/cu126`, or your own torch):
 #
-#   bash benchmarks/gpu_check.sh [STEP ...]      STEP: tests kernels canary sgd many audit default scale
+#   bash benchmarks/gpu_check.sh [STEP ...]      STEP: tests kernels canary sgd wbruns many audit default scale
 #                                                (default: all but `default`, which `audit` covers twice)
 #
 #   tests   the suite's CUDA tests (tests/train/test_devices.py — with issue 43's CUDA-graph test —, the
@@ -16,7 +16,9 @@
 #           same GPU; issue 43: < 2 s on an H200, from 16.1 s)
 #   sgd     bench_sgd_graphs.py: one call of the default MLP's batched SGD trainer (30 epochs, 25k x 512 rows,
 #           2 and 32 models), eager steps against epochs in CUDA graphs, alternating, with bit-identity;
-#           SGD_ARGS adds arguments (e.g. "--repeats 1")
+#           SGD_ARGS adds arguments (e.g. "--repeats 1"); a last row times the mlp defender's own fit likewise
+#   wbruns  bench_whitebox_runs_device.py: the white-box audit's watched opacus runs of dpsgd_eps1 (25k x 512,
+#           2 epochs a run) one after the other in one process against forked workers sharing the GPU, 2 and 4 runs
 #   many    bench_many_heads.py --device cuda --steps 128: models/s, useful GFLOP/s, % of the GPU's fp32
 #           peak; dp rows also with eager steps, side by side
 #   audit   the default audit run twice on the GPU (`dvc repro --force`, base.device: auto picks CUDA):
@@ -25,7 +27,8 @@
 #           afterwards (git checkout + dvc checkout), so nothing GPU-made is left to commit by mistake
 #   default bench_scale.py --data params --device cuda: the default audit's `dvc repro` once, per stage (wall,
 #           fits, peak RSS and GPU memory, the plan's estimate), on the warm stage server unless SCALE_WARM=0;
-#           stopped after DEFAULT_TIMEOUT seconds (default 240)
+#           stopped after DEFAULT_TIMEOUT seconds (default 240); DEFAULT_DEVICE=cpu runs it on the machine's CPU
+#           cores instead (base.device cpu), to compare the two on one machine
 #   scale   bench_scale.py --gpu: the default audit's `dvc repro` on a synthetic 50k x 512 x 10 embedding CSV
 #           in a scratch copy (per-stage wall, fits, peak RSS and peak GPU memory), stopped after
 #           SCALE_TIMEOUT seconds (default 330, so the step ends within ~6 minutes; what finished is
@@ -91,6 +94,13 @@ for step in "${steps[@]}"; do
         $PY benchmarks/bench_sgd_graphs.py --dry-run --out "$out/sgd_graphs.txt"
       fi
       ;;
+    wbruns)
+      if [ "$DEVICE" = cuda ]; then
+        $PY benchmarks/bench_whitebox_runs_device.py --out "$out/whitebox_runs_device.txt"
+      else
+        $PY benchmarks/bench_whitebox_runs_device.py --dry-run --out "$out/whitebox_runs_device.txt"
+      fi
+      ;;
     many)
       if [ "$DEVICE" = cuda ]; then
         $PY benchmarks/bench_many_heads.py --device cuda --steps 128 --out "$out/many_heads.txt"
@@ -132,7 +142,7 @@ PYEOF
       ;;
     default)
       warm=$([ "${SCALE_WARM:-1}" = 1 ] && echo --warm --tag warm)
-      DVC="$DVC" $PY benchmarks/bench_scale.py --data params --device "$DEVICE" \
+      DVC="$DVC" $PY benchmarks/bench_scale.py --data params --device "${DEFAULT_DEVICE:-$DEVICE}" \
         --timeout "${DEFAULT_TIMEOUT:-240}" --out-dir "$out" $warm
       ;;
     scale)
@@ -148,7 +158,7 @@ PYEOF
       fi
       ;;
     *)
-      echo "gpu_check: unknown step $step (tests kernels canary sgd many audit default scale)" >&2
+      echo "gpu_check: unknown step $step (tests kernels canary sgd wbruns many audit default scale)" >&2
       exit 2
       ;;
   esac

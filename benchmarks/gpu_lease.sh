@@ -4,7 +4,7 @@
 #
 #   bash benchmarks/gpu_lease.sh STEP:SECONDS ... [scale]
 #
-#   STEP:SECONDS  a step of gpu_check.sh (tests kernels canary sgd many audit default) stopped after SECONDS
+#   STEP:SECONDS  a step of gpu_check.sh (tests kernels canary sgd wbruns many audit default) stopped after SECONDS
 #   scale         last: gpu_check.sh scale (50k x 512) with the time left of LEASE_SECONDS (default 550),
 #                 less 60 s for writing the CSV and the results
 #

@@ -126,7 +126,8 @@ def test_sgd_graphs_only_on_cuda_and_not_with_gradient_canaries() -> None:
 
 def test_the_sgd_graph_benchmark_runs_its_dry_run() -> None:
     """``benchmarks/bench_sgd_graphs.py --dry-run`` (what ``gpu_check.sh sgd`` runs without a GPU): the script
-    works and reports bit-identical parameters (on the CPU both runs are the eager path)."""
+    works and reports bit-identical parameters, for the batched trainer and the ``mlp`` defender's own fit (on the CPU
+both runs are the eager path)."""
     import subprocess
     import sys
     from pathlib import Path
@@ -137,3 +138,5 @@ def test_the_sgd_graph_benchmark_runs_its_dry_run() -> None:
                          env={**__import__("os").environ, "PYTHONPATH": f"{root / 'src'}:{root}"})
     assert res.returncode == 0, res.stderr
     assert "parameters bit-identical: True" in res.stdout and "blocks captured per call 0" in res.stdout
+    fit = [line for line in res.stdout.splitlines() if line.startswith("torch_mlp defender fit")]
+    assert fit and "blocks captured per fit 0" in fit[0] and "bit-identical: True" in fit[0]

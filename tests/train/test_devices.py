@@ -276,3 +276,41 @@ def test_chunks_are_cache_sized_only_on_the_cpu() -> None:
         sizes[device] = _Plan(data, heads, 1 << 30, "auto").chunk_models(84, False)
     assert sizes == {"cpu": 23, "meta": 1000}
 
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device on this machine")
+@pytest.mark.parametrize("hidden, momentum", [((), 0.0), ((16,), 0.9)])
+def test_torch_mlp_fit_in_cuda_graphs_equals_the_eager_loop_bit_for_bit(hidden: list[int], momentum: float,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 43: ``kind: torch_mlp`` on CUDA runs its epochs as blocks of steps captured in CUDA graphs (autograd's
+    backward and ``torch.optim.SGD``'s step inside; :func:`privaudit.defenders.torch_head.graphed_epochs_fit`). The
+    model equals the eager loop's (``GRAPHED_EPOCHS = False``) bit for bit under deterministic kernels, blocks were
+    captured, and no capture-failure warning was given. 300 rows in batches of 7 (43 steps: blocks of 32 and 11,
+    a last batch of 6 rows), 3 epochs."""
+    from privaudit.defenders import torch_head
+    from privaudit.defenders.registry import make_defender, validate_defender_spec
+    from privaudit.train import cuda_graphs
+
+    monkeypatch.setenv("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+    before = torch.are_deterministic_algorithms_enabled()
+    torch.use_deterministic_algorithms(True)
+    captures = []
+    real = cuda_graphs.capture
+    monkeypatch.setattr(cuda_graphs, "capture", lambda *a, **kw: (captures.append(1), real(*a, **kw))[1])
+    X, y = (t.numpy() for t in _rows())
+    spec = validate_defender_spec({"name": "m", "kind": "torch_mlp", "hidden": list(hidden), "epochs": 3,
+                                   "batch_size": 7, "momentum": momentum, "weight_decay": 1e-3}, where="defenders[0]")
+    models = {}
+    try:
+        for graphed in (True, False):
+            monkeypatch.setattr(torch_head, "GRAPHED_EPOCHS", graphed)
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                model = make_defender(spec, CLASSES, device="cuda").fit(X, y, seed=4)
+            assert not [w for w in caught if "CUDA graph" in str(w.message)], [str(w.message) for w in caught]
+            models[graphed] = {k: v.cpu() for k, v in model.net.state_dict().items()}
+    finally:
+        torch.use_deterministic_algorithms(before)
+    assert len(captures) == 2  # blocks 1 and 0 of 43 steps in blocks of 32, each once
+    for k, v in models[False].items():
+        assert torch.equal(models[True][k], v), f"{k}: graphed vs eager max |diff| {float((models[True][k] - v).abs().max())}"

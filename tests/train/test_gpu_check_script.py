@@ -31,3 +31,15 @@ def test_gpu_lease_refuses_a_bad_step_before_running_anything(tmp_path: Path) ->
                          capture_output=True, text=True, timeout=60)
     assert res.returncode == 2 and "'default' is not STEP:SECONDS" in res.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_gpu_check_wbruns_step_runs_its_dry_run(tmp_path: Path) -> None:
+    """``gpu_check.sh wbruns`` (the white-box audit's runs on one GPU in one process or in forked workers) runs
+    ``bench_whitebox_runs_device.py --dry-run`` without a GPU: both rows give the same estimate."""
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "DEVICE": "cpu", "PYTHONPATH": f"{root / 'src'}:{root}"}
+    res = subprocess.run(["bash", "benchmarks/gpu_check.sh", "wbruns"], cwd=root, env=env, capture_output=True,
+                         text=True, timeout=300)
+    assert res.returncode == 0, res.stdout + res.stderr
+    row = [line for line in res.stdout.splitlines() if line.startswith("runs=2:")]
+    assert row and "same estimate: True" in row[0], res.stdout

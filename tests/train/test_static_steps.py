@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from privaudit.train import DPSettings, HeadRecipe, TrainData, train_heads
-from privaudit.train import batched, static_steps
+from privaudit.train import batched, cuda_graphs, static_steps
 from privaudit.train.batched import poisson_batches, valid_row_table
 from privaudit.train.heads import chunk_gradient, init_heads
 from privaudit.train.observe import HeadsObserver
@@ -146,7 +146,7 @@ def test_a_failed_capture_warns_once_and_auto_trains_eagerly(monkeypatch) -> Non
         raise RuntimeError("operation not permitted when stream is capturing")
 
     monkeypatch.setattr(batched, "capture_graph", broken)
-    monkeypatch.setattr(batched, "_graph_warned", False)
+    monkeypatch.setattr(cuda_graphs, "_warned", False)
 
     class Plan:
         formulation = "auto"

@@ -22,13 +22,11 @@ All randomness of one call (initialisation, orders / Poisson batches, noise) com
 from __future__ import annotations
 
 import math
-import warnings
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import torch
 
-from privaudit.train.cuda_graphs import EpochBlocks
+from privaudit.train.cuda_graphs import EpochBlocks, captured_or_none
 from privaudit.train.heads import StackedHeads, chunk_gradient, clip_factors, init_heads
 from privaudit.train.native import LinearDpKernel, linear_dp_kernel, unavailable_reason
 from privaudit.train.noise import draw_noise
@@ -569,7 +567,7 @@ def _train_sgd(recipe: HeadRecipe, data: TrainData, heads: StackedHeads, opt: _O
     blocks = None
     if _sgd_graphs_fit(plan.formulation, data, recipe.epochs):
         blocks = EpochBlocks(step, starts, lambda: heads.weights + heads.biases + (opt.buf or []),
-                             lambda make: _captured_or_none(make, plan.formulation, "SGD"))
+                             lambda make: captured_or_none(make, plan.formulation, "SGD"))
     for _ in range(recipe.epochs):
         if recipe.shuffle:
             for r0 in range(0, M, step_rows):  # the rows of torch.rand(M, N), drawn block by block
@@ -703,28 +701,9 @@ def static_fits(formulation: str, data: TrainData, n_valid: torch.Tensor, steps:
     return fits
 
 
-_graph_warned = False
-
-
 def _graph_or_none(stepper: StaticDpStep, gen: torch.Generator, k: int):  # noqa: ANN202
-    """The replay of ``k`` captured static DP-SGD steps, or None (see :func:`_captured_or_none`)."""
-    return _captured_or_none(lambda: capture_graph(stepper, gen, k), stepper.plan.formulation, "DP-SGD")
-
-
-def _captured_or_none(make: Callable[[], Callable[[], None]], formulation: str, what: str):  # noqa: ANN202
-    """``make()`` (a capture, returning its replay); None (with a warning, once per process) when capture fails
-    under ``formulation="auto"``, which then trains eagerly; ``"graph"`` and ``"triton"`` re-raise."""
-    global _graph_warned
-    try:
-        return make()
-    except Exception as exc:  # noqa: BLE001 — any capture failure leaves the eager path, which is always right
-        if formulation in ("graph", "triton"):
-            raise
-        if not _graph_warned:
-            _graph_warned = True
-            warnings.warn(f"privaudit: capturing {what} steps in a CUDA graph failed ({type(exc).__name__}: {exc}); "
-                          "training with eager steps (same draws, slower)", RuntimeWarning, stacklevel=3)
-        return None
+    """The replay of ``k`` captured static DP-SGD steps, or None (see :func:`privaudit.train.cuda_graphs.captured_or_none`)."""
+    return captured_or_none(lambda: capture_graph(stepper, gen, k), stepper.plan.formulation, "DP-SGD")
 
 
 def _grad_selection(data: TrainData, idx: torch.Tensor, take: torch.Tensor,

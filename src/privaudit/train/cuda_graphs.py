@@ -21,6 +21,7 @@ clarified in pytorch/pytorch PR 166975); nothing a block allocates outlives its 
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Sequence
 
 import torch
@@ -61,6 +62,25 @@ def capture(body: Callable[[], None], warm_up: Callable[[], None], state: Sequen
         if generator is not None and not torch.equal(generator.get_state(), saved_gen):
             generator.set_state(saved_gen)
     return graph.replay
+
+
+_warned = False
+
+
+def captured_or_none(make: Callable[[], Callable[[], None]], formulation: str, what: str):  # noqa: ANN201
+    """``make()`` (a capture, returning its replay); None (with a warning, once per process) when capture fails
+    under ``formulation="auto"``, whose caller then trains eagerly; ``"graph"`` and ``"triton"`` re-raise."""
+    global _warned
+    try:
+        return make()
+    except Exception as exc:  # noqa: BLE001 — any capture failure leaves the eager path, which is always right
+        if formulation in ("graph", "triton"):
+            raise
+        if not _warned:
+            _warned = True
+            warnings.warn(f"privaudit: capturing {what} steps in a CUDA graph failed ({type(exc).__name__}: {exc}); "
+                          "training with eager steps (same draws, slower)", RuntimeWarning, stacklevel=3)
+        return None
 
 
 class EpochBlocks:
