@@ -25,6 +25,7 @@ HONEST = ("correct", "bmm", "momentum", "weight_decay", "steplr", "steplr_after_
           "batch2")
 CHANGED = {  # fault → words the failure names
     "finetune_after_dp": "changed outside a watched DP step (after the last watched step)",
+    "nudge_between_steps": "parameter Linear.weight (3, 8) changed outside a watched DP step (before watched step ",
     "bias_second_optimizer": "changed during training but is not trained by the watched DPOptimizer",
     "running_stats_buffer": "buffer InputNorm.running_mean",
     "returned_other_model": "net.weight (parameter Linear.weight (3, 8)) changed during training but is not trained",
@@ -64,6 +65,47 @@ def test_changes_outside_watched_steps_fail_naming_the_tensor(variant: str) -> N
     assert math.isinf(res.epsilon) and "release_model_watched" in res.failed_checks
     assert CHANGED[variant] in res.reasons[0], res.reasons[0]
     assert res.overclaims(LOOPS[variant].claim(len(X)))
+
+
+def test_a_change_between_watched_steps_is_named_once_with_the_first_step_and_the_count() -> None:
+    """The per-step comparison stays on the parameters' device (no host read per step); what it found is one line
+    per parameter: the first watched step before which it had changed, and before how many later steps it did
+    again (here after every step whose batch starts with a label-0 row: 3 of its 30 steps)."""
+    import re
+
+    X, y = tiny_data(n=120)
+    with hooks.recording(seed=5) as rec:
+        model = LOOPS["nudge_between_steps"].train(X, y, 3, 11)
+    lines = [c for c in rec.release_changes(model) if "before watched step" in c]
+    assert len(lines) == 1 and lines[0].startswith("parameter Linear.weight (3, 8) changed outside"), lines
+    first, more = re.search(r"before watched step (\d+) and before (\d+) later watched steps\)", lines[0]).groups()
+    assert 1 <= int(first) < rec.steps and 2 <= int(more) < rec.steps - int(first)
+
+
+def test_noise_that_is_not_finite_is_refused_when_the_run_is_read() -> None:
+    """A DPOptimizer whose add_noise leaves an infinite gradient: the finiteness of each step's noise is checked on
+    the device and read once, so the run is refused when its observations are read, naming the cause."""
+    from opacus import GradSampleModule
+    from opacus.optimizers import DPOptimizer
+
+    class InfiniteNoise(DPOptimizer):
+        def add_noise(self) -> None:
+            super().add_noise()
+            self.params[0].grad.view(-1)[0] = float("inf")
+
+    X, y = tiny_data(n=40)
+    gsm = GradSampleModule(torch.nn.Linear(X.shape[1], 3))
+    with hooks.recording(seed=5) as rec:
+        opt = hooks.watch(InfiniteNoise(torch.optim.SGD(gsm.parameters(), lr=0.1), noise_multiplier=1.0,
+                                        max_grad_norm=1.0, expected_batch_size=8), dataset_size=len(X))
+        for i in range(0, 40, 8):
+            opt.zero_grad(set_to_none=True)
+            torch.nn.functional.cross_entropy(gsm(torch.as_tensor(X[i:i + 8], dtype=torch.float32)),
+                                              torch.as_tensor(y[i:i + 8], dtype=torch.long)).backward()
+            opt.step()
+    assert rec.steps == 5
+    with pytest.raises(ValueError, match="noise .* is not finite after add_noise in some step"):
+        rec.observations()
 
 
 def test_a_model_without_torch_tensors_cannot_be_seen() -> None:

@@ -125,6 +125,9 @@ def train_loop(X: np.ndarray, y: np.ndarray, n_classes: int, seed: int, *, varia
                 bias_opt.step()  # the bias learns from the batch's mean gradient: no clipping, no noise
                 net.bias.grad_sample = None  # not the DP optimizer's: opacus would keep appending
             opt.step()
+            if variant == "nudge_between_steps" and len(yb) and int(yb[0]) == 0:
+                with torch.no_grad():  # a non-private pull of the weights towards a training row, between DP steps
+                    net.weight.add_(xb[:1].expand(net.weight.shape[0], -1), alpha=0.01)
         for sched in (lr_sched, noise_sched, clip_sched):
             if sched is not None:
                 sched.step()
@@ -215,6 +218,8 @@ LOOPS: dict[str, Loop] = {lp.variant: lp for lp in (
     Loop("batch2", "expected batch size 2 (many empty Poisson batches)", True, (("batch_size", 2), ("epochs", 2))),
     Loop("finetune_after_dp", "3 non-private full-batch SGD steps after the DP phase", False),
     Loop("bias_second_optimizer", "the bias trained by a second, non-private optimizer", False),
+    Loop("nudge_between_steps", "the weights pulled towards a training row between DP steps (when its label is 0)",
+         False),
     # caught since the release run is recorded too (issue 27), by the pooled release run only
     Loop("branch_on_recording", "no noise unless privaudit.hooks.is_recording()", False),
     Loop("running_stats_buffer", "a running-mean input buffer updated from the training data", False),
