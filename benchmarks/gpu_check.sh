@@ -6,7 +6,7 @@
 #                                                (default: all but `default`, which `audit` covers twice)
 #
 #   tests   the suite's CUDA tests (tests/train/test_devices.py — with issue 43's CUDA-graph test —, the
-#           static-step tests and the device/determinism tests)
+#           static-step tests, the device/determinism tests and the white-box recording on the device)
 #   kernels the host CPU's native DP-SGD kernel builds (issue 43): the bit-identity tests of every build
 #           the CPU can run (AVX-512 where it has it) and bench_many_heads.py --kernel-builds (linear-dp-1024
 #           per build, % of the CPU's fp32 matmul peak; target >= 30 %), again on 1 and 4 threads where the
@@ -66,7 +66,8 @@ for step in "${steps[@]}"; do
   case "$step" in
     tests)
       $PY -m pytest -q -p no:cacheprovider -rs tests/train/test_devices.py tests/train/test_static_steps.py \
-        tests/features/test_device.py tests/validation/test_determinism.py 2>&1 | tee "$out/cuda_tests.txt"
+        tests/features/test_device.py tests/validation/test_determinism.py tests/whitebox/test_hooks_device.py \
+        2>&1 | tee "$out/cuda_tests.txt"
       ;;
     kernels)
       { grep -m1 -o 'avx512f' /proc/cpuinfo || echo "no avx512f on this CPU"
