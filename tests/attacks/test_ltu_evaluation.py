@@ -156,3 +156,39 @@ def test_params_know_exactly_the_registered_attackers() -> None:
     assert ATTACKER_NAMES == tuple(ATTACKERS)
     with pytest.raises(ValueError, match="learned_mode"):
         make_attacker("learned", AttackerOptions(learned_mode="sometimes"))
+
+
+@pytest.mark.parametrize("hidden", [[], [7], [6, 5]])
+def test_torch_head_gradient_norms_match_autograd_per_sample(hidden: list[int]) -> None:
+    """The gradient attacker's norms for a ``torch_mlp`` head (one batched forward and backward, the linear-layer
+    identity) equal autograd's per-sample gradients, example by example, in float64."""
+    import torch
+
+    from privaudit.attacks.ltu_gradient import _torch_grad_norms
+    from privaudit.defenders.registry import make_defender, validate_defender_spec
+
+    g = np.random.default_rng(3)
+    X, y = g.normal(size=(37, 9)).astype(np.float32), g.integers(0, 4, 37)
+    spec = validate_defender_spec({"name": "m", "kind": "torch_mlp", "hidden": hidden, "epochs": 2}, where="d")
+    model = make_defender(spec, 4).fit(X, y, 1)
+    norms = _torch_grad_norms(model, X, y, chunk=8)  # chunks of 8: the last one of 5 rows
+    net = model.net.double()
+    expected = []
+    for i in range(len(y)):
+        loss = torch.nn.functional.cross_entropy(net(torch.tensor(X[i:i + 1], dtype=torch.float64)),
+                                                 torch.tensor(y[i:i + 1]))
+        grads = torch.autograd.grad(loss, list(net.parameters()))
+        expected.append(float(torch.sqrt(sum((gr ** 2).sum() for gr in grads))))
+    np.testing.assert_allclose(norms, expected, rtol=1e-12)
+
+
+def test_torch_head_gradient_needs_linear_layers_with_relu_between() -> None:
+    import torch
+
+    from privaudit.attacks.ltu_gradient import NotApplicable, _torch_grad_norms
+
+    class M:
+        net = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.Tanh(), torch.nn.Linear(4, 2))
+
+    with pytest.raises(NotApplicable, match="not Linear layers with ReLU between them"):
+        _torch_grad_norms(M(), np.zeros((2, 3), np.float32), np.zeros(2, np.int64))

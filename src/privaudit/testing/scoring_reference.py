@@ -4,7 +4,10 @@ library with bit for bit and that ``benchmarks/bench_ltu_scoring.py`` times it a
 - :func:`rmia_guess_per_round`: offline RMIA with one LR pass and one sort of the population per round (the
   library groups rounds by their usable reference models and counts: :mod:`privaudit.attacks.mia_rmia`);
 - :func:`risk_bootstrap_per_resample`: the per-sample risk's bootstrap with one whole fit per resample (the library
-  computes all resamples in blocks of rows: :func:`privaudit.attacks.sample_risk._bootstrap`).
+  computes all resamples in blocks of rows: :func:`privaudit.attacks.sample_risk._bootstrap`);
+- :func:`torch_grad_norms_vmap`: the gradient attacker's per-sample gradient norms of a torch head as ``torch.func``'s
+  vmap of grad (every per-sample gradient materialised, float32; the library uses the linear-layer identity in
+  float64: :func:`privaudit.attacks.ltu_gradient._torch_grad_norms`). Not bit-identical: compared within rounding.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from privaudit.attacks.mia_rmia import RmiaAttacker, offline_pr_x, rmia_scores
 from privaudit.attacks.sample_risk import RiskOptions, _fit, _llr
 from privaudit.stats.percentiles import nanpercentile_columns
 
-__all__ = ["risk_bootstrap_per_resample", "rmia_guess_per_round"]
+__all__ = ["risk_bootstrap_per_resample", "rmia_guess_per_round", "torch_grad_norms_vmap"]
 
 
 def rmia_guess_per_round(attacker: RmiaAttacker, batch: RoundBatch) -> np.ndarray:
@@ -63,3 +66,26 @@ def risk_bootstrap_per_resample(phi_t: np.ndarray, phi: np.ndarray, inside: np.n
         warnings.simplefilter("ignore", RuntimeWarning)
         lo, hi = nanpercentile_columns(draws, [100 * a, 100 * (1 - a)])
     return lo, hi
+
+
+def torch_grad_norms_vmap(net: "object", X: np.ndarray, y: np.ndarray, chunk: int = 512) -> np.ndarray:
+    """(n,) per-sample gradient norms of the cross-entropy of the torch module ``net``, as the gradient attacker
+    computed them before: ``vmap(grad(loss))`` over chunks of rows, squares summed in float64."""
+    import torch
+    from torch.func import functional_call, grad, vmap
+
+    params = {k: v.detach() for k, v in net.named_parameters()}  # type: ignore[attr-defined]
+
+    def loss_fn(p: dict, x: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
+        logits = functional_call(net, p, (x.unsqueeze(0),))
+        return torch.nn.functional.cross_entropy(logits, t.unsqueeze(0))
+
+    g = vmap(grad(loss_fn), in_dims=(None, 0, 0))
+    out = []
+    for s in range(0, len(y), chunk):
+        xb = torch.as_tensor(np.ascontiguousarray(X[s:s + chunk]), dtype=torch.float32)
+        yb = torch.as_tensor(y[s:s + chunk], dtype=torch.long)
+        grads = g(params, xb, yb)
+        sq = sum(v.reshape(len(yb), -1).double().pow(2).sum(1) for v in grads.values())
+        out.append(sq.sqrt().numpy())
+    return np.concatenate(out)
