@@ -25,6 +25,21 @@ DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(not torch.cuda.i
 M, N, D, CLASSES = 48, 300, 24, 4
 
 
+@pytest.fixture
+def counted_captures(monkeypatch: pytest.MonkeyPatch):  # noqa: ANN201
+    """Deterministic kernels (as the pipeline trains) for the test, and the list of CUDA-graph captures it made."""
+    from privaudit.train import cuda_graphs
+
+    monkeypatch.setenv("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+    before = torch.are_deterministic_algorithms_enabled()
+    torch.use_deterministic_algorithms(True)
+    captures: list[int] = []
+    real = cuda_graphs.capture
+    monkeypatch.setattr(cuda_graphs, "capture", lambda *a, **kw: (captures.append(1), real(*a, **kw))[1])
+    yield captures
+    torch.use_deterministic_algorithms(before)
+
+
 def _rows() -> tuple[torch.Tensor, torch.Tensor]:
     g = torch.Generator().manual_seed(0)
     return torch.randn(N, D, generator=g), torch.randint(0, CLASSES, (N,), generator=g)
@@ -202,7 +217,7 @@ def test_cuda_graph_steps_replay_the_static_steps_bit_for_bit(hidden: tuple[int,
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device on this machine")
 @pytest.mark.parametrize("hidden, momentum", [((), 0.0), ((8,), 0.9)])
 def test_sgd_epochs_in_cuda_graphs_equal_the_eager_steps_bit_for_bit(hidden: tuple[int, ...], momentum: float,
-                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+                                                                     counted_captures: list[int]) -> None:
     """Issue 43: on CUDA, SGD epochs run as blocks of steps captured in CUDA graphs (``auto`` from two epochs,
     ``graph``; :class:`privaudit.train.cuda_graphs.EpochBlocks`). A replay runs the eager step's kernels, so
     under the pipeline's deterministic kernels the parameters equal the eager steps' (``gather``) bit for bit,
@@ -212,33 +227,24 @@ def test_sgd_epochs_in_cuda_graphs_equal_the_eager_steps_bit_for_bit(hidden: tup
     momentum and weight decay."""
     from privaudit.train import cuda_graphs
 
-    monkeypatch.setenv("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
-    before = torch.are_deterministic_algorithms_enabled()
-    torch.use_deterministic_algorithms(True)
-    captures = []
-    real = cuda_graphs.capture
-    monkeypatch.setattr(cuda_graphs, "capture", lambda *a, **kw: (captures.append(1), real(*a, **kw))[1])
-    try:
-        X, y = _rows()
-        g = torch.Generator().manual_seed(6)
-        include = (torch.rand(M, N, generator=g) < 0.8).cuda()
-        X_extra, y_extra = torch.randn(M, 3, D, generator=g).cuda(), torch.randint(0, CLASSES, (M, 3), generator=g).cuda()
-        recipe = HeadRecipe(hidden, 3, 5, 0.05, momentum=momentum, weight_decay=1e-3)
-        runs = {}
-        for f in ("graph", "auto", "gather"):
-            gen = torch.Generator(device="cuda").manual_seed(2)
-            data = TrainData(X.cuda(), y.cuda(), n_models=M, include=include, X_extra=X_extra, y_extra=y_extra)
-            with warnings.catch_warnings(record=True) as caught:
-                warnings.simplefilter("always")
-                flat = train_heads(recipe, data, CLASSES, gen, formulation=f).flat().cpu()
-            assert not [w for w in caught if "CUDA graph" in str(w.message)], [str(w.message) for w in caught]
-            runs[f] = (flat, gen.get_state())
-    finally:
-        torch.use_deterministic_algorithms(before)
+    X, y = _rows()
+    g = torch.Generator().manual_seed(6)
+    include = (torch.rand(M, N, generator=g) < 0.8).cuda()
+    X_extra, y_extra = torch.randn(M, 3, D, generator=g).cuda(), torch.randint(0, CLASSES, (M, 3), generator=g).cuda()
+    recipe = HeadRecipe(hidden, 3, 5, 0.05, momentum=momentum, weight_decay=1e-3)
+    runs = {}
+    for f in ("graph", "auto", "gather"):
+        gen = torch.Generator(device="cuda").manual_seed(2)
+        data = TrainData(X.cuda(), y.cuda(), n_models=M, include=include, X_extra=X_extra, y_extra=y_extra)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            flat = train_heads(recipe, data, CLASSES, gen, formulation=f).flat().cpu()
+        assert not [w for w in caught if "CUDA graph" in str(w.message)], [str(w.message) for w in caught]
+        runs[f] = (flat, gen.get_state())
     graph, eager = runs["graph"][0], runs["gather"][0]
     assert torch.isfinite(graph).all()
     steps = -(-(int(include.sum(1).max()) + 3) // recipe.batch_size)
-    assert len(captures) == 2 * -(-steps // cuda_graphs.STEPS_PER_BLOCK)  # each block once, in "graph" and "auto"
+    assert len(counted_captures) == 2 * -(-steps // cuda_graphs.STEPS_PER_BLOCK)  # each block once, in "graph" and "auto"
     assert torch.equal(graph, eager), f"graph vs eager SGD steps: max |diff| {float((graph - eager).abs().max())}"
     assert torch.equal(runs["auto"][0], graph)
     assert all(torch.equal(state, runs["gather"][1]) for _, state in runs.values())
@@ -281,6 +287,7 @@ def test_chunks_are_cache_sized_only_on_the_cpu() -> None:
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device on this machine")
 @pytest.mark.parametrize("hidden, momentum", [((), 0.0), ((16,), 0.9)])
 def test_torch_mlp_fit_in_cuda_graphs_equals_the_eager_loop_bit_for_bit(hidden: list[int], momentum: float,
+                                                                       counted_captures: list[int],
                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     """Issue 43: ``kind: torch_mlp`` on CUDA runs its epochs as blocks of steps captured in CUDA graphs (autograd's
     backward and ``torch.optim.SGD``'s step inside; :func:`privaudit.defenders.torch_head.graphed_epochs_fit`). The
@@ -289,28 +296,18 @@ def test_torch_mlp_fit_in_cuda_graphs_equals_the_eager_loop_bit_for_bit(hidden: 
     a last batch of 6 rows), 3 epochs."""
     from privaudit.defenders import torch_head
     from privaudit.defenders.registry import make_defender, validate_defender_spec
-    from privaudit.train import cuda_graphs
 
-    monkeypatch.setenv("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
-    before = torch.are_deterministic_algorithms_enabled()
-    torch.use_deterministic_algorithms(True)
-    captures = []
-    real = cuda_graphs.capture
-    monkeypatch.setattr(cuda_graphs, "capture", lambda *a, **kw: (captures.append(1), real(*a, **kw))[1])
     X, y = (t.numpy() for t in _rows())
     spec = validate_defender_spec({"name": "m", "kind": "torch_mlp", "hidden": list(hidden), "epochs": 3,
                                    "batch_size": 7, "momentum": momentum, "weight_decay": 1e-3}, where="defenders[0]")
     models = {}
-    try:
-        for graphed in (True, False):
-            monkeypatch.setattr(torch_head, "GRAPHED_EPOCHS", graphed)
-            with warnings.catch_warnings(record=True) as caught:
-                warnings.simplefilter("always")
-                model = make_defender(spec, CLASSES, device="cuda").fit(X, y, seed=4)
-            assert not [w for w in caught if "CUDA graph" in str(w.message)], [str(w.message) for w in caught]
-            models[graphed] = {k: v.cpu() for k, v in model.net.state_dict().items()}
-    finally:
-        torch.use_deterministic_algorithms(before)
-    assert len(captures) == 2  # blocks 1 and 0 of 43 steps in blocks of 32, each once
+    for graphed in (True, False):
+        monkeypatch.setattr(torch_head, "GRAPHED_EPOCHS", graphed)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            model = make_defender(spec, CLASSES, device="cuda").fit(X, y, seed=4)
+        assert not [w for w in caught if "CUDA graph" in str(w.message)], [str(w.message) for w in caught]
+        models[graphed] = {k: v.cpu() for k, v in model.net.state_dict().items()}
+    assert len(counted_captures) == 2  # blocks 1 and 0 of 43 steps in blocks of 32, each once
     for k, v in models[False].items():
         assert torch.equal(models[True][k], v), f"{k}: graphed vs eager max |diff| {float((models[True][k] - v).abs().max())}"
