@@ -31,6 +31,7 @@ from privaudit.repro.user_code import user_code_digests
 from stages._runner import run_stage
 
 if TYPE_CHECKING:
+    from privaudit.features.feature_set import FeatureShape
     from privaudit.audits.protocol import AuditRequest
 
 #: the attackers whose reference models are fits of the defender's own trainer
@@ -80,10 +81,9 @@ def _detectable(params: Params, defenders: Path):  # type: ignore[no-untyped-def
     return at
 
 
-def _ltu_scoring(params: Params, defenders: Path, features: Path) -> tuple[float, str] | None:
+def _ltu_scoring(params: Params, defenders: Path, shape: "FeatureShape | None") -> tuple[float, str] | None:
     """The LTU stage's work besides fits, timed on synthetic data of its shapes (for a stage that has not run);
-    with the features' dimension also the gradient attacker's pass per defender."""
-    from privaudit.artifacts import read_json
+    with the features' dimension (``shape``; None: unknown) also the gradient attacker's pass per defender."""
     from privaudit.planning.ltu_scoring import time_gradient_pass, time_ltu_scoring
     from stages._ltu import ltu_options
 
@@ -96,8 +96,8 @@ def _ltu_scoring(params: Params, defenders: Path, features: Path) -> tuple[float
     n_reserved = max(2, int(info.raw.get("n_reserved") or info.n_defender))
     attackers, gradient, said = list(params.ltu.attackers), 0.0, ""
     try:
-        if "gradient" in attackers and (features / "meta.json").is_file():
-            d = int(read_json(features / "meta.json")["dim"])
+        if "gradient" in attackers and shape is not None:
+            d = shape.dim
             gradient = sum(time_gradient_pass(s, n_rows=n_defender + n_reserved, d=d, n_classes=n_classes,
                                               seed=params.base.seed) for s in params.defenders)
             attackers.remove("gradient")
@@ -119,10 +119,10 @@ def _requests(audit: str, params: Params, defenders: Path) -> list["AuditRequest
     return [r for spec in plan.defenders if (r := audit_request(plan, spec, defenders)) is not None]
 
 
-def _one_run_work(params: Params, defenders: Path, features: Path) -> tuple[float, str] | None:
+def _one_run_work(params: Params, defenders: Path, shape: "FeatureShape | None",
+                  shape_error: str) -> tuple[float, str] | None:
     """The one-run stage's work besides its training runs, timed on synthetic scores (for a stage that has not
-    run); None when the audit applies to no defender."""
-    from privaudit.artifacts import read_json
+    run); None when the audit applies to no defender. ``shape``: the features' (None: unreadable, ``shape_error``)."""
     from privaudit.audits.one_run import auto_canaries
     from privaudit.audits.one_run_work import time_one_run_work
 
@@ -132,8 +132,9 @@ def _one_run_work(params: Params, defenders: Path, features: Path) -> tuple[floa
     try:
         m = params.one_run.canaries
         if m == "auto":
-            meta = read_json(features / "meta.json")
-            m = auto_canaries(int(meta["dim"]), int(meta["n_classes"]))
+            if shape is None:
+                raise ValueError(shape_error)
+            m = auto_canaries(shape.dim, shape.n_classes)
         t = time_one_run_work(requests, int(m), seed=params.base.seed)
     except (OSError, ValueError, KeyError) as err:  # an estimate, not a check: the one-run stage refuses for itself
         return 0.0, f"its bounds not timed ({type(err).__name__}: {err})"
@@ -200,9 +201,15 @@ def _body(args: argparse.Namespace, params: Params) -> None:
     timed_on = next((t.device for t in times.values()), None)
     work = {}
     # the one-run probe first: nothing in this process has built a claim's curve yet (cold caches, as in its stage)
-    if "one_run" not in fixed and (bounds := _one_run_work(params, args.defenders, args.features)) is not None:
+    from privaudit.features.feature_set import read_feature_shape
+
+    try:  # read once for both probes
+        shape, shape_error = read_feature_shape(args.features), ""
+    except (OSError, ValueError) as err:
+        shape, shape_error = None, f"{type(err).__name__}: {err}"
+    if "one_run" not in fixed and (bounds := _one_run_work(params, args.defenders, shape, shape_error)) is not None:
         work["one_run"] = bounds
-    if "ltu" not in fixed and (scoring := _ltu_scoring(params, args.defenders, args.features)) is not None:
+    if "ltu" not in fixed and (scoring := _ltu_scoring(params, args.defenders, shape)) is not None:
         work["ltu"] = scoring
     if "whitebox" not in fixed and (estimate := _whitebox_work(params, args.defenders)) is not None:
         work["whitebox"] = estimate

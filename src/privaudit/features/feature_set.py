@@ -18,7 +18,7 @@ import pandas as pd
 from privaudit.artifacts import read_json
 from privaudit.data.split import read_membership
 
-__all__ = ["FeatureSet", "align_features", "load_feature_set", "read_feature_files"]
+__all__ = ["FeatureSet", "FeatureShape", "align_features", "load_feature_set", "read_feature_files", "read_feature_shape"]
 
 
 @dataclass(frozen=True)
@@ -92,6 +92,36 @@ def read_feature_files(features_dir: Path, split_dir: Path) -> tuple[np.ndarray,
     membership = read_membership(split_dir)
     meta = read_json(mpath)
     return X, ids, meta, membership
+
+
+@dataclass(frozen=True)
+class FeatureShape:
+    """What ``data/features/meta.json`` says of the features' shape: ``dim`` features, ``n_classes`` labels."""
+
+    dim: int
+    n_classes: int
+
+
+def read_feature_shape(features_dir: Path) -> FeatureShape:
+    """The features' dimension and class count from ``meta.json`` alone (the rows are not read).
+
+    Raises:
+        FileNotFoundError: no ``meta.json`` (names it and the stage that writes it).
+        ValueError: it lacks ``dim`` or ``n_classes``, or they are not positive integers (names the file).
+    """
+    path = Path(features_dir) / "meta.json"
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} not found (run the featurize stage: dvc repro featurize)")
+    meta = read_json(path)
+    try:
+        shape = FeatureShape(int(meta["dim"]), int(meta["n_classes"]))
+    except (KeyError, TypeError, ValueError) as err:
+        raise ValueError(f"{path}: needs integer 'dim' and 'n_classes' ({type(err).__name__}: {err}); rerun the "
+                         "featurize stage") from None
+    if shape.dim < 1 or shape.n_classes < 1:
+        raise ValueError(f"{path}: dim={shape.dim} and n_classes={shape.n_classes} must be >= 1; rerun the featurize "
+                         "stage")
+    return shape
 
 
 def load_feature_set(features_dir: Path, split_dir: Path) -> FeatureSet:
