@@ -6,7 +6,8 @@ near a stationary point of its own training samples' losses).
 
 * torch heads (``kind: torch_mlp``): exact per-sample gradient norms over all parameters, from the safetensors
   weights M_D was saved with, by the identity of a linear layer's per-example gradient ``δ_i a_iᵀ`` (norm
-  ``‖δ_i‖·‖a_i‖``; the bias ``‖δ_i‖``): one forward and one backward pass of the whole batch in float64
+  ``‖δ_i‖·‖a_i‖``; the bias ``‖δ_i‖``; Goodfellow 2015, "Efficient Per-Example Gradient Computations",
+  arXiv:1510.01799, §3): one forward and one backward pass of the whole batch in float64
   (:func:`privaudit.train.heads.output_deltas`, the batched trainer's own per-example norms), no per-example
   gradient materialised. ``torch.func``'s vmap of grad materialised them: 19.9 s for the 50 000 rows of the
   50k × 512 audit on an H200 machine's CPU (fourth lease), ~1.5 s at 10k × 128 on 2 cores;
