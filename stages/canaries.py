@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from operator import attrgetter
 from pathlib import Path
 
 from privaudit.artifacts import atomic_dir, ensure_writable
@@ -75,7 +76,7 @@ def _body(args: argparse.Namespace, params: Params) -> None:
 
     with FitProgress("canaries", sum(s.stop - s.start for s in todo), "trial", bar=progress_enabled(),
                      planned_seconds=None if planned is None else sum(planned),
-                     workers=at_once or 1, lanes=lanes) as bar:
+                     workers=at_once or 1, lanes=lanes, group=None if lanes is None else attrgetter("defender")) as bar:
         run_missing_shards(args.shards, plan, fs, todo, device, done, planned_of)
     fp, n_game3 = inputs_fingerprint(fs), game3_canaries(plan, int(fs.is_defender.sum()))
     meta = canary_meta(plan, fs.n_classes, n_game3, fp)

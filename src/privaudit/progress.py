@@ -34,6 +34,20 @@ shards: two pools that share nothing. Each lane is a pool as above, with its own
 ``workers``; the rate of all pieces until it has one); the ETA is when the last lane ends. Counted as one pool of
 all the workers, the GPU's queue was spread over 17 processes: the sixth H200 lease's 50 000 × 512 canaries stage
 printed "ETA 0:04" with 17 s to go (3.56×).
+
+**Groups** (``group``: a piece's key -> its group; the canaries stage's defenders). One plan can err differently for
+different trainers in one lane: on the seventh H200 lease's 50 000 × 512 canaries stage the GPU lane's MLP shards ran
+2.0-2.8× their plan and its DP-SGD shards 0.7-1.1×; the lane's one rate, learnt on the MLP shards, was applied to the
+DP-SGD ones ("ETA 1:16" with 31 s to go, 2.38×). So a piece's rate is the geometric mean of what its group's counted
+pieces say and what the lane's other groups' say, with the plan (a rate of 1) standing in for a group that has none
+yet, and the group's own rate where no other group has one. For a group not yet seen, the square root of the others'
+rate is the minimax choice (multiplicatively) between "its plan holds" and "it errs as the others did"; for a group
+seen, its few pieces (a one-trial Game-3 shard first) are a noisy guide alone: on the sixth lease the DP-SGD Game-3
+shard ran 13.6× its plan, its black-box shards 3.3×. Modelled on both leases' progress lines
+(``tests/planning/test_progress.py``) every line is then within 1.6× on the seventh (2.38× with one rate per lane) and
+within 1.3× on the sixth once a DP-SGD shard has run; the sixth's first two lines, before any DP-SGD shard and with
+those running eagerly at 6-14× their plan, are off 3.4× and 3.9× (3.0× and 3.5× with one rate per lane): no rate
+learnt from the MLP shards meets both leases there.
 """
 
 from __future__ import annotations
@@ -82,6 +96,8 @@ class _Lane:
     pieces: int = 0  # pieces finished
     busy: float = 0.0  # the own seconds of its pieces after its first ``workers``, and their planned seconds
     busy_work: float = 0.0
+    # the same per group of pieces (module docstring: groups): group -> [own seconds, planned seconds]
+    by_group: dict[Hashable, list[float]] = field(default_factory=dict)
 
     def take(self, slots: int, now: float) -> None:
         """Start the next ``slots`` waiting pieces now."""
@@ -89,18 +105,39 @@ class _Lane:
             if self.waiting:
                 self.running[self.waiting.pop(0)] = now
 
-    def finish(self, rate: float, now: float) -> float:
-        """Seconds until its last piece ends: running pieces at their planned seconds × ``rate`` less what they have
-        run (at least a twentieth of it: one that overran is not taken as done), then the waiting ones in order on
-        the first free worker."""
+    def count(self, group: Hashable, seconds: float, work: float) -> None:
+        """A finished piece after the lane's first ``workers``: its own seconds and planned seconds."""
+        self.busy += seconds
+        self.busy_work += work
+        mine = self.by_group.setdefault(group, [0.0, 0.0])
+        mine[0] += seconds
+        mine[1] += work
+
+    def rate_of(self, group: Hashable, fallback: float) -> float:
+        """Seconds per planned second for a piece of ``group`` (module docstring: groups): the geometric mean of
+        its group's measured ratio (1, the plan, while the group has no counted piece) and the other groups' of
+        this lane; the group's own ratio where no other group has one; ``fallback`` (all lanes' ratio) while the
+        lane has no counted piece."""
+        if self.busy_work <= 0:
+            return fallback
+        seconds, work = self.by_group.get(group, (0.0, 0.0))
+        others, others_work = self.busy - seconds, self.busy_work - work
+        if others_work <= 0:
+            return seconds / work
+        return ((seconds / work if work > 0 else 1.0) * others / others_work) ** 0.5
+
+    def finish(self, rate: Callable[[Hashable], float], now: float) -> float:
+        """Seconds until its last piece ends: running pieces at their planned seconds × their ``rate`` less what they
+        have run (at least a twentieth of it: one that overran is not taken as done), then the waiting ones in order
+        on the first free worker."""
         free = []
         for key, began in self.running.items():
-            expect = self.planned[key] * rate
+            expect = self.planned[key] * rate(key)
             free.append(max(expect / 20, expect - (now - began)))
         free += [0.0] * max(0, self.workers - len(free))
         for key in self.waiting:
             k = min(range(len(free)), key=free.__getitem__)
-            free[k] += self.planned[key] * rate
+            free[k] += self.planned[key] * rate(key)
         return max(free, default=0.0)
 
 
@@ -119,13 +156,16 @@ class FitProgress:
             each :meth:`advance` then names its piece (``piece=key``). Needs ``planned_seconds``.
         lanes: instead of ``queue``, several pools as ``(workers, queue)`` (module docstring); their workers add
             up to ``workers``.
+        group: a queue's piece key -> its group (e.g. a shard's defender): each group's pieces get their own rate
+            within a lane (module docstring: groups); ``None``: one rate per lane.
         clock: injectable for tests.
     """
 
     def __init__(self, desc: str, total: int, unit: str, *, bar: bool, out: TextIO | None = None,
                  clock: Callable[[], float] = time.monotonic, planned_seconds: float | None = None,
                  workers: int = 1, queue: Sequence[tuple[Hashable, float]] | None = None,
-                 lanes: Sequence[tuple[int, Sequence[tuple[Hashable, float]]]] | None = None) -> None:
+                 lanes: Sequence[tuple[int, Sequence[tuple[Hashable, float]]]] | None = None,
+                 group: Callable[[Hashable], Hashable] | None = None) -> None:
         if total < 0:
             raise ValueError(f"total must be >= 0, got {total}")
         if workers < 1:
@@ -138,6 +178,8 @@ class FitProgress:
             raise ValueError(f"the lanes' workers ({[w for w, _ in lanes]}) must each be >= 1 and add up to "
                              f"workers={workers}")
         lanes = [(workers, queue)] if queue is not None else lanes
+        if group is not None and lanes is None:
+            raise ValueError("group= sorts the pieces of a queue: give the progress a queue or lanes too")
         if lanes is not None and planned_seconds is None:
             raise ValueError("a progress with a queue of pieces needs planned_seconds (the pieces' sum)")
         keys = [k for _, q in lanes or () for k, _ in q]
@@ -156,6 +198,7 @@ class FitProgress:
         self._lanes = None if lanes is None else [
             _Lane(int(w), {k: float(sec) for k, sec in q}, [k for k, _ in q]) for w, q in lanes]
         self._lane_of = {k: lane for lane in self._lanes or () for k in lane.planned}
+        self._group: Callable[[Hashable], Hashable] = group if group is not None else lambda key: None
         for lane in self._lanes or ():
             lane.take(lane.workers, self._start)
         self._bar = None
@@ -172,9 +215,8 @@ class FitProgress:
         if self._first is None or self._pieces <= self._workers or done < ETA_MIN_SHARE * total:
             return None
         if self._busy_work > 0 and self._lanes is not None:
-            now, rate = self._clock(), self._busy / self._busy_work
-            return max(lane.finish(lane.busy / lane.busy_work if lane.busy_work > 0 else rate, now)
-                       for lane in self._lanes)
+            now, rate, group = self._clock(), self._busy / self._busy_work, self._group
+            return max(lane.finish(lambda key, lane=lane: lane.rate_of(group(key), rate), now) for lane in self._lanes)
         if self._busy_work > 0:  # the pieces' own seconds: one process's speed, times the processes at once
             return max(0.0, total - done) * self._busy / self._busy_work / self._workers
         t_first, w_first = self._first
@@ -210,8 +252,7 @@ class FitProgress:
             self._busy += float(seconds)
             self._busy_work += work
         if seconds is not None and lane is not None and lane.pieces > lane.workers:
-            lane.busy += float(seconds)
-            lane.busy_work += work
+            lane.count(self._group(piece), float(seconds), work)
         if self._pieces == self._workers:
             self._first = (self._clock(), self._planned_done if self._planned_total is not None else float(self.done))
         left = self.eta()
