@@ -67,6 +67,7 @@ for step in "${steps[@]}"; do
     tests)
       $PY -m pytest -q -p no:cacheprovider -rs tests/train/test_devices.py tests/train/test_static_steps.py \
         tests/features/test_device.py tests/validation/test_determinism.py tests/whitebox/test_hooks_device.py \
+        tests/unit/test_cuda_state.py \
         2>&1 | tee "$out/cuda_tests.txt"
       ;;
     kernels)

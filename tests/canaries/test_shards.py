@@ -175,6 +175,19 @@ def test_n_jobs_auto_gives_the_one_process_results(tmp_path: Path, small_fs, mon
             np.testing.assert_array_equal(a[k], b[k])
 
 
+def test_the_workers_are_told_the_device_their_shards_train_on(tmp_path: Path, small_fs, monkeypatch) -> None:
+    """A ``kind: python`` trainer declaring ``device`` gets ``cuda`` in a worker; the pool is told, so that it is not
+    forked from a process that initialised the CUDA driver (``privaudit.repro.cuda_state``)."""
+    from privaudit.repro import worker_pool
+
+    told: list[str] = []
+    monkeypatch.setattr(worker_pool, "map_in_processes", lambda *a, **k: told.append(k["device"]) or iter(()))
+    two = make_params([{"name": "knn", "kind": "logistic_regression"}], compute={"n_jobs": 2})
+    run_missing_shards(tmp_path, two, small_fs, plan_shards(two), "cuda")
+    run_missing_shards(tmp_path, two, small_fs, plan_shards(two), "cpu")
+    assert told == ["cuda", "cpu"]
+
+
 def test_batched_shards_beside_the_workers_give_the_one_process_results(tmp_path: Path, small_fs,
                                                                        monkeypatch) -> None:
     """On CUDA the batched kinds' shards train in the stage's process while workers run the sequential ones;

@@ -314,7 +314,7 @@ def run_missing_shards(root: Path, plan: CanaryPlan, fs: FeatureSet, todo: Seque
         order = dispatch_order(away, planned)  # longest first, to balance the workers
         inner = dataclasses.replace(plan, fits_in_shard_workers=True)
         runs = map_in_processes(_run_shard_in_process, [(s, device) for s in order], n_jobs, shared=(inner, fs),
-                                ordered=False)
+                                ordered=False, device=device)
         if not here:
             for shard, arrays, seconds in runs:
                 save_shard(root, plan, shard, arrays)

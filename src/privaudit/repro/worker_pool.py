@@ -45,14 +45,18 @@ _THREAD_VARS = {"OMP_NUM_THREADS": "openmp", "OPENBLAS_NUM_THREADS": "openblas",
                 "NUMEXPR_NUM_THREADS": None}
 
 
-def fork_refusal() -> str | None:
-    """Why workers cannot be forked from this process now (``None``: they can).
+def fork_refusal(device: str = "cpu") -> str | None:
+    """Why workers cannot be forked from this process now (``None``: they can); ``device``: where the workers' fits
+    run (a user's ``kind: python`` trainer gets it).
 
     Refused: off Linux (macOS's system libraries are not fork-safe), with ``PRIVAUDIT_FORK_WORKERS=0``, in a
     thread other than the main one or while another Python thread runs (it may hold a lock — logging, a stream's
-    buffer — that the child would inherit locked: a Prefect task runner, a progress monitor), and once this process
-    has initialised CUDA (a child cannot use the parent's context). BLAS and OpenMP pools are no reason: OpenBLAS
-    re-initialises itself after a fork, and a worker runs its fits on one OpenMP thread."""
+    buffer — that the child would inherit locked: a Prefect task runner, a progress monitor), once torch has
+    initialised CUDA here (a child cannot use the parent's context), and, for workers on a CUDA ``device``, once
+    anything here has initialised the CUDA driver (``torch.cuda.is_available()`` does, without torch counting CUDA
+    as initialised: :mod:`privaudit.repro.cuda_state`); workers on the CPU do not touch the GPU, so that alone does
+    not stop them. BLAS and OpenMP pools are no reason: OpenBLAS re-initialises itself after a fork, and a worker
+    runs its fits on one OpenMP thread."""
     if os.environ.get(FORK_ENV, "1").strip() == "0":
         return f"{FORK_ENV}=0"
     if not sys.platform.startswith("linux") or "fork" not in multiprocessing.get_all_start_methods():
@@ -65,6 +69,12 @@ def fork_refusal() -> str | None:
     torch = sys.modules.get("torch")
     if torch is not None and torch.cuda.is_initialized():
         return "this process has initialised CUDA"
+    if str(device).startswith("cuda"):
+        from privaudit.repro.cuda_state import cuda_driver_initialised
+
+        if cuda_driver_initialised():
+            return ("this process has initialised the CUDA driver (torch.cuda.is_available() does), and workers on "
+                    f"{device} could not use the GPU")
     return None
 
 
@@ -87,7 +97,8 @@ def worker_threads(n_jobs: int) -> dict[str, str]:
 
 
 def map_in_processes(fn: Callable[..., Any], items: Iterable[Sequence[Any]], n_jobs: int, *,
-                     shared: Sequence[Any] = (), ordered: bool = True, fork_only: bool = False) -> Iterator[Any]:
+                     shared: Sequence[Any] = (), ordered: bool = True, fork_only: bool = False,
+                     device: str = "cpu") -> Iterator[Any]:
     """``fn(*shared, *item)`` for each item on ``n_jobs`` worker processes (joblib's meaning: -1 is every core);
     the results in the items' order (``ordered``) or as they finish.
 
@@ -96,13 +107,14 @@ def map_in_processes(fn: Callable[..., Any], items: Iterable[Sequence[Any]], n_j
     ``fork_only``: where a fork is refused, run the items in this process instead of on loky's workers (for work
     of a few seconds, which loky's start-up would not repay).
     Leaving the iterator early (an exception, ``break``) cancels the items not yet started and waits for the
-    running ones. ``fn`` must be importable by name (a module-level function), as joblib requires.
+    running ones. ``fn`` must be importable by name (a module-level function), as joblib requires. ``device``:
+    where ``fn``'s work runs (:func:`fork_refusal`).
     """
     from joblib import effective_n_jobs
 
     items = [tuple(item) for item in items]
     jobs = min(effective_n_jobs(n_jobs), len(items))
-    refusal = fork_refusal() if jobs > 1 else None
+    refusal = fork_refusal(device) if jobs > 1 else None
     if jobs <= 1 or (fork_only and refusal is not None):
         yield from (fn(*shared, *item) for item in items)
         return

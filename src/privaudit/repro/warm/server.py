@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from collections.abc import Sequence
 from pathlib import Path
 
+from privaudit.repro.cuda_state import cuda_initialised
 from privaudit.repro.warm.protocol import (MODULE_PREFIX, PROTOCOL_VERSION, STARTING_SUFFIX, Request,
                                           recv_request, send_message, startup_env)
 
@@ -265,14 +266,6 @@ def _reopen_stdio() -> None:
         setattr(sys, f"__{name}__", stream)
 
 
-def cuda_initialised() -> bool:
-    """Whether this process has initialised CUDA (torch's lazy init): a child forked after that cannot use the
-    GPU ("Cannot re-initialize CUDA in forked subprocess"), so such a server must not serve."""
-    torch = sys.modules.get("torch")
-    cuda = getattr(torch, "cuda", None)
-    return bool(cuda is not None and cuda.is_initialized())
-
-
 def _interpreter_roots() -> tuple[str, ...]:
     paths = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}
     paths.update(p for p in sysconfig.get_paths().values() if p)
@@ -334,7 +327,7 @@ def main(argv: list[str] | None = None) -> int:
     lock.flush()
     os.rename(locking, starting)
     preload(tuple(m for m in args.preload.split(",") if m) if args.preload is not None else PRELOAD)
-    if cuda_initialised():  # a forked child could not use the GPU: no server, every stage runs cold
+    if cuda_initialised():  # a forked stage could not use the GPU (torch or the driver initialised): all run cold
         print("privaudit warm: a preloaded module initialised CUDA, which a forked stage cannot use; "
               "stages run cold", file=sys.stderr, flush=True)
         stop(0, None)
