@@ -47,7 +47,10 @@ shard ran 13.6× its plan, its black-box shards 3.3×. Modelled on both leases' 
 (``tests/planning/test_progress.py``) every line is then within 1.6× on the seventh (2.38× with one rate per lane) and
 within 1.3× on the sixth once a DP-SGD shard has run; the sixth's first two lines, before any DP-SGD shard and with
 those running eagerly at 6-14× their plan, are off 3.4× and 3.9× (3.0× and 3.5× with one rate per lane): no rate
-learnt from the MLP shards meets both leases there.
+learnt from the MLP shards meets both leases there. "The plan held" must read 1 for this, so each piece's planned
+seconds are those of the process that runs it (:func:`privaudit.planning.timings.planned_piece_seconds`), not its
+share of the stage's wall: with the share, on 2 workers every piece read ~2 where its plan held, and a defender not
+yet seen was taken for ~0.6 of its time (at 10 000 × 128 on 2 cores, "ETA 0:17" with 27 s to go).
 """
 
 from __future__ import annotations

@@ -137,13 +137,20 @@ def _simulate_workers(pieces: list[tuple[str, int, float, float]], workers: int,
 
 def _default_audit_canaries() -> list[tuple[str, int, float, float]]:
     """The default audit's canaries shards on 2 cores, longest first (measured 2026-11-27; planned seconds from that
-    run's plan, which underestimated every piece by 2-3x): four 1000-model DP-SGD calls, then the small shards."""
+    run's plan, which underestimated every piece by 1-1.5x once its share of the wall is multiplied back by the 2
+    workers, as ``planned_piece_seconds`` now does): four 1000-model DP-SGD calls, then the small shards."""
     pieces = [(f"dpsgd_eps1 blackbox {i}", 1000, 6.5, 2.15) for i in range(4)]
     pieces += [("mlp blackbox", 64, 2.8, 0.93), ("dpsgd_eps1 lidp", 32, 0.5, 0.21), ("mlp lidp", 32, 2.4, 1.0)]
     pieces += [(f"logreg lidp {i}", 16, 1.5, 0.47) for i in range(2)]
     pieces += [(f"logreg blackbox {i}", 16, 0.5, 0.23) for i in range(4)]
     pieces += [("logreg game3", 1, 0.1, 0.014), ("dpsgd_eps1 game3", 1, 0.2, 0.04), ("mlp game3", 1, 0.3, 0.09)]
-    return pieces
+    return _own(pieces, 2)
+
+
+def _own(pieces: list[tuple[str, int, float, float]], workers: int) -> list[tuple[str, int, float, float]]:
+    """Pieces whose planned seconds were the plan's share of the wall on ``workers`` workers, with them as the seconds
+    of the process that runs each (``privaudit.planning.timings.planned_piece_seconds``: the share × workers)."""
+    return [(name, units, seconds, plan * workers) for name, units, seconds, plan in pieces]
 
 
 def test_eta_of_pieces_on_two_workers_is_within_2x_once_a_tenth_is_done() -> None:
@@ -185,14 +192,15 @@ def _off(left: float, eta: float) -> float:
 
 def _canaries_10k() -> list[tuple[str, int, float, float]]:
     """The 10 000 x 128 x 10 canaries stage on 2 cores as measured on 2026-11-28 (bench_scale, its line times and
-    plan.json): four 1000-model DP-SGD shards of ~27 s planned at 18.7 s, two MLP shards of ~17.6 s planned at
-    9.1-9.6 s, then the small ones."""
+    plan.json): four 1000-model DP-SGD shards of ~27 s planned at 18.7 s of the wall (37.4 s in their process), two
+    MLP shards of ~17.6 s planned at 9.1-9.6 s (18.2-19.3 s), then the small ones; as the stage now plans them
+    (``_own``)."""
     pieces = [(f"dpsgd blackbox {i}", 1000, 27.0, 18.72) for i in range(4)]
     pieces += [("mlp blackbox", 64, 17.7, 9.10), ("mlp lidp", 32, 17.6, 9.65), ("dpsgd lidp", 32, 1.1, 1.83)]
     pieces += [("logreg lidp 0", 16, 0.55, 0.65), ("logreg blackbox 0", 16, 0.5, 0.32), ("logreg blackbox 1", 16, 0.5, 0.32),
                ("logreg lidp 1", 16, 0.5, 0.65), ("logreg blackbox 2", 16, 0.4, 0.32), ("logreg game3", 1, 0.1, 0.02),
                ("logreg blackbox 3", 16, 0.3, 0.32), ("dpsgd game3", 1, 0.5, 0.34), ("mlp game3", 1, 1.6, 0.68)]
-    return pieces
+    return _own(pieces, 2)
 
 
 def test_with_the_queue_the_eta_counts_what_running_pieces_have_done_and_the_tail() -> None:
@@ -207,11 +215,13 @@ def test_with_the_queue_the_eta_counts_what_running_pieces_have_done_and_the_tai
 
 
 @pytest.mark.parametrize("stage, workers", [(st, w) for st in (_default_audit_canaries, _stage, _user_stage, _canaries_10k)
-                                            for w in (1, 2)] + [(_default_audit_canaries, 4), (_user_stage, 4)])
+                                            for w in (1, 2)] + [(_default_audit_canaries, 4), (_user_stage, 4),
+                                                                (_canaries_10k, 4)])
 def test_queue_eta_is_within_2x_once_known_on_one_or_more_workers(stage, workers) -> None:
-    """Not claimed: ``_stage`` and ``_canaries_10k`` on 4 workers, where every DP-SGD shard is a worker's first (left
-    out of the rate) and the rate comes from small shards whose plan erred the other way: the MLP shards, running,
-    are then taken for 0.4-0.5 of their time (an ETA of 5-7 s with 16 s to go; 4-5 s without the queue)."""
+    """Not claimed: ``_stage`` on 4 workers, where every DP-SGD shard is a worker's first (left out of the rate) and
+    the rate comes from small shards whose plan erred the other way (2.29x with a rate per defender, 3.39x with one).
+    ``_canaries_10k`` on 4 workers: 1.57x with a rate per defender and each piece planned in its own process
+    (2.16x planned at its share of the wall, 2.88x with one rate)."""
     shown = [(left, eta) for left, eta in _simulate_workers(stage(), workers, 2.0, told=workers, queue=True)
              if eta is not None]
     assert shown, "an ETA once a tenth is done"
@@ -230,6 +240,20 @@ def test_a_queue_needs_distinct_keys_planned_seconds_and_named_pieces() -> None:
     p = FitProgress("x", 2, "fit", bar=False, out=io.StringIO(), planned_seconds=2.0, queue=[("a", 1.0), ("b", 1.0)])
     with pytest.raises(ValueError, match="piece="):
         p.advance(1, "a", planned=1.0)
+
+
+def test_pieces_are_planned_in_their_own_process_for_a_rate_per_defender() -> None:
+    """The progress compares each piece's own seconds with its planned seconds, so "the plan held" must read 1: with
+    the plan's share of the wall on 2 workers (what the stage handed it before) every piece read ~2 where its plan
+    held, and a defender not yet seen, planned halfway between 1 and the others' rate, was taken for ~0.6 of its time
+    (the 10k CPU run of 2026-11-28 21:16: "ETA 0:17" with 27 s to go). Planned in their own process, every line of
+    the 10k stage on 4 workers is within 2x; at the wall's share one is not."""
+    share = [(n, u, sec, plan / 2) for n, u, sec, plan in _canaries_10k()]
+    own = max(_off(left, eta) for left, eta in _simulate_workers(_canaries_10k(), 4, 2.0, told=4, queue=True)
+              if eta is not None and left > 5)
+    at_share = max(_off(left, eta) for left, eta in _simulate_workers(share, 4, 2.0, told=4, queue=True)
+                   if eta is not None and left > 5)
+    assert own <= 1.6 < 2 < at_share
 
 
 def test_a_piece_that_ends_out_of_the_queues_order_is_taken_off_it() -> None:

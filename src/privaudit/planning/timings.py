@@ -296,15 +296,21 @@ def record_stage_wall(stage: str, wall_seconds: float, timings_dir: Path) -> Non
 
 def planned_piece_seconds(plan_json: Path, pieces: Sequence[tuple[str, str, int]],
                           trials: Callable[[str, str], int]) -> list[float] | None:
-    """The planned seconds of each piece ``(defender, experiment, trials in it)`` of the canaries stage, from the
-    last plan's seconds per experiment (``plan.json``) spread evenly over ``trials(experiment, defender)``;
-    ``None`` when the plan lacks one of them (the progress then weighs every trial the same).
+    """The planned seconds of each piece ``(defender, experiment, trials in it)`` of the canaries stage in the process
+    that runs it, from the last plan (``plan.json``): an experiment's seconds there are its share of the stage's wall,
+    its calls' own seconds (contention included) over the ``workers`` they are spread over, so they are multiplied
+    back by those workers and spread evenly over ``trials(experiment, defender)``. The ETA
+    (:class:`privaudit.progress.FitProgress`) compares them with each piece's own seconds: a rate of 1 means the plan
+    held (with the wall's share, every piece on 2 workers read about 2 where its plan held, and a defender not yet
+    seen, planned halfway between 1 and the others' rate, was planned at ~0.6 of its time). ``None`` when the plan
+    lacks one of them (the progress then weighs every trial the same).
 
     >>> import tempfile
     >>> path = Path(tempfile.mkdtemp()) / "plan.json"
-    >>> write_json(path, {"defenders": {"a": {"stages": {"canaries": {"pieces": {"lidp": 6.0, "blackbox": 40.0}}}}}})
+    >>> write_json(path, {"defenders": {"a": {"stages": {"canaries": {"pieces": {"lidp": 6.0, "blackbox": 40.0},
+    ...                                                              "workers": 2}}}}})
     >>> planned_piece_seconds(path, [("a", "lidp", 16), ("a", "blackbox", 1000)], lambda e, d: {"lidp": 32}.get(e, 4000))
-    [3.0, 10.0]
+    [6.0, 20.0]
     >>> planned_piece_seconds(path, [("b", "lidp", 16)], lambda e, d: 32) is None
     True
     """
@@ -312,8 +318,12 @@ def planned_piece_seconds(plan_json: Path, pieces: Sequence[tuple[str, str, int]
         raw = read_json(plan_json)
         out = []
         for defender, experiment, n in pieces:
-            total = float(raw["defenders"][defender]["stages"]["canaries"]["pieces"][experiment])
+            stage = raw["defenders"][defender]["stages"]["canaries"]
+            workers = int(stage.get("workers", 1))
+            if workers < 1:
+                raise ValueError(f"workers {workers}")
+            total = float(stage["pieces"][experiment]) * workers
             out.append(total * n / max(1, trials(experiment, defender)))
-    except (FileNotFoundError, ValueError, KeyError, TypeError):
+    except (FileNotFoundError, ValueError, KeyError, TypeError, AttributeError):
         return None
     return out
