@@ -285,5 +285,8 @@ def _rate(rate: float, unit: str) -> str:
 
 
 def _clock_text(seconds: float) -> str:
-    s = int(round(seconds))
+    """``m:ss`` (``h:mm:ss`` from an hour) of ``seconds`` rounded, and never ``0:00`` while any time is left: a last
+    piece that overran its plan is still running (at 10 000 × 128 on 2 cores the canaries stage printed "ETA 0:00"
+    with 1.7 s to go)."""
+    s = max(int(round(seconds)), 1 if seconds > 0 else 0)
     return f"{s // 3600}:{s % 3600 // 60:02d}:{s % 60:02d}" if s >= 3600 else f"{s // 60}:{s % 60:02d}"

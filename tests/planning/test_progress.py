@@ -34,6 +34,13 @@ def test_progress_lines_give_rate_and_eta_once_known() -> None:
     assert lines[1] == "canaries: mine blackbox 16-32 done; 32 of 64 trials, 1.6 trials/s, ETA 0:20"
 
 
+def test_an_eta_reads_0_00_only_when_nothing_is_left() -> None:
+    from privaudit.progress import _clock_text
+
+    assert [_clock_text(x) for x in (0.0, 0.04, 0.6, 59.4, 3599.6, 3725.0)] == ["0:00", "0:01", "0:01", "0:59",
+                                                                               "1:00:00", "1:02:05"]
+
+
 def test_no_eta_before_a_tenth_of_the_units_is_done() -> None:
     now = [0.0]
     out = io.StringIO()
