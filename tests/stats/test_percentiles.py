@@ -43,6 +43,15 @@ def test_same_bits_as_numpy(rows: int, cols: int, nan_share: float, dtype: type,
     assert _same_bits(_ours(a, q), _numpy(a, q))
 
 
+def test_a_float32_table_whose_first_column_is_all_nan_takes_numpys_type() -> None:
+    """numpy fills one buffer of its first column's result type: float32 when that column is all NaN, and the other
+    columns' float64 percentiles are cast to it (found by the property test above: 1 row, 3 columns)."""
+    a = np.array([[np.nan, -0.13210486, 0.64042264]], dtype=np.float32)
+    assert _numpy(a, [0.0]).dtype == np.float32 and _same_bits(_ours(a, [0.0]), _numpy(a, [0.0]))
+    b = np.array([[1.0, np.nan], [np.nan, np.nan], [3.0, 2.0]], dtype=np.float32)
+    assert _same_bits(_ours(b, [10.0, 90.0]), _numpy(b, [10.0, 90.0]))
+
+
 def test_all_nan_column_warns_as_numpy_does() -> None:
     a = np.array([[1.0, np.nan], [2.0, np.nan], [4.0, np.nan]])
     with warnings.catch_warnings(record=True) as ours:

@@ -45,7 +45,10 @@ def nanpercentile_columns(a: NDArray[np.floating], q: Sequence[float]) -> NDArra
     parts = [(cols, fn(a[:, cols], qs, axis=0))
              for cols, fn in ((np.flatnonzero(~has_nan), np.percentile), (np.flatnonzero(has_nan), np.nanpercentile))
              if len(cols)]
-    out = np.empty((len(qs), a.shape[1]), dtype=parts[0][1].dtype)
+    # numpy's NaN path fills one buffer of its first column's result type (``apply_along_axis``): float64 for a
+    # float32 column with a number in it, float32 where that column is all NaN, the others then cast to it
+    dtype = np.nanpercentile(a[:, :1], qs, axis=0).dtype if has_nan.any() else parts[0][1].dtype
+    out = np.empty((len(qs), a.shape[1]), dtype=dtype)
     for cols, values in parts:
         out[:, cols] = values
     return out
