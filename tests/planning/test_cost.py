@@ -251,6 +251,48 @@ def test_a_large_call_of_fewer_steps_recovers_the_same_model(f: float, c: float,
     assert call == pytest.approx(f + 7820 * c, rel=1e-6, abs=1e-6) and model == pytest.approx(7820 * s, rel=1e-6)
 
 
+def test_on_cuda_the_large_call_timed_at_two_lengths_recovers_a_graphed_calls_cost() -> None:
+    """On CUDA a call's first SGD epoch runs eagerly (launch-bound: the same at any M) and the later ones are replayed
+    graphs (their cost grows with M). Timed at k = 2 epochs only, the large call's per-model cost came out as the mean
+    of its eager epoch's and one replayed epoch's: about half, and a 64-model, 30-epoch call planned 23 % short here;
+    the large call timed at 2k too gives the replayed epoch's own cost, and the plan is within 2 % (what is left: the
+    eager epoch counted once per call at the small calls' M)."""
+    from privaudit.planning.fit_probe import rate_from_truncated
+
+    eager, capture, r0, r1 = 0.40, 0.05, 0.08, 0.0015  # seconds: eager epoch, captures, replayed epoch + per model
+    t = lambda m, u: eager + capture + (u - 1) * (r0 + r1 * m)  # noqa: E731
+    k, full, large = 2, 30, 64
+    truth = t(large, full)
+    one = rate_from_truncated(t(SMALL, k), t(large, k), t(SMALL, 2 * k), k, full, n_large=large, k_large=k)
+    two = rate_from_truncated(t(SMALL, k), t(large, k), t(SMALL, 2 * k), k, full, n_large=large, k_large=k,
+                              t_large_2k=t(large, 2 * k))
+    assert (one[0] + large * one[1]) / truth < 0.8  # 0.77
+    assert two[1] == pytest.approx(full * r1) and (two[0] + large * two[1]) / truth == pytest.approx(1, abs=0.02)
+
+
+def test_the_large_call_is_timed_twice_only_where_graphs_change_the_first_steps(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """``large_call_twice`` (CUDA) adds the large call at twice its length to the probe; on the CPU it is not run."""
+    import numpy as np
+
+    import privaudit.train as train
+    from privaudit.defenders.specs import DpSgdSpec
+    from privaudit.planning import fit_probe
+
+    seen: list[tuple[int, int]] = []
+    monkeypatch.setattr(train, "train_heads", lambda recipe, data, *a, **k: seen.append((data.n_models,
+                                                                                          recipe.dp.steps)))
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(20000, 4)).astype(np.float32), rng.integers(0, 2, 20000)
+    spec = DpSgdSpec(name="dp", kind="dp_sgd", epsilon=1.0, epochs=20, batch_size=64)
+    k, m = fit_probe.PROBE_DP_STEPS, fit_probe.MIN_LARGE_STEPS
+    fit_probe.measure_fit_rate(spec, X, y, 2, "cpu", 0, block=1000)
+    assert (1000, 2 * m) not in seen
+    seen.clear()
+    monkeypatch.setattr(fit_probe, "large_call_twice", lambda device: True)  # as on CUDA (no GPU here)
+    how = fit_probe.measure_fit_rate(spec, X, y, 2, "cpu", 0, block=1000).timed_by
+    assert set(seen) == {(SMALL, k), (1000, m), (1000, 2 * m), (SMALL, 2 * k)} and f"1000 x {2 * m}" in how
+
+
 def test_the_probe_times_the_slope_on_a_block_as_large_as_the_canaries(monkeypatch: pytest.MonkeyPatch) -> None:
     """The canaries train DP-SGD in 1000-model black-box blocks, whose per-model step cost at 5 000 x 128 was 1.55x
     the slope of calls of 2 and 32 models (planned 85 s, took 131 s): the large call now has the block's models, on

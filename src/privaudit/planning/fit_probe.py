@@ -12,7 +12,8 @@
   timed on a truncated run (:func:`truncated_lengths`): its cost is linear in its length (a DP-SGD step, an
   SGD epoch: the same work at any index), so three lengths-by-sizes — (SMALL, k), (LARGE, k), (SMALL, 2k) —
   give a per-call, a per-step and a per-model-step cost (:func:`rate_from_truncated`) and the full length is
-  planned from them. Timing seven whole calls cost seven release fits: at 50 000 × 512 on an H200 the
+  planned from them; on CUDA the large call is timed at k and 2k too (:func:`large_call_twice`), as a call's first
+  epoch or steps there take another path than the rest. Timing seven whole calls cost seven release fits: at 50 000 × 512 on an H200 the
   DP-SGD head's 7 820 launch-bound steps made the defenders stage's probe run for minutes.
   The large call has as many models as the canaries stage's largest call of that defender (a black-box
   block, :func:`probe_block`; up to 1 000): at 5 000 × 128 a 1000-model block's per-model step cost was 1.55×
@@ -42,8 +43,8 @@ from typing import Any
 import numpy as np
 
 __all__ = ["FitProbe", "LARGE", "MAX_PROBE_BLOCK", "MIN_LARGE_STEPS", "PROBE_DP_STEPS", "PROBE_EPOCHS", "PROBE_EPOCHS_GRAPHS",
-           "REPEATS", "SMALL", "concurrent_slowdown", "large_call_length", "measure_fit_rate", "probe_block", "probe_length",
-           "rate_from_blocks", "rate_from_truncated", "truncated_lengths"]
+           "REPEATS", "SMALL", "concurrent_slowdown", "large_call_length", "large_call_twice", "measure_fit_rate",
+           "probe_block", "probe_length", "rate_from_blocks", "rate_from_truncated", "truncated_lengths"]
 
 #: timed repetitions of each measurement (the median is kept)
 REPEATS = 3
@@ -97,7 +98,8 @@ def truncated_lengths(full: int, probe: int) -> tuple[int, int] | None:
 
 
 def rate_from_truncated(t_small_k: float, t_large_k: float, t_small_2k: float, k: int, full: int,
-                        n_small: int = SMALL, n_large: int = LARGE, k_large: int | None = None) -> tuple[float, float]:
+                        n_small: int = SMALL, n_large: int = LARGE, k_large: int | None = None,
+                        t_large_2k: float | None = None) -> tuple[float, float]:
     """(per-call, per-model) seconds of a call of ``full`` length, from three truncated calls' medians.
 
     The model: a call of M models and u steps costs ``f + u (c + M s)`` (f once per call: set-up, graph
@@ -105,6 +107,12 @@ def rate_from_truncated(t_small_k: float, t_large_k: float, t_small_2k: float, k
     the per-step cost u = c + SMALL s of the small call and f; from the large call of ``k_large`` steps
     (default k) v = c + LARGE s; then s and c (each clipped at 0 against noise); the full call costs
     ``f + full c`` plus ``full s`` per model. With ``k_large = k``: s = (t_large − t_small) / ((LARGE − SMALL) k).
+
+    ``t_large_2k``: the large call timed at ``2 k_large`` too; then v = (t_large_2k − t_large_k) / k_large, the large
+    call's own per-step cost, its one-off part not taken from the small calls. Needed where the first steps of a call
+    take another path than the rest (CUDA graphs: a first epoch eager, the later ones replayed, at any M): from one
+    length, half of the large call's k = 2 epochs is its eager epoch, and the per-model cost came out as the mean of
+    the eager epoch's and a replayed one's — about half the replayed one's, where the eager epoch is launch-bound.
 
     >>> rate_from_truncated(0.2 + 10 * (0.01 + 2 * 0.001), 0.2 + 10 * (0.01 + 8 * 0.001),
     ...                     0.2 + 20 * (0.01 + 2 * 0.001), k=10, full=1000, n_small=2, n_large=8)
@@ -115,7 +123,10 @@ def rate_from_truncated(t_small_k: float, t_large_k: float, t_small_2k: float, k
     """
     kl = k if k_large is None else k_large
     u = (t_small_2k - t_small_k) / k  # c + SMALL s
-    v = (t_large_k - (t_small_k - k * u)) / kl  # c + LARGE s (the call's f taken from the small calls)
+    if t_large_2k is not None:
+        v = (t_large_2k - t_large_k) / kl  # c + LARGE s, from the large call's own two lengths
+    else:
+        v = (t_large_k - (t_small_k - k * u)) / kl  # c + LARGE s (the call's f taken from the small calls)
     s = max(0.0, (v - u) / (n_large - n_small))
     c = max(0.0, u - n_small * s)
     f = max(0.0, t_small_k - k * (c + n_small * s))
@@ -153,6 +164,17 @@ def large_call_length(k: int, block: int, device: str, dp: bool) -> int:
     if not dp or not str(device).startswith("cpu"):
         return k
     return max(min(k, MIN_LARGE_STEPS), min(k, 4 * LARGE * k // max(1, block)))
+
+
+def large_call_twice(device: str) -> bool:
+    """Whether the large truncated call is timed at two lengths (:func:`rate_from_truncated`'s ``t_large_2k``): on
+    CUDA, where a call's first epoch (SGD) or first graph's steps (DP-SGD) take another path than the rest; on the
+    CPU every step takes one path, and the large call's second length would double its cost for nothing.
+
+    >>> large_call_twice("cuda"), large_call_twice("cuda:1"), large_call_twice("cpu")
+    (True, True, False)
+    """
+    return str(device).startswith("cuda")
 
 
 def probe_length(dp: bool, device: str) -> int:
@@ -239,10 +261,14 @@ def measure_fit_rate(spec: Any, X: np.ndarray, y: np.ndarray, n_classes: int, de
     call(SMALL, k)()  # warm-up
     t_small, t_large, t_small_2k = (_median_seconds(call(SMALL, k)), _median_seconds(call(large, kl)),
                                     _median_seconds(call(SMALL, k2)))
-    per_call, per_model = rate_from_truncated(t_small, t_large, t_small_2k, k, full, n_large=large, k_large=kl)
+    # on CUDA a call's first epoch or steps take another path than the rest (graphs): the large call at two lengths
+    t_large_2k = _median_seconds(call(large, 2 * kl)) if large_call_twice(device) else None
+    per_call, per_model = rate_from_truncated(t_small, t_large, t_small_2k, k, full, n_large=large, k_large=kl,
+                                              t_large_2k=t_large_2k)
     unit = "steps" if recipe.dp is not None else "epochs"
     slow, slow_by = _batched_slowdown(call(large, kl), t_large, workers, device)
-    return FitProbe(per_call, per_model, (f"medians of {REPEATS} truncated calls ({SMALL} x {k}, {large} x {kl}, "
+    larges = f"{large} x {kl}" + (f", {large} x {2 * kl}" if t_large_2k is not None else "")
+    return FitProbe(per_call, per_model, (f"medians of {REPEATS} truncated calls ({SMALL} x {k}, {larges}, "
                                           f"{SMALL} x {k2} {unit}) after a warm-up, scaled to {full} {unit}"),
                     slow, workers, slow_by)
 
