@@ -270,8 +270,9 @@ def test_on_cuda_the_large_call_timed_at_two_lengths_recovers_a_graphed_calls_co
     assert two[1] == pytest.approx(full * r1) and (two[0] + large * two[1]) / truth == pytest.approx(1, abs=0.02)
 
 
-def test_the_large_call_is_timed_twice_only_where_graphs_change_the_first_steps(monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    """``large_call_twice`` (CUDA) adds the large call at twice its length to the probe; on the CPU it is not run."""
+def _probed_dp_calls(monkeypatch: pytest.MonkeyPatch, block: int) -> tuple[set[tuple[int, int]], str]:
+    """The (models, DP-SGD steps) of every call the probe times for a 20-epoch DP-SGD recipe on 20 000 rows (the
+    trainer stubbed), and its ``timed_by``."""
     import numpy as np
 
     import privaudit.train as train
@@ -284,36 +285,31 @@ def test_the_large_call_is_timed_twice_only_where_graphs_change_the_first_steps(
     rng = np.random.default_rng(0)
     X, y = rng.normal(size=(20000, 4)).astype(np.float32), rng.integers(0, 2, 20000)
     spec = DpSgdSpec(name="dp", kind="dp_sgd", epsilon=1.0, epochs=20, batch_size=64)
+    how = fit_probe.measure_fit_rate(spec, X, y, 2, "cpu", 0, block=block).timed_by
+    return set(seen), how
+
+
+def test_the_large_call_is_timed_twice_only_where_graphs_change_the_first_steps(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """``large_call_twice`` (CUDA) adds the large call at twice its length to the probe; on the CPU it is not run."""
+    from privaudit.planning import fit_probe
+
     k, m = fit_probe.PROBE_DP_STEPS, fit_probe.MIN_LARGE_STEPS
-    fit_probe.measure_fit_rate(spec, X, y, 2, "cpu", 0, block=1000)
-    assert (1000, 2 * m) not in seen
-    seen.clear()
+    assert (1000, 2 * m) not in _probed_dp_calls(monkeypatch, 1000)[0]
     monkeypatch.setattr(fit_probe, "large_call_twice", lambda device: True)  # as on CUDA (no GPU here)
-    how = fit_probe.measure_fit_rate(spec, X, y, 2, "cpu", 0, block=1000).timed_by
-    assert set(seen) == {(SMALL, k), (1000, m), (1000, 2 * m), (SMALL, 2 * k)} and f"1000 x {2 * m}" in how
+    seen, how = _probed_dp_calls(monkeypatch, 1000)
+    assert seen == {(SMALL, k), (1000, m), (1000, 2 * m), (SMALL, 2 * k)} and f"1000 x {2 * m}" in how
 
 
 def test_the_probe_times_the_slope_on_a_block_as_large_as_the_canaries(monkeypatch: pytest.MonkeyPatch) -> None:
     """The canaries train DP-SGD in 1000-model black-box blocks, whose per-model step cost at 5 000 x 128 was 1.55x
     the slope of calls of 2 and 32 models (planned 85 s, took 131 s): the large call now has the block's models, on
     the CPU over fewer steps (8), on CUDA over the same 64 (the graph path); without a block, 32 models as before."""
-    import numpy as np
-
-    import privaudit.train as train
-    from privaudit.defenders.specs import DpSgdSpec
     from privaudit.planning import fit_probe
 
-    seen: list[tuple[int, int]] = []
-    monkeypatch.setattr(train, "train_heads", lambda recipe, data, *a, **k: seen.append((data.n_models,
-                                                                                          recipe.dp.steps)))
-    rng = np.random.default_rng(0)
-    X, y = rng.normal(size=(20000, 4)).astype(np.float32), rng.integers(0, 2, 20000)
-    spec = DpSgdSpec(name="dp", kind="dp_sgd", epsilon=1.0, epochs=20, batch_size=64)
     k = fit_probe.PROBE_DP_STEPS
     for block, want in ((1000, (1000, fit_probe.MIN_LARGE_STEPS)), (fit_probe.LARGE, (fit_probe.LARGE, k))):
-        seen.clear()
-        how = fit_probe.measure_fit_rate(spec, X, y, 2, "cpu", 0, block=block).timed_by
-        assert set(seen) == {(SMALL, k), want, (SMALL, 2 * k)}, seen
+        seen, how = _probed_dp_calls(monkeypatch, block)
+        assert seen == {(SMALL, k), want, (SMALL, 2 * k)}, seen
         assert f"{want[0]} x {want[1]}" in how
     assert fit_probe.large_call_length(k, 1000, "cuda:0", True) == k  # no host here: the CUDA length alone
     assert fit_probe.probe_block(1000, 2000) == 1000 and fit_probe.probe_block(1000, 4) == fit_probe.LARGE
