@@ -176,16 +176,20 @@ def test_n_jobs_auto_gives_the_one_process_results(tmp_path: Path, small_fs, mon
 
 
 def test_the_workers_are_told_the_device_their_shards_train_on(tmp_path: Path, small_fs, monkeypatch) -> None:
-    """A ``kind: python`` trainer declaring ``device`` gets ``cuda`` in a worker; the pool is told, so that it is not
-    forked from a process that initialised the CUDA driver (``privaudit.repro.cuda_state``)."""
+    """A ``kind: python`` trainer declaring ``device`` (or a label-DP, PATE, MIP one) gets ``cuda`` in a worker; the
+    pool is told, so that it is not forked from a process that initialised the CUDA driver
+    (``privaudit.repro.cuda_state``). Workers fitting only scikit-learn kinds never touch the GPU: told ``cpu``."""
     from privaudit.repro import worker_pool
 
     told: list[str] = []
     monkeypatch.setattr(worker_pool, "map_in_processes", lambda *a, **k: told.append(k["device"]) or iter(()))
-    two = make_params([{"name": "knn", "kind": "logistic_regression"}], compute={"n_jobs": 2})
-    run_missing_shards(tmp_path, two, small_fs, plan_shards(two), "cuda")
-    run_missing_shards(tmp_path, two, small_fs, plan_shards(two), "cpu")
-    assert told == ["cuda", "cpu"]
+    sklearn_only = make_params([{"name": "knn", "kind": "logistic_regression"}], compute={"n_jobs": 2})
+    label_dp = make_params([{"name": "knn", "kind": "logistic_regression"},
+                            {"name": "a", "kind": "alibi", "epsilon": 2.0, "hidden": [], "epochs": 1}],
+                           compute={"n_jobs": 2})
+    for params, device in ((sklearn_only, "cuda"), (label_dp, "cuda"), (label_dp, "cpu")):
+        run_missing_shards(tmp_path, params, small_fs, plan_shards(params), device)
+    assert told == ["cpu", "cuda", "cpu"]
 
 
 def test_batched_shards_beside_the_workers_give_the_one_process_results(tmp_path: Path, small_fs,

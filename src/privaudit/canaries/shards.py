@@ -56,7 +56,7 @@ import numpy as np
 
 from privaudit.artifacts import atomic_file
 from privaudit.canaries.plan import CanaryPlan
-from privaudit.defenders.specs import BATCHED_KINDS
+from privaudit.defenders.specs import BATCHED_KINDS, HOST_ONLY_KINDS
 from privaudit.features.feature_set import FeatureSet
 
 DEFAULT_SHARD_ROOT = Path("data/.shards/canaries")
@@ -314,7 +314,7 @@ def run_missing_shards(root: Path, plan: CanaryPlan, fs: FeatureSet, todo: Seque
         order = dispatch_order(away, planned)  # longest first, to balance the workers
         inner = dataclasses.replace(plan, fits_in_shard_workers=True)
         runs = map_in_processes(_run_shard_in_process, [(s, device) for s in order], n_jobs, shared=(inner, fs),
-                                ordered=False, device=device)
+                                ordered=False, device=_pool_device(plan, away, device))
         if not here:
             for shard, arrays, seconds in runs:
                 save_shard(root, plan, shard, arrays)
@@ -351,6 +351,14 @@ def _local_split(plan: CanaryPlan, todo: Sequence[Shard], device: str) -> tuple[
     here = [s for s in todo if _trains_here(plan, s, device)]
     away = [s for s in todo if s not in here]
     return here, away, min(plan.compute.workers(), len(away))
+
+
+def _pool_device(plan: CanaryPlan, away: Sequence[Shard], device: str) -> str:
+    """Where the workers' fits may run, for :func:`privaudit.repro.worker_pool.fork_refusal`: ``device``, unless every
+    shard of theirs is a scikit-learn kind's (:data:`privaudit.defenders.specs.HOST_ONLY_KINDS`), which never touches
+    it: such workers are forked even once this process has initialised the CUDA driver."""
+    kinds = {spec.name: spec.kind for spec in plan.defenders}
+    return device if any(kinds.get(s.defender) not in HOST_ONLY_KINDS for s in away) else "cpu"
 
 
 def _trains_here(plan: CanaryPlan, shard: Shard, device: str) -> bool:

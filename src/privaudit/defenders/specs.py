@@ -25,6 +25,9 @@ from privaudit.messages import MAX_VALUE_CHARS, cap
 #: kinds the batched trainer replicates (:func:`privaudit.defenders.recipes.recipe_from_spec`): canary and black-box runs
 #: of these train many models in one call; other kinds are fitted one model at a time
 BATCHED_KINDS: tuple[str, ...] = ("torch_mlp", "dp_sgd")
+#: kinds whose fits never touch ``base.device`` (scikit-learn estimators); the others may (a ``kind: python`` trainer
+#: that declares ``device``, the label-DP, PATE and MIP trainers)
+HOST_ONLY_KINDS: tuple[str, ...] = ("sklearn", "logistic_regression")
 
 
 class DefenderSpecBase(BaseModel):
