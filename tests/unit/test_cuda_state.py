@@ -47,7 +47,13 @@ def test_a_driver_not_loaded_here_was_not_initialised(stand_in_driver: Path) -> 
     assert not cuda_state.cuda_driver_initialised("libprivaudit-no-such-library.so")
 
 
-def test_the_driver_answers_whether_cuinit_ran(stand_in_driver: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+@pytest.fixture
+def no_other_thread(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``fork_refusal`` sees no other thread (a test run's tqdm monitor or pytest-xdist's would come first)."""
+    monkeypatch.setattr(wp.threading, "active_count", lambda: 1)
+
+
+def test_the_driver_answers_whether_cuinit_ran(stand_in_driver: Path, no_other_thread, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     driver = ctypes.CDLL(str(stand_in_driver))
     assert not cuda_state.cuda_driver_initialised(str(stand_in_driver))
     monkeypatch.setattr(cuda_state, "CUDA_DRIVER_LIBRARY", str(stand_in_driver))
@@ -60,26 +66,17 @@ def test_the_driver_answers_whether_cuinit_ran(stand_in_driver: Path, monkeypatc
     assert "CUDA driver" not in (wp.fork_refusal("cpu") or "")  # workers on the CPU never touch the GPU
 
 
-def test_cuda_work_is_not_forked_from_a_process_whose_driver_is_initialised(stand_in_driver: Path,
+def test_cuda_work_is_not_forked_from_a_process_whose_driver_is_initialised(stand_in_driver: Path, no_other_thread,
                                                                             monkeypatch) -> None:  # type: ignore[no-untyped-def]
     """``fork_only`` work on ``cuda`` then stays in this process; on the CPU it may still be forked."""
     ctypes.CDLL(str(stand_in_driver)).cuInit(0)
     monkeypatch.setattr(cuda_state, "CUDA_DRIVER_LIBRARY", str(stand_in_driver))
     forked: list[object] = []
     monkeypatch.setattr(wp, "_forked", lambda *a, **k: forked.append(a) or iter(()))
-    monkeypatch.setattr(wp, "fork_refusal", _no_thread_reason(wp.fork_refusal))
     assert list(wp.map_in_processes(_double, [(i,) for i in range(3)], 2, fork_only=True, device="cuda")) == [0, 2, 4]
     assert not forked
     list(wp.map_in_processes(_double, [(i,) for i in range(3)], 2, fork_only=True, device="cpu"))
     assert forked, "workers on the CPU are forked as before"
-
-
-def _no_thread_reason(refusal):  # type: ignore[no-untyped-def]
-    """``fork_refusal`` without the thread rule (a pytest-xdist worker runs threads of its own)."""
-    def refuse(device: str = "cpu") -> str | None:
-        why = refusal(device)
-        return None if why is not None and "thread" in why else why
-    return refuse
 
 
 def _double(x: int) -> int:
