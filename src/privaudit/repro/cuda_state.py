@@ -18,7 +18,7 @@ import ctypes
 import os
 import sys
 
-__all__ = ["CUDA_DRIVER_LIBRARY", "cuda_driver_initialised", "cuda_initialised"]
+__all__ = ["CUDA_DRIVER_LIBRARY", "cuda_driver_initialised", "cuda_initialised", "torch_cuda_initialised"]
 
 #: the CUDA driver's library, by the soname the CUDA runtime opens
 CUDA_DRIVER_LIBRARY = "libcuda.so.1"
@@ -41,11 +41,15 @@ def cuda_driver_initialised(library: str | None = None) -> bool:
     return int(driver.cuDeviceGetCount(ctypes.byref(count))) != _CUDA_ERROR_NOT_INITIALIZED
 
 
+def torch_cuda_initialised() -> bool:
+    """Whether torch has run its lazy CUDA init in this process (``False`` where torch was never imported: asking
+    does not import it)."""
+    torch = sys.modules.get("torch")
+    cuda = getattr(torch, "cuda", None)
+    return bool(cuda is not None and cuda.is_initialized())
+
+
 def cuda_initialised(library: str | None = None) -> bool:
     """Whether a child forked from this process now could not use the GPU: torch has initialised CUDA, or something
     (``torch.cuda.is_available()``, a library) has initialised the driver (module docstring)."""
-    torch = sys.modules.get("torch")
-    cuda = getattr(torch, "cuda", None)
-    if cuda is not None and cuda.is_initialized():
-        return True
-    return cuda_driver_initialised(library)
+    return torch_cuda_initialised() or cuda_driver_initialised(library)

@@ -66,15 +66,13 @@ def fork_refusal(device: str = "cpu") -> str | None:
     if threading.active_count() > 1:
         names = sorted(t.name for t in threading.enumerate() if t is not threading.current_thread())
         return f"{len(names)} other thread(s) running ({', '.join(names[:3])})"
-    torch = sys.modules.get("torch")
-    if torch is not None and torch.cuda.is_initialized():
-        return "this process has initialised CUDA"
-    if str(device).startswith("cuda"):
-        from privaudit.repro.cuda_state import cuda_driver_initialised
+    from privaudit.repro.cuda_state import cuda_driver_initialised, torch_cuda_initialised
 
-        if cuda_driver_initialised():
-            return ("this process has initialised the CUDA driver (torch.cuda.is_available() does), and workers on "
-                    f"{device} could not use the GPU")
+    if torch_cuda_initialised():
+        return "this process has initialised CUDA"
+    if str(device).startswith("cuda") and cuda_driver_initialised():
+        return ("this process has initialised the CUDA driver (torch.cuda.is_available() does), and workers on "
+                f"{device} could not use the GPU")
     return None
 
 
