@@ -217,12 +217,44 @@ def test_a_proposed_smaller_audit_always_fits_its_budget(seconds: float, budget:
 
 def test_a_truncated_call_model_is_recovered_from_three_timed_calls() -> None:
     """A long batched recipe is timed on truncated calls (fit_probe): f + u (c + M s) is recovered exactly."""
-    from privaudit.planning.fit_probe import rate_from_truncated
+    from privaudit.planning.fit_probe import LONG_FACTOR, rate_from_truncated
 
     f, c, s, k, full = 0.7, 0.004, 0.0009, 64, 7820
     t = lambda m, u: f + u * (c + m * s)  # noqa: E731
     call, model = rate_from_truncated(t(SMALL, k), t(LARGE, k), t(SMALL, 2 * k), k, full)
     assert call == pytest.approx(f + full * c) and model == pytest.approx(full * s)
+    long = LONG_FACTOR * k  # the probe's second small call
+    assert rate_from_truncated(t(SMALL, k), t(LARGE, k), t(SMALL, long), k, full, k_long=long) == pytest.approx(
+        (call, model))
+
+
+def test_a_longer_second_small_call_narrows_the_per_call_cost_under_timing_noise() -> None:
+    """Simulation with a known truth: each timed call is off by a factor 1 + N(0, 0.12) (a loaded host), the probe
+    keeps medians of three, and the full call's per-call cost multiplies the per-step difference of the two small
+    calls by the full length. With the second small call at LONG_FACTOR k instead of 2k the planned per-call cost
+    of the default MLP's shape (30 epochs, c = 0.04 s an epoch) spreads 0.61 times as much (a proportional error:
+    sqrt((1 + 16) / 9 / (1 + 4)); an additive one would be divided by three), centred on the truth. The same
+    seeded draws of the first two calls for both designs."""
+    import numpy as np
+
+    from privaudit.planning.fit_probe import LONG_FACTOR, REPEATS, rate_from_truncated
+
+    f, c, s, k, full, large = 0.01, 0.04, 0.01, 1, 30, 64
+    t = lambda m, u: f + u * (c + m * s)  # noqa: E731
+    truth = f + full * c
+    rng = np.random.default_rng(0)
+    calls: dict[int, list[float]] = {2 * k: [], LONG_FACTOR * k: []}
+    for _ in range(2000):
+        noisy = lambda m, u: float(np.median(t(m, u) * (1 + 0.12 * rng.standard_normal(REPEATS))))  # noqa: E731
+        small, big = noisy(SMALL, k), noisy(large, k)
+        for long in calls:
+            calls[long].append(rate_from_truncated(small, big, noisy(SMALL, long), k, full, n_large=large,
+                                                   k_long=long)[0] / truth)
+    spread = {long: np.subtract(*np.percentile(v, [95, 5])) for long, v in calls.items()}
+    assert spread[LONG_FACTOR * k] < 0.7 * spread[2 * k], spread
+    assert abs(np.median(calls[LONG_FACTOR * k]) - 1) < 0.05
+    with pytest.raises(ValueError, match="k_long=1"):
+        rate_from_truncated(1.0, 2.0, 1.5, 1, 30, k_long=1)
 
 
 @given(st.floats(0, 2), st.floats(0, 0.1), st.floats(0, 0.1), st.floats(-0.5, 0.5), st.floats(-0.5, 0.5),
@@ -257,14 +289,15 @@ def test_on_cuda_the_large_call_timed_at_two_lengths_recovers_a_graphed_calls_co
     of its eager epoch's and one replayed epoch's: about half, and a 64-model, 30-epoch call planned 23 % short here;
     the large call timed at 2k too gives the replayed epoch's own cost, and the plan is within 2 % (what is left: the
     eager epoch counted once per call at the small calls' M)."""
-    from privaudit.planning.fit_probe import rate_from_truncated
+    from privaudit.planning.fit_probe import LONG_FACTOR, rate_from_truncated
 
     eager, capture, r0, r1 = 0.40, 0.05, 0.08, 0.0015  # seconds: eager epoch, captures, replayed epoch + per model
     t = lambda m, u: eager + capture + (u - 1) * (r0 + r1 * m)  # noqa: E731
     k, full, large = 2, 30, 64
     truth = t(large, full)
-    one = rate_from_truncated(t(SMALL, k), t(large, k), t(SMALL, 2 * k), k, full, n_large=large, k_large=k)
-    two = rate_from_truncated(t(SMALL, k), t(large, k), t(SMALL, 2 * k), k, full, n_large=large, k_large=k,
+    long = LONG_FACTOR * k  # the probe's second small call
+    one = rate_from_truncated(t(SMALL, k), t(large, k), t(SMALL, long), k, full, n_large=large, k_large=k, k_long=long)
+    two = rate_from_truncated(t(SMALL, k), t(large, k), t(SMALL, long), k, full, n_large=large, k_large=k, k_long=long,
                               t_large_2k=t(large, 2 * k))
     assert (one[0] + large * one[1]) / truth < 0.8  # 0.77
     assert two[1] == pytest.approx(full * r1) and (two[0] + large * two[1]) / truth == pytest.approx(1, abs=0.02)
@@ -297,7 +330,7 @@ def test_the_large_call_is_timed_twice_only_where_graphs_change_the_first_steps(
     assert (1000, 2 * m) not in _probed_dp_calls(monkeypatch, 1000)[0]
     monkeypatch.setattr(fit_probe, "large_call_twice", lambda device: True)  # as on CUDA (no GPU here)
     seen, how = _probed_dp_calls(monkeypatch, 1000)
-    assert seen == {(SMALL, k), (1000, m), (1000, 2 * m), (SMALL, 2 * k)} and f"1000 x {2 * m}" in how
+    assert seen == {(SMALL, k), (1000, m), (1000, 2 * m), (SMALL, fit_probe.LONG_FACTOR * k)} and f"1000 x {2 * m}" in how
 
 
 def test_the_probe_times_the_slope_on_a_block_as_large_as_the_canaries(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -309,7 +342,7 @@ def test_the_probe_times_the_slope_on_a_block_as_large_as_the_canaries(monkeypat
     k = fit_probe.PROBE_DP_STEPS
     for block, want in ((1000, (1000, fit_probe.MIN_LARGE_STEPS)), (fit_probe.LARGE, (fit_probe.LARGE, k))):
         seen, how = _probed_dp_calls(monkeypatch, block)
-        assert seen == {(SMALL, k), want, (SMALL, 2 * k)}, seen
+        assert seen == {(SMALL, k), want, (SMALL, fit_probe.LONG_FACTOR * k)}, seen
         assert f"{want[0]} x {want[1]}" in how
     assert fit_probe.large_call_length(k, 1000, "cuda:0", True) == k  # no host here: the CUDA length alone
     assert fit_probe.probe_block(1000, 2000) == 1000 and fit_probe.probe_block(1000, 4) == fit_probe.LARGE
@@ -344,7 +377,7 @@ def test_a_long_dp_sgd_recipe_is_timed_on_truncated_calls_only(monkeypatch: pyte
         if whole:
             assert len(steps) == 1 and "truncated" not in how
         else:
-            assert steps == {fit_probe.PROBE_DP_STEPS, 2 * fit_probe.PROBE_DP_STEPS}, steps
+            assert steps == {fit_probe.PROBE_DP_STEPS, fit_probe.LONG_FACTOR * fit_probe.PROBE_DP_STEPS}, steps
             assert f"scaled to {full} steps" in how
             assert len(seen) == 1 + 3 * 3  # a warm-up, then three medians of three
 
@@ -362,7 +395,7 @@ def test_an_sgd_probe_on_cuda_takes_the_full_calls_graph_path() -> None:
     k = fit_probe.probe_length(False, "cuda:0")
     assert batched._sgd_graphs_fit("auto", cuda_data, k) and batched._sgd_graphs_fit("auto", cuda_data, 2 * k)
     assert not batched._sgd_graphs_fit("auto", cuda_data, 1)
-    assert fit_probe.truncated_lengths(30, k) == (k, 2 * k)  # the default MLP's 30 epochs
+    assert fit_probe.truncated_lengths(30, k) == (k, fit_probe.LONG_FACTOR * k)  # the default MLP's 30 epochs
     assert fit_probe.probe_length(False, "cpu") == fit_probe.PROBE_EPOCHS == 1
 
 

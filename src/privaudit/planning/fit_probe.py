@@ -10,10 +10,13 @@
   Defender set; from the two medians the per-model slope and the per-call intercept, so that a block of a
   thousand models is planned as ``call + 1000 × slope``, not as a thousand release fits. A long recipe is
   timed on a truncated run (:func:`truncated_lengths`): its cost is linear in its length (a DP-SGD step, an
-  SGD epoch: the same work at any index), so three lengths-by-sizes — (SMALL, k), (LARGE, k), (SMALL, 2k) —
+  SGD epoch: the same work at any index), so three lengths-by-sizes — (SMALL, k), (LARGE, k), (SMALL, 4k) —
   give a per-call, a per-step and a per-model-step cost (:func:`rate_from_truncated`) and the full length is
-  planned from them; on CUDA the large call is timed at k and 2k too (:func:`large_call_twice`), as a call's first
-  epoch or steps there take another path than the rest. Timing seven whole calls cost seven release fits: at 50 000 × 512 on an H200 the
+  planned from them. The per-step cost is the two small calls' difference over their lengths, multiplied by the
+  full length (30 epochs: by 30); :data:`LONG_FACTOR` k rather than 2k divides an additive timing error in it by
+  three and a proportional one (a loaded host) by 1.6 (``benchmarks/bench_probe_lengths.py``). On CUDA the large call is timed at two lengths too
+  (:func:`large_call_twice`), as a call's first epoch or steps there take another path than the rest. Timing
+  seven whole calls cost seven release fits: at 50 000 × 512 on an H200 the
   DP-SGD head's 7 820 launch-bound steps made the defenders stage's probe run for minutes.
   The large call has as many models as the canaries stage's largest call of that defender (a black-box
   block, :func:`probe_block`; up to 1 000): at 5 000 × 128 a 1000-model block's per-model step cost was 1.55×
@@ -42,9 +45,10 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["FitProbe", "LARGE", "MAX_PROBE_BLOCK", "MIN_LARGE_STEPS", "PROBE_DP_STEPS", "PROBE_EPOCHS", "PROBE_EPOCHS_GRAPHS",
-           "REPEATS", "SMALL", "concurrent_slowdown", "large_call_length", "large_call_twice", "measure_fit_rate",
-           "probe_block", "probe_length", "rate_from_blocks", "rate_from_truncated", "truncated_lengths"]
+__all__ = ["FitProbe", "LARGE", "LONG_FACTOR", "MAX_PROBE_BLOCK", "MIN_LARGE_STEPS", "PROBE_DP_STEPS", "PROBE_EPOCHS",
+           "PROBE_EPOCHS_GRAPHS", "REPEATS", "SMALL", "concurrent_slowdown", "large_call_length", "large_call_twice",
+           "measure_fit_rate", "probe_block", "probe_length", "rate_from_blocks", "rate_from_truncated",
+           "truncated_lengths"]
 
 #: timed repetitions of each measurement (the median is kept)
 REPEATS = 3
@@ -58,6 +62,11 @@ SMALL, LARGE = 2, 32
 PROBE_DP_STEPS = 64
 #: SGD epochs of a truncated timed call
 PROBE_EPOCHS = 1
+#: the second small truncated call runs this many times the first's length: the per-step cost comes from their
+#: difference and is multiplied by the full length (30 epochs: x 30); against 2k an additive timing error in it is
+#: divided by ``LONG_FACTOR - 1``, a proportional one by 1.6 (the whole recipe is timed when it is shorter than this
+#: many probe lengths)
+LONG_FACTOR = 4
 #: SGD epochs of a truncated timed call on CUDA: two, so that the truncated calls take the full call's path
 #: (epochs in CUDA graphs from two epochs, ``privaudit.train.cuda_graphs``): a call of u >= 1 epochs then costs
 #: a first epoch (eager block, captures) plus (u - 1) replayed epochs, linear in u, and 2 and 4 epochs give
@@ -87,26 +96,27 @@ def rate_from_blocks(small: float, large: float, n_small: int = SMALL, n_large: 
 
 
 def truncated_lengths(full: int, probe: int) -> tuple[int, int] | None:
-    """(k, 2k) lengths of the truncated timed calls, or None when the recipe is short enough to time whole
-    (its full length is below four probe lengths: truncating would save little and time a larger share of
-    one-off cost).
+    """(k, :data:`LONG_FACTOR` k) lengths of the small truncated timed calls, or None when the recipe is short
+    enough to time whole (its full length is below that many probe lengths: truncating would save little and time
+    a larger share of one-off cost).
 
-    >>> truncated_lengths(7820, 64), truncated_lengths(200, 64), truncated_lengths(30, 1)
-    ((64, 128), None, (1, 2))
+    >>> truncated_lengths(7820, 64), truncated_lengths(200, 64), truncated_lengths(30, 1), truncated_lengths(30, 2)
+    ((64, 256), None, (1, 4), (2, 8))
     """
-    return (probe, 2 * probe) if full >= 4 * probe else None
+    return (probe, LONG_FACTOR * probe) if full >= LONG_FACTOR * probe else None
 
 
-def rate_from_truncated(t_small_k: float, t_large_k: float, t_small_2k: float, k: int, full: int,
+def rate_from_truncated(t_small_k: float, t_large_k: float, t_small_long: float, k: int, full: int,
                         n_small: int = SMALL, n_large: int = LARGE, k_large: int | None = None,
-                        t_large_2k: float | None = None) -> tuple[float, float]:
+                        t_large_2k: float | None = None, k_long: int | None = None) -> tuple[float, float]:
     """(per-call, per-model) seconds of a call of ``full`` length, from three truncated calls' medians.
 
     The model: a call of M models and u steps costs ``f + u (c + M s)`` (f once per call: set-up, graph
-    capture; c per step: launches, the batch draw; s per model and step). From (SMALL, k) and (SMALL, 2k)
-    the per-step cost u = c + SMALL s of the small call and f; from the large call of ``k_large`` steps
-    (default k) v = c + LARGE s; then s and c (each clipped at 0 against noise); the full call costs
-    ``f + full c`` plus ``full s`` per model. With ``k_large = k``: s = (t_large − t_small) / ((LARGE − SMALL) k).
+    capture; c per step: launches, the batch draw; s per model and step). From (SMALL, k) and (SMALL, ``k_long``;
+    default 2k, the probe's :data:`LONG_FACTOR` k) the per-step cost u = c + SMALL s of the small call and f; from
+    the large call of ``k_large`` steps (default k) v = c + LARGE s; then s and c (each clipped at 0 against noise);
+    the full call costs ``f + full c`` plus ``full s`` per model. With ``k_large = k``: s = (t_large − t_small) /
+    ((LARGE − SMALL) k).
 
     ``t_large_2k``: the large call timed at ``2 k_large`` too; then v = (t_large_2k − t_large_k) / k_large, the large
     call's own per-step cost, its one-off part not taken from the small calls. Needed where the first steps of a call
@@ -118,11 +128,15 @@ def rate_from_truncated(t_small_k: float, t_large_k: float, t_small_2k: float, k
     ...                     0.2 + 20 * (0.01 + 2 * 0.001), k=10, full=1000, n_small=2, n_large=8)
     (10.2, 1.0)
     >>> rate_from_truncated(0.2 + 10 * (0.01 + 2 * 0.001), 0.2 + 3 * (0.01 + 500 * 0.001),
-    ...                     0.2 + 20 * (0.01 + 2 * 0.001), k=10, full=1000, n_small=2, n_large=500, k_large=3)
+    ...                     0.2 + 40 * (0.01 + 2 * 0.001), k=10, full=1000, n_small=2, n_large=500, k_large=3,
+    ...                     k_long=40)
     (10.2, 1.0)
     """
     kl = k if k_large is None else k_large
-    u = (t_small_2k - t_small_k) / k  # c + SMALL s
+    k2 = 2 * k if k_long is None else k_long
+    if k2 <= k:
+        raise ValueError(f"k_long={k2}: the second small call must be longer than the first (k={k})")
+    u = (t_small_long - t_small_k) / (k2 - k)  # c + SMALL s
     if t_large_2k is not None:
         v = (t_large_2k - t_large_k) / kl  # c + LARGE s, from the large call's own two lengths
     else:
@@ -253,18 +267,19 @@ def measure_fit_rate(spec: Any, X: np.ndarray, y: np.ndarray, n_classes: int, de
         small, large = _median_seconds(call(SMALL)), _median_seconds(call(LARGE))
         per_call, per_model = rate_from_blocks(small, large)
         slow, slow_by = _batched_slowdown(call(LARGE), large, workers, device)
-        return FitProbe(per_call, per_model, f"medians of {REPEATS} calls of {SMALL} and {LARGE} models after a warm-up",
+        return FitProbe(per_call, per_model,
+                        f"medians of {REPEATS} calls of {SMALL} and {LARGE} models after a warm-up",
                         slow, workers, slow_by)
     k, k2 = lengths
     large = max(LARGE, int(block))
     kl = large_call_length(k, large, device, recipe.dp is not None)
     call(SMALL, k)()  # warm-up
-    t_small, t_large, t_small_2k = (_median_seconds(call(SMALL, k)), _median_seconds(call(large, kl)),
-                                    _median_seconds(call(SMALL, k2)))
+    t_small, t_large, t_small_long = (_median_seconds(call(SMALL, k)), _median_seconds(call(large, kl)),
+                                      _median_seconds(call(SMALL, k2)))
     # on CUDA a call's first epoch or steps take another path than the rest (graphs): the large call at two lengths
     t_large_2k = _median_seconds(call(large, 2 * kl)) if large_call_twice(device) else None
-    per_call, per_model = rate_from_truncated(t_small, t_large, t_small_2k, k, full, n_large=large, k_large=kl,
-                                              t_large_2k=t_large_2k)
+    per_call, per_model = rate_from_truncated(t_small, t_large, t_small_long, k, full, n_large=large, k_large=kl,
+                                              t_large_2k=t_large_2k, k_long=k2)
     unit = "steps" if recipe.dp is not None else "epochs"
     slow, slow_by = _batched_slowdown(call(large, kl), t_large, workers, device)
     larges = f"{large} x {kl}" + (f", {large} x {2 * kl}" if t_large_2k is not None else "")
