@@ -4,17 +4,24 @@ Each case copies the prepared workspace, breaks one thing, runs the REAL stage C
 (``python -m stages.<x>`` in a subprocess) and checks, through :func:`expect_failure`:
 exit code 1 (an expected error, no traceback), a message naming the stage and the problem,
 no output written and every earlier output byte-for-byte untouched.
+
+The stage processes run on one warm stage server per test worker (:mod:`privaudit.repro.warm`, as ``make audit``
+runs its stages: the same stage code, forked from a process that has imported the heavy libraries once), so
+a case pays its stage's work, not its imports (the catalogue ran 99 s alone on 2 cores cold, 41 s so);
+``test_stage_inputs.py`` runs one case cold as well, which must give the same message.
 """
 
 from __future__ import annotations
 
 import hashlib
 import importlib
+import json
 import os
 import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -65,10 +72,42 @@ def write_params(ws: Path, **overrides: object) -> dict:
     return params
 
 
-def stage_env(ws: Path, **extra: str) -> dict[str, str]:
+#: the warm stage server of this test worker (``PRIVAUDIT_WARM_SOCKET``), set by :func:`warm_server`
+_WARM: dict[str, str] = {}
+#: the server's log: a JSON line per stage run it served (:func:`privaudit.repro.warm.session.warm_stages`)
+_WARM_LOG: list[Path] = []
+
+
+@pytest.fixture(scope="session", autouse=True)
+def warm_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
+    """One warm stage server for this test worker's catalogue cases (stopped at the end of the session)."""
+    from privaudit.repro.warm.protocol import SOCKET_ENV
+    from privaudit.repro.warm.session import warm_stages
+
+    log = tmp_path_factory.mktemp("catalogue-warm") / "runs.jsonl"
+    with warm_stages(env=dict(os.environ), log=log) as env:
+        _WARM[SOCKET_ENV], _WARM_LOG[:] = env[SOCKET_ENV], [log]
+        try:
+            yield dict(_WARM)
+        finally:
+            _WARM.clear()
+            _WARM_LOG.clear()
+
+
+def warm_runs() -> list[str]:
+    """The stage modules this worker's warm server has run so far, in order."""
+    if not _WARM_LOG or not _WARM_LOG[0].exists():
+        return []
+    return [json.loads(line)["module"] for line in _WARM_LOG[0].read_text().splitlines() if line.strip()]
+
+
+def stage_env(ws: Path, cold: bool = False, **extra: str) -> dict[str, str]:
+    """The environment of a case's stage process: on this worker's warm stage server unless ``cold``."""
     env = dict(os.environ)
     env.update(DO_NOT_TRACK="1", GX_ANALYTICS_ENABLED="False", CI="1",
                PRIVAUDIT_VALIDATION_DOCS=str(ws / "reports" / "validation"), **extra)
+    if not cold:
+        env.update(_WARM)
     return env
 
 

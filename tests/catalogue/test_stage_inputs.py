@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from tests.catalogue.conftest import expect_failure, load_npz, remove, rewrite_npz
+from tests.catalogue.conftest import expect_failure, load_npz, remove, rewrite_npz, stage_env, warm_runs
 
 MEMBERSHIP = "data/split/membership.parquet"
 FEATURES = "data/features/features.npz"
@@ -40,6 +40,23 @@ def test_nan_and_inf_features(ws: Path) -> None:
     err = expect_failure(ws, "defenders", "validation suite 'features' failed", "features are finite",
                          absent=("data/defenders",))
     assert "offending values [1, 1]" in err
+
+
+def test_a_failing_stage_says_the_same_cold_as_on_the_warm_server(ws: Path) -> None:
+    """The other cases run their stage on the worker's warm stage server (conftest); this one cold too (a fresh
+    ``python -m stages.defenders`` process, as DVC runs it without ``privaudit warm``): the same exit code,
+    contract and message."""
+    X = load_npz(ws / FEATURES)["X"].copy()
+    X[2, 0] = np.nan
+    rewrite_npz(ws / FEATURES, X=X)
+    remove(ws, "data/defenders")
+    needles = ("validation suite 'features' failed", "features are finite")
+    before = len(warm_runs())
+    warm = expect_failure(ws, "defenders", *needles, absent=("data/defenders",))
+    assert warm_runs()[before:] == ["stages.defenders"]  # the server ran it
+    cold = expect_failure(ws, "defenders", *needles, absent=("data/defenders",), env=stage_env(ws, cold=True))
+    assert len(warm_runs()) == before + 1  # not the server
+    assert cold == warm
 
 
 def test_wrong_feature_dimension(ws: Path) -> None:

@@ -213,15 +213,15 @@ def _reap(children: dict[int, tuple[socket.socket, str, float]], sel: selectors.
             continue
         conn, module, t0 = children.pop(pid)
         code = os.waitstatus_to_exitcode(status)
+        if log is not None:  # before the client learns the exit: a client that reads the log then finds its run
+            with log.open("a", encoding="utf-8") as fh:
+                fh.write(json.dumps({"module": module, "pid": pid, "exit": code,
+                                     "seconds": round(time.monotonic() - t0, 3)}) + "\n")
         try:
             send_message(conn, exit=code)
         except OSError:
             pass
         conn.close()
-        if log is not None:
-            with log.open("a", encoding="utf-8") as fh:
-                fh.write(json.dumps({"module": module, "pid": pid, "exit": code,
-                                     "seconds": round(time.monotonic() - t0, 3)}) + "\n")
 
 
 def run_job(job: Job) -> int:
