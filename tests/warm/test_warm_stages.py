@@ -13,6 +13,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -21,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from privaudit.repro.warm.client import stage_invocation
-from privaudit.repro.warm.protocol import SOCKET_ENV, startup_env, this_request
+from privaudit.repro.warm.protocol import SOCKET_ENV, recv_request, send_message, startup_env, this_request
 from privaudit.repro.warm.server import refusal
 from privaudit.repro.warm.session import warm_stages
 
@@ -289,3 +290,56 @@ def test_ingest_runs_cold_while_the_server_imports_and_warm_once_it_serves(toy: 
         warm = subprocess.run([sys.executable, "-m", "stages.ingest"], cwd=toy, env=env, capture_output=True,
                               text=True, timeout=60)
         assert warm.returncode == 0 and json.loads(warm.stdout)["warm"] is True
+
+
+def _fake_server_client(tmp_path: Path) -> tuple[socket.socket, subprocess.Popen[str]]:
+    """A client process running ``run_on_server`` against a socket this test answers by hand, and the connection
+    as soon as the client has connected (its request may not be sent yet: :func:`_take_request`)."""
+    path = tmp_path / "fake.sock"
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(str(path))
+    listener.listen(1)
+    code = ("import sys\nfrom privaudit.repro.warm.client import run_on_server\n"
+            "sys.exit(run_on_server(sys.argv[1], 'stages.echo', []))")
+    client = subprocess.Popen([sys.executable, "-c", code, str(path)], text=True,
+                              env={**os.environ, "PYTHONPATH": str(REPO / "src")})
+    listener.settimeout(30)
+    conn, _ = listener.accept()
+    listener.close()
+    return conn, client
+
+
+def _take_request(conn: socket.socket) -> None:
+    _request, fds = recv_request(conn)
+    for fd in fds:
+        os.close(fd)
+
+
+def test_a_signal_before_the_stage_pid_reaches_the_stage_once_the_pid_comes(tmp_path: Path) -> None:
+    """The client catches its signals from before it sends its request (CI once saw a client die of the SIGTERM
+    meant for its stage: it had installed its handlers after sending). Here the SIGTERM comes after the request and
+    before the server's answer (sent as soon as the client has connected, perhaps before its request: the old
+    client died of it then); the stage (a stand-in process) gets it when its pid comes."""
+    conn, client = _fake_server_client(tmp_path)
+    client.send_signal(signal.SIGTERM)
+    _take_request(conn)
+    time.sleep(0.5)
+    assert client.poll() is None  # caught, not taken
+    stage = subprocess.Popen(["sleep", "60"])
+    send_message(conn, pid=stage.pid)
+    assert stage.wait(timeout=10) == -signal.SIGTERM  # passed on
+    send_message(conn, exit=-signal.SIGTERM)
+    conn.close()
+    assert client.wait(timeout=10) == 128 + signal.SIGTERM
+
+
+def test_a_signal_before_a_refusal_is_the_clients_own(tmp_path: Path) -> None:
+    """No stage took the run (refused): the signal caught meanwhile is then this process's, as for a cold stage."""
+    conn, client = _fake_server_client(tmp_path)
+    _take_request(conn)
+    client.send_signal(signal.SIGTERM)
+    time.sleep(0.5)
+    assert client.poll() is None
+    send_message(conn, refused="a test refusal")
+    conn.close()
+    assert client.wait(timeout=10) == -signal.SIGTERM

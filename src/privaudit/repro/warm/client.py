@@ -76,16 +76,12 @@ def wait_for_server(path: str, timeout_s: float = WAIT_S) -> bool:
 
 def run_on_server(path: str, module: str, args: list[str]) -> int | None:
     """Run ``python -m module args`` on the server at ``path``; its exit code, or ``None`` when it did not run
-    there (a note on stderr says why: the caller runs it cold)."""
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    try:
-        sock.connect(path)
-        send_request(sock, this_request(module, args))
-    except OSError as err:
-        sock.close()
-        print(f"privaudit warm: {module} runs cold: the server at {path} is not reachable ({err})", file=sys.stderr)
-        return None
-    child = {"pid": None, "signal": None}
+    there (a note on stderr says why: the caller runs it cold).
+
+    The signals this process gets are caught from before the request is sent: one that comes before the stage's pid
+    is passed on when the pid comes (a client that was slow to install its handlers died of a SIGTERM meant for the
+    stage it had already handed over), and is taken by this process as it would have been when no stage runs."""
+    child: dict[str, int | None] = {"pid": None, "signal": None}
 
     def forward(signum: int, _frame: object) -> None:
         child["signal"] = signum
@@ -93,7 +89,16 @@ def run_on_server(path: str, module: str, args: list[str]) -> int | None:
             os.kill(child["pid"], signum)
 
     previous = {sig: signal.signal(sig, forward) for sig in _FORWARDED}
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    last = None
     try:
+        try:
+            sock.connect(path)
+            send_request(sock, this_request(module, args))
+        except OSError as err:
+            print(f"privaudit warm: {module} runs cold: the server at {path} is not reachable ({err})",
+                  file=sys.stderr)
+            return None
         first = recv_message(sock)
         if first is None or "pid" not in first:
             reason = (first or {}).get("refused", "the server closed the connection before the stage started")
@@ -107,6 +112,8 @@ def run_on_server(path: str, module: str, args: list[str]) -> int | None:
         sock.close()
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+        if child["pid"] is None and child["signal"] is not None:  # no stage took it: this process's own, now
+            os.kill(os.getpid(), child["signal"])
     if last is None or "exit" not in last:
         print(f"privaudit warm: {module} (pid {child['pid']}) ended without an exit status: the server stopped",
               file=sys.stderr)
