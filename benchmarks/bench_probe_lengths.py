@@ -1,14 +1,15 @@
 """Benchmark: how the plan's truncated-call probe of a batched trainer spreads with its second small call's length.
 
-The plan prices a long batched recipe from three truncated calls (:func:`privaudit.planning.fit_probe.rate_from_truncated`):
-(2 models, k), (large, k) and (2 models, K). The per-step cost is their difference over K - k, multiplied by the full
-length, so timing noise in it is multiplied too. This times, alternating on one torch thread, the default ``mlp``
-defender's truncated calls — (2, 1), (64, 1), (2, 2), (2, 4) epochs — ``--rounds`` times, and its whole 30-epoch calls of
-2 and 64 models (the plain way: what the calls really cost) ``--whole`` times. Then it draws, many times, a median of
-three of each truncated call (what one probe sees) and plans a whole call of 2 and of 64 models from K = 2k (before) and
-K = 4k (now, ``LONG_FACTOR``): the 5/50/95 % of the planned over the median measured whole call, and each probe's cost.
+The plan prices a long batched recipe from three truncated calls
+(:func:`privaudit.planning.fit_probe.rate_from_truncated`): (2 models, k), (large, k) and (2 models, K). The per-step
+cost is their difference over K - k, multiplied by the full length, so timing noise in it is multiplied too. This
+times, alternating on one torch thread, the default ``mlp`` defender's truncated calls — (2, 1), (64, 1), (2, 2),
+(2, 4) epochs — ``--rounds`` times, and its whole 30-epoch calls of 2 and 64 models (the plain way: what the calls
+really cost) ``--whole`` times. Then it draws, many times, a median of three of each truncated call (what one probe
+sees) and plans a whole call of 2 and of 64 models from K = 2k (before) and K = 4k (now, ``LONG_FACTOR``): the
+5/50/95 % of the planned over the median measured whole call, and each probe's cost.
 
-Run:  PYTHONPATH=src:. python benchmarks/bench_probe_lengths.py [--n 5000] [--d 128] [--rounds 15] [--whole 3] [--out FILE]
+Run:  PYTHONPATH=src:. python benchmarks/bench_probe_lengths.py [--n 5000] [--d 128] [--rounds 15] [--whole 3]
 """
 
 from __future__ import annotations

@@ -22,6 +22,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -72,33 +73,40 @@ def write_params(ws: Path, **overrides: object) -> dict:
     return params
 
 
-#: the warm stage server of this test worker (``PRIVAUDIT_WARM_SOCKET``), set by :func:`warm_server`
-_WARM: dict[str, str] = {}
-#: the server's log: a JSON line per stage run it served (:func:`privaudit.repro.warm.session.warm_stages`)
-_WARM_LOG: list[Path] = []
+@dataclass(frozen=True)
+class WarmServer:
+    """This test worker's warm stage server: the environment that points a stage at it, and its log (a JSON line
+    per stage run it served, :func:`privaudit.repro.warm.session.warm_stages`)."""
+
+    env: dict[str, str]
+    log: Path
+
+
+#: set by :func:`warm_server` for the session
+_server: WarmServer | None = None
 
 
 @pytest.fixture(scope="session", autouse=True)
-def warm_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
+def warm_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WarmServer]:
     """One warm stage server for this test worker's catalogue cases (stopped at the end of the session)."""
     from privaudit.repro.warm.protocol import SOCKET_ENV
     from privaudit.repro.warm.session import warm_stages
 
+    global _server
     log = tmp_path_factory.mktemp("catalogue-warm") / "runs.jsonl"
     with warm_stages(env=dict(os.environ), log=log) as env:
-        _WARM[SOCKET_ENV], _WARM_LOG[:] = env[SOCKET_ENV], [log]
+        _server = WarmServer({SOCKET_ENV: env[SOCKET_ENV]}, log)
         try:
-            yield dict(_WARM)
+            yield _server
         finally:
-            _WARM.clear()
-            _WARM_LOG.clear()
+            _server = None
 
 
 def warm_runs() -> list[str]:
     """The stage modules this worker's warm server has run so far, in order."""
-    if not _WARM_LOG or not _WARM_LOG[0].exists():
+    if _server is None or not _server.log.exists():
         return []
-    return [json.loads(line)["module"] for line in _WARM_LOG[0].read_text().splitlines() if line.strip()]
+    return [json.loads(line)["module"] for line in _server.log.read_text().splitlines() if line.strip()]
 
 
 def stage_env(ws: Path, cold: bool = False, **extra: str) -> dict[str, str]:
@@ -106,8 +114,8 @@ def stage_env(ws: Path, cold: bool = False, **extra: str) -> dict[str, str]:
     env = dict(os.environ)
     env.update(DO_NOT_TRACK="1", GX_ANALYTICS_ENABLED="False", CI="1",
                PRIVAUDIT_VALIDATION_DOCS=str(ws / "reports" / "validation"), **extra)
-    if not cold:
-        env.update(_WARM)
+    if not cold and _server is not None:
+        env.update(_server.env)
     return env
 
 

@@ -330,7 +330,8 @@ def test_the_large_call_is_timed_twice_only_where_graphs_change_the_first_steps(
     assert (1000, 2 * m) not in _probed_dp_calls(monkeypatch, 1000)[0]
     monkeypatch.setattr(fit_probe, "large_call_twice", lambda device: True)  # as on CUDA (no GPU here)
     seen, how = _probed_dp_calls(monkeypatch, 1000)
-    assert seen == {(SMALL, k), (1000, m), (1000, 2 * m), (SMALL, fit_probe.LONG_FACTOR * k)} and f"1000 x {2 * m}" in how
+    assert seen == {(SMALL, k), (1000, m), (1000, 2 * m), (SMALL, fit_probe.LONG_FACTOR * k)}
+    assert f"1000 x {2 * m}" in how
 
 
 def test_the_probe_times_the_slope_on_a_block_as_large_as_the_canaries(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -14,10 +14,10 @@
   give a per-call, a per-step and a per-model-step cost (:func:`rate_from_truncated`) and the full length is
   planned from them. The per-step cost is the two small calls' difference over their lengths, multiplied by the
   full length (30 epochs: by 30); :data:`LONG_FACTOR` k rather than 2k divides an additive timing error in it by
-  three and a proportional one (a loaded host) by 1.6 (``benchmarks/bench_probe_lengths.py``). On CUDA the large call is timed at two lengths too
-  (:func:`large_call_twice`), as a call's first epoch or steps there take another path than the rest. Timing
-  seven whole calls cost seven release fits: at 50 000 × 512 on an H200 the
-  DP-SGD head's 7 820 launch-bound steps made the defenders stage's probe run for minutes.
+  three and a proportional one (a loaded host) by 1.6 (``benchmarks/bench_probe_lengths.py``). On CUDA the large
+  call is timed at two lengths too (:func:`large_call_twice`), as a call's first epoch or steps there take another
+  path than the rest. Timing seven whole calls cost seven release fits: at 50 000 × 512 on an H200 the DP-SGD head's
+  7 820 launch-bound steps made the defenders stage's probe run for minutes.
   The large call has as many models as the canaries stage's largest call of that defender (a black-box
   block, :func:`probe_block`; up to 1 000): at 5 000 × 128 a 1000-model block's per-model step cost was 1.55×
   the slope of calls of 2 and 32 models (its (M, P) buffers leave the cache), and the 10k canaries were
@@ -69,8 +69,8 @@ PROBE_EPOCHS = 1
 LONG_FACTOR = 4
 #: SGD epochs of a truncated timed call on CUDA: two, so that the truncated calls take the full call's path
 #: (epochs in CUDA graphs from two epochs, ``privaudit.train.cuda_graphs``): a call of u >= 1 epochs then costs
-#: a first epoch (eager block, captures) plus (u - 1) replayed epochs, linear in u, and 2 and 4 epochs give
-#: the replayed epoch's cost; 1 and 2 epochs would take it from an eager epoch and a captured one
+#: a first epoch (eager block, captures) plus (u - 1) replayed epochs, linear in u, and 2 and ``LONG_FACTOR`` x 2
+#: epochs give the replayed epoch's cost; 1 and 2 epochs would take it from an eager epoch and a captured one
 PROBE_EPOCHS_GRAPHS = 2
 
 
