@@ -125,7 +125,8 @@ def read_json(path: str | Path) -> Any:
     except FileNotFoundError:
         raise FileNotFoundError(f"{p} not found (run the stage that writes it first: dvc repro)") from None
     except json.JSONDecodeError as err:
-        raise ValueError(f"{p} is not valid JSON ({err.msg} at line {err.lineno}); the file is corrupt") from None
+        where = f"line {err.lineno} column {err.colno}"
+        raise ValueError(f"{p} is not valid JSON ({err.msg}: {where}); the file is corrupt") from None
 
 
 def canonical_safetensors(data: bytes) -> bytes:

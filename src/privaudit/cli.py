@@ -46,6 +46,7 @@ when the history cannot be read (no git repository, a corrupt line, an unknown d
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -80,8 +81,9 @@ def _verdict_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--gate",
         type=Path,
-        default=Path("metrics/gate.json"),
-        help="gate result written by the report stage (default: %(default)s)",
+        default=None,
+        help="gate result written by the report stage (default: metrics/gate.json of the audit's repository, the "
+        "nearest folder at or above the current one holding dvc.yaml)",
     )
     parser.add_argument(
         "--repo",
@@ -110,13 +112,38 @@ def _verdict_arguments(parser: argparse.ArgumentParser) -> None:
     color.add_argument("--plain", dest="rich", action="store_false", help="force plain text output")
 
 
-def find_repo(gate: Path) -> Path:
-    """The nearest folder at or above ``gate``'s folder holding ``dvc.yaml``; else the working directory."""
-    start = gate.resolve().parent
+def _nearest_pipeline(start: Path) -> Path | None:
+    """The nearest folder at or above ``start`` holding ``dvc.yaml``, or ``None``."""
+    start = start.resolve()
     for folder in (start, *start.parents):
         if (folder / "dvc.yaml").is_file():
             return folder
-    return Path.cwd()
+    return None
+
+
+def find_repo(gate: Path) -> Path:
+    """The nearest folder at or above ``gate``'s folder holding ``dvc.yaml``; else the working directory."""
+    return _nearest_pipeline(gate.resolve().parent) or Path.cwd()
+
+
+def project_root() -> Path:
+    """The audit's repository when a command is run anywhere inside it: the nearest folder at or above the working
+    directory holding ``dvc.yaml``, relative to the working directory (``.`` at the root, so messages name
+    ``metrics/gate.json`` as before); else ``.`` (whose missing files the command then names)."""
+    found = _nearest_pipeline(Path.cwd())
+    return Path(os.path.relpath(found)) if found is not None else Path(".")
+
+
+def _where_hint() -> str:
+    """``""`` inside an audit's repository; else a hint that the command runs there."""
+    if _nearest_pipeline(Path.cwd()) is not None:
+        return ""
+    return f" (no dvc.yaml in {Path.cwd()} or above it: run privaudit inside the audit's repository)"
+
+
+def _repo(args: argparse.Namespace) -> Path:
+    """``--repo`` as given, else :func:`project_root`."""
+    return args.repo if args.repo is not None else project_root()
 
 
 STALE_HINT = "run `dvc repro` to recompute it (or pass --no-check to print it anyway)"
@@ -226,19 +253,24 @@ def _read_audit(path: Path, err: TextIO) -> dict[str, AuditEntry]:
 
 def _verdict(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """Handler of ``privaudit verdict``."""
+    gate_path: Path = args.gate if args.gate is not None else project_root() / "metrics" / "gate.json"
     try:
-        gate = read_gate(args.gate)
+        gate = read_gate(gate_path)
     except ValueError as exc:
-        err.write(f"privaudit verdict: error: {exc}\n")
+        err.write(f"privaudit verdict: error: {exc}{'' if args.gate is not None else _where_hint()}\n")
         return EXIT_USAGE
     if args.check:
-        stale = check_fresh(gate, args.gate, args.repo if args.repo is not None else find_repo(args.gate))
+        stale = check_fresh(gate, gate_path, args.repo if args.repo is not None else find_repo(gate_path))
         if stale is not None:
             err.write(f"privaudit verdict: error: {stale}\n")
             return EXIT_USAGE
     use_rich = args.rich if args.rich is not None else bool(getattr(out, "isatty", lambda: False)())
-    audit = _read_audit(args.audit if args.audit is not None else args.gate.parent / "audit.json", err)
-    print_verdict(gate, out, use_rich, audit)
+    audit = _read_audit(args.audit if args.audit is not None else gate_path.parent / "audit.json", err)
+    try:
+        print_verdict(gate, out, use_rich, audit)
+        out.flush()
+    except BrokenPipeError:  # the reader stopped early (`privaudit verdict | head -1`): the verdict's code stands
+        _reader_gone(out)
     return EXIT_PASS if gate.passed else EXIT_FAIL
 
 
@@ -264,8 +296,9 @@ def _release_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--identity", default=None,
                         help="the data set identity (default: the one the ingest stage recorded in "
                              "data/source/meta.json, i.e. params dataset.identity or the data source)")
-    parser.add_argument("--repo", type=Path, default=Path("."),
-                        help="the repository root holding dvc.yaml, releases.yaml and metrics/ (default: %(default)s)")
+    parser.add_argument("--repo", type=Path, default=None,
+                        help="the repository root holding dvc.yaml, releases.yaml and metrics/ (default: the nearest "
+                        "folder at or above the current one holding dvc.yaml)")
 
 
 def _git_lines(repo: Path, *args: str) -> list[str]:
@@ -324,7 +357,7 @@ def _release(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     except ReleaseRefused as exc:
         err.write(f"privaudit release: refused: {cap(str(exc))}\n")
         return exc.code
-    out.write(f"privaudit release: recorded {name!r} in {args.repo / 'releases.yaml'}; commit it "
+    out.write(f"privaudit release: recorded {name!r} in {_repo(args) / 'releases.yaml'}; commit it "
               "(git add releases.yaml && git commit): the next `dvc repro` composes it with every candidate\n")
     return EXIT_PASS
 
@@ -338,12 +371,12 @@ def _record_release(args: argparse.Namespace) -> str:
                                          read_ledger)
     from privaudit.data.sources import read_source_stamp
 
-    repo: Path = args.repo
+    repo = _repo(args)
     gate_path, audit_path = repo / "metrics" / "gate.json", repo / "metrics" / "audit.json"
     try:
         gate = read_gate(gate_path)
     except ValueError as exc:
-        raise ReleaseRefused(str(exc), EXIT_USAGE) from None
+        raise ReleaseRefused(f"{exc}{'' if args.repo is not None else _where_hint()}", EXIT_USAGE) from None
     stale = check_fresh(gate, gate_path, repo)
     if stale is not None:
         raise ReleaseRefused(stale.replace(" (or pass --no-check to print it anyway)", "")
@@ -412,7 +445,9 @@ def _history_arguments(parser: argparse.ArgumentParser) -> None:
     """Arguments of ``privaudit history``."""
     parser.add_argument("--defender", default=None, help="only this defender's numbers and regressions")
     parser.add_argument("--json", action="store_true", help="the records and regressions as JSON")
-    parser.add_argument("--repo", type=Path, default=Path("."), help="the git repository (default: .)")
+    parser.add_argument("--repo", type=Path, default=None,
+                        help="the audit's git repository (default: the nearest folder at or above the current one "
+                        "holding dvc.yaml)")
 
 
 def _history(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
@@ -424,7 +459,7 @@ def _history(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from privaudit.history.workspace import changed_code_files
 
     try:
-        records = HistoryStore(args.repo).read()
+        records = HistoryStore(_repo(args)).read()
     except ValueError as exc:
         err.write(f"privaudit history: error: {cap(str(exc))}\n")
         return EXIT_USAGE
@@ -433,7 +468,7 @@ def _history(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         err.write(f"privaudit history: error: --defender {args.defender!r} is in no record; recorded defenders: "
                   f"{', '.join(known) or 'none'}\n")
         return EXIT_USAGE
-    regressions = [g for g in find_regressions(records, changed_files=changed_code_files(args.repo))
+    regressions = [g for g in find_regressions(records, changed_files=changed_code_files(_repo(args)))
                    if args.defender in (None, g.defender)]
     shown = [args.defender] if args.defender else known
     if args.json:
@@ -524,7 +559,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         parser.print_help(sys.stderr)
         return EXIT_USAGE
-    return commands[args.command].handler(args, sys.stdout, sys.stderr)
+    try:
+        return commands[args.command].handler(args, sys.stdout, sys.stderr)
+    except BrokenPipeError:  # stdout's reader stopped early (`privaudit history | head`): no traceback
+        _reader_gone(sys.stdout)
+        return EXIT_USAGE
+
+
+def _reader_gone(out: TextIO) -> None:
+    """After a ``BrokenPipeError`` on ``out``: point the process's stdout at ``/dev/null``, so that the interpreter's
+    own flush at exit does not fail again (the recipe of Python's ``signal`` documentation, "Note on SIGPIPE")."""
+    if out is sys.stdout:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(devnull, sys.stdout.fileno())
+        finally:
+            os.close(devnull)
 
 
 if __name__ == "__main__":  # pragma: no cover

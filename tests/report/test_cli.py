@@ -96,6 +96,39 @@ def test_default_path_is_metrics_gate_json(
     assert main(["verdict"]) == 0
 
 
+def test_default_gate_is_found_from_a_subdirectory(
+    tmp_path: Path, metrics: dict[str, Any], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``cd docs && privaudit verdict`` reads the repository's gate (the nearest folder holding dvc.yaml above the
+    working directory), as git and dvc find their repository; it said the gate did not exist."""
+    write_gate(tmp_path, metrics, min_privacy=0.0)
+    (tmp_path / "docs" / "howto").mkdir(parents=True)
+    monkeypatch.chdir(tmp_path / "docs" / "howto")
+    assert main(["verdict"]) == 0
+    assert capsys.readouterr().out.startswith("privaudit verdict: PASS\n")
+
+
+def test_default_gate_outside_any_repository_says_where_to_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert main(["verdict"]) == 2
+    err = capsys.readouterr().err
+    assert "gate file metrics/gate.json does not exist" in err
+    assert f"no dvc.yaml in {tmp_path} or above it: run privaudit inside the audit's repository" in err
+
+
+def test_a_reader_that_stops_early_gets_no_traceback(tmp_path: Path, metrics: dict[str, Any]) -> None:
+    """``privaudit verdict | head -1``: the reader is gone before the verdict is written (here ``true``, which exits
+    before privaudit has imported); no BrokenPipeError traceback, and the exit code is still the verdict's (1)."""
+    path = write_gate(tmp_path, metrics)
+    env = {**os.environ, "PYTHONPATH": f"{SRC}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    script = f"{sys.executable} -m privaudit.cli verdict --gate {path} | true; echo \"status ${{PIPESTATUS[0]}}\""
+    proc = subprocess.run(["bash", "-c", script], capture_output=True, text=True, env=env, timeout=60, check=False)
+    assert proc.stdout == "status 1\n", (proc.stdout, proc.stderr)
+    assert "Traceback" not in proc.stderr and "BrokenPipeError" not in proc.stderr, proc.stderr
+
+
 def test_missing_file_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     missing = tmp_path / "nope" / "gate.json"
     assert main(["verdict", "--gate", str(missing)]) == 2

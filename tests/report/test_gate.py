@@ -341,6 +341,18 @@ def test_dp_claim_with_null_bounds(metrics: dict[str, Any]) -> None:
     assert "no finite theoretical bound" in reason
 
 
+def test_a_claim_with_no_gated_bound_says_why(metrics: dict[str, Any]) -> None:
+    """``gate.bounds: []``: NOT AUDITED, and the reason says no bound is gated and which ones the audits computed
+    (the walkthrough saw ``…(1, 1e-05, add_remove):  [NOT AUDITED]``, an empty fragment)."""
+    metrics["audit"]["dp_sgd"]["budget"] = {"beta": 0.05, "gated": [], "diagnostic": [], "levels": {}}
+    verdict = run(metrics)
+    assert not verdict["defenders"]["dp_sgd"]["passed"]
+    (reason,) = [r for r in reasons_of(verdict, "dp_sgd") if "comparable" in r]
+    assert "):  [NOT AUDITED]" not in reason
+    assert "no bound is gated (gate.bounds gates none; the audits computed " in reason, reason
+    assert reason.endswith(") [NOT AUDITED]"), reason
+
+
 # --------------------------------------------------------------------------- missing and corrupt
 
 

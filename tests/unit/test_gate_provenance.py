@@ -122,15 +122,22 @@ def test_changed_input_is_named(repo: Path) -> None:
     assert provenance_drift(stamp, repo) == ["data/scores changed since the gate was computed",
                                              "data/scores is not the version dvc.lock records for stage 'score'"]
     (repo / "metrics" / "score.json").unlink()
-    assert "metrics/score.json is missing" in provenance_drift(stamp, repo)
+    assert [p for p in provenance_drift(stamp, repo) if p.startswith("metrics/score.json")] == [
+        "metrics/score.json is missing (an output of stage 'score' in dvc.lock)"]  # said once, with the detail
 
 
 def test_changed_gate_param_is_named(repo: Path) -> None:
     stamp = _stamp(repo)
     (repo / "extra.yaml").write_text("title: new\n")
     problems = provenance_drift(stamp, repo)
-    assert any("the gate's params changed" in p and "title" in p for p in problems)
-    assert any("extra.yaml title changed (stage 'report' ran with 't'" in p for p in problems)
+    # named once, with its values (walkthrough: a line listing every key the gate reads read as if all changed)
+    assert [p for p in problems if "title" in p] == ["extra.yaml title changed (stage 'report' ran with 't', now 'new')"]
+    # a lock that does not say it (its report entry lost the key): the stamp's digest still catches the change
+    lock = yaml.safe_load((repo / "dvc.lock").read_text())
+    lock["stages"]["report"]["params"]["extra.yaml"].pop("title")
+    (repo / "dvc.lock").write_text(yaml.safe_dump(lock, sort_keys=True))
+    problems = provenance_drift(stamp, repo)
+    assert any(p.startswith("the gate's params changed since it was computed (") and "title" in p for p in problems)
 
 
 def test_failed_run_with_new_params_is_stale(repo: Path) -> None:
@@ -382,3 +389,46 @@ def test_a_rerun_whose_outputs_did_not_change_leaves_the_gate_fresh(repo: Path) 
         "data/external changed since the gate's pipeline ran (a dependency of stage(s) 'prep')"]
     write_consistent_lock(repo)  # prep reran (its dep moved), its output is the same: nothing else reran
     assert provenance_drift(stamp, repo) == []
+
+
+def test_a_changed_defenders_list_is_described_by_name_once_for_all_stages(tmp_path: Path) -> None:
+    """Adding a defender: one line naming it, with every stage that ran without it — not the whole list twice per
+    stage (the walkthrough's message was cut off after 1000 characters without saying 'mine' was added)."""
+    from privaudit.repro.provenance import lock_drift
+
+    before = [{"name": "logreg", "kind": "sklearn", "C": 1.0}, {"name": "mlp", "kind": "torch_mlp", "epochs": 30}]
+    after = [before[0], {**before[1], "epochs": 5}, {"name": "mine", "kind": "python", "target": "t.py:train"}]
+    stages = {s: {"cmd": s, "params": {"params.yaml": {"defenders": before}}} for s in ("defenders", "ltu", "audit")}
+    (tmp_path / "dvc.lock").write_text(yaml.safe_dump({"schema": "2.0", "stages": stages}))
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump({"defenders": after}))
+    assert lock_drift(tmp_path, ["defenders", "ltu", "audit"]) == [
+        "params.yaml defenders changed (stages 'defenders', 'ltu', 'audit' ran with 'mlp' epochs=30, "
+        "now 'mlp' epochs=5, 'mine' added)"]
+
+
+@pytest.mark.parametrize(("old", "new", "described"), [
+    (100, 500, ("100", "500")),
+    ([{"name": "a", "k": 1}], [{"name": "b", "k": 1}], ("'a'", "'b' added, 'a' removed")),
+    ([{"name": "a"}, {"name": "b"}], [{"name": "b"}, {"name": "a"}], ("entries 'a', 'b'", "reordered 'b', 'a'")),
+    ([{"name": "a"}], [{"name": "a"}, {"name": "z"}], ("without 'z'", "'z' added")),
+    ([{"name": "a", "x": 1}], [{"name": "a"}], ("'a' x=1", "'a' x=unset")),
+    ("x" * 500, "y", ("'" + "x" * 79 + "… (422 more characters)", "'y'")),
+])
+def test_describe_change_is_short_and_names_what_differs(old: object, new: object,
+                                                         described: tuple[str, str]) -> None:
+    from privaudit.repro.provenance import describe_change
+
+    assert describe_change(old, new) == described
+
+
+def test_a_missing_file_is_said_missing_once_with_the_most_detail() -> None:
+    from privaudit.repro.provenance import _missing_once
+
+    lines = ["metrics/audit.json is missing", "params.yaml a changed (stage 'x' ran with 1, now 2)",
+             "data/user_code.json is missing (the 'user_code' stage did not finish since the gate's pipeline ran)",
+             "metrics/audit.json is missing (an output of stage 'audit' in dvc.lock)",
+             "data/user_code.json is missing (an output of stage 'user_code' in dvc.lock)"]
+    assert _missing_once(lines) == [
+        "params.yaml a changed (stage 'x' ran with 1, now 2)",
+        "data/user_code.json is missing (the 'user_code' stage did not finish since the gate's pipeline ran)",
+        "metrics/audit.json is missing (an output of stage 'audit' in dvc.lock)"]

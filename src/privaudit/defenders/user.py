@@ -113,8 +113,10 @@ class PythonDefender(Defender[PythonSpec]):
             dump_skops(self.model, path)
             return
         if self.spec.loader is None:
-            raise ValueError(f"defender {self.name!r}: a non-sklearn model needs 'loader' in the spec "
-                             f"(defenders[?].loader) to be reloaded from its state_dict")
+            raise ValueError(f"defender {self.name!r}: its trainer returned a {type(self.model).__name__}, not a "
+                             f"scikit-learn estimator, so it is saved as its state_dict and needs a loader to be "
+                             f"reloaded: add `loader: path/file.py:load` (called as load(state, n_classes, "
+                             f"**options)) to the defenders entry named {self.name!r}")
         state = {k: np.ascontiguousarray(v.detach().cpu().numpy() if hasattr(v, "detach") else np.asarray(v))
                  for k, v in self.model.state_dict().items()}
         write_safetensors(path, save(state, metadata={"format": _STATE, "n_classes": str(self.n_classes)}))

@@ -22,6 +22,11 @@ def _import(mod_name: str) -> ModuleType:
         path = Path(mod_name).resolve()
         if not path.is_file():
             raise ImportError(f"no file {path}")
+        # as ``python path/to/file.py`` would, its folder is importable (``from helper import x`` of a
+        # helper.py beside it; the user_code stage hashes such a helper too). Appended, so that neither the
+        # repository root nor an installed package is shadowed by a file of the same name there.
+        if str(path.parent) not in sys.path:
+            sys.path.append(str(path.parent))
         name = f"privaudit_user_{path.stem}_{hashlib.sha1(str(path).encode()).hexdigest()[:10]}"
         if name not in sys.modules:
             spec = importlib.util.spec_from_file_location(name, path)
@@ -38,6 +43,23 @@ def _import(mod_name: str) -> ModuleType:
     return importlib.import_module(mod_name)
 
 
+def _user_frame(err: BaseException) -> str | None:
+    """``file line N`` of the innermost traceback frame of ``err`` in the user's own code (not this module,
+    Python's import machinery, the standard library or an installed package), or ``None``."""
+    import traceback
+
+    installed = tuple({sys.prefix, sys.base_prefix, sys.exec_prefix})
+    frames = [f for f in traceback.extract_tb(err.__traceback__)
+              if f.filename != __file__ and not f.filename.startswith("<") and not f.filename.startswith(installed)]
+    return f"{_shown(frames[-1].filename)} line {frames[-1].lineno}" if frames else None
+
+
+def _shown(filename: str) -> str:
+    """``filename`` relative to the working directory (the repository root) when it lies inside it."""
+    path = Path(filename).resolve()
+    return str(path.relative_to(Path.cwd())) if path.is_relative_to(Path.cwd()) else filename
+
+
 def resolve_target(path: str, key: str = "target") -> Callable[..., Any]:
     """Import ``package.module:function`` or ``path/to/file.py:function``.
 
@@ -51,6 +73,14 @@ def resolve_target(path: str, key: str = "target") -> Callable[..., Any]:
         mod = _import(mod_name)
     except ImportError as err:
         raise ValueError(f"{key} {path!r}: cannot import {mod_name!r} ({err})") from None
+    except SyntaxError as err:  # the user's file (or one it imports) does not parse
+        shown = _shown(err.filename) if err.filename else mod_name
+        where = f"{shown} line {err.lineno}" if err.lineno else shown
+        raise ValueError(f"{key} {path!r}: cannot import {mod_name!r}: SyntaxError in {where}: {err.msg}; "
+                         f"fix the file and run again") from None
+    except Exception as err:  # noqa: BLE001 - any error the module raises while it is imported
+        raise ValueError(f"{key} {path!r}: importing {mod_name!r} raised {type(err).__name__}: {err} "
+                         f"(at {_user_frame(err) or mod_name}); fix the module and run again") from None
     func: object = getattr(mod, func_name, None)
     if not callable(func):
         raise ValueError(f"{key} {path!r}: {mod_name!r} has no callable {func_name!r}")

@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from privaudit.artifacts import file_digest
+from privaudit.messages import MAX_VALUE_CHARS, cap
 from privaudit.repro.environment import ENVIRONMENT_FILE, environment_changes, environment_manifest, package_versions
 
 PACKAGES = ("privaudit", "numpy", "scipy", "pandas", "scikit-learn", "torch", "opacus", "dvc",
@@ -391,6 +392,8 @@ def lock_drift(repo: Path, stages: Sequence[str], lock_file: str = "dvc.lock") -
             produced[_norm(out["path"])] = (name, _hash_value(out))
     params_cache: dict[str, Any] = {}
     problems: list[str] = []
+    #: (file, key, what it was, what it is) → the stages that ran with it: one line per change, not per stage
+    changes: dict[tuple[str, str, str, str], list[str]] = {}
     for name in stages:
         entry = entries.get(name)
         if entry is None:
@@ -407,14 +410,55 @@ def lock_drift(repo: Path, stages: Sequence[str], lock_file: str = "dvc.lock") -
             for key, value in sorted((recorded or {}).items()):
                 now = dotted_get(current, key)
                 if now is _MISSING or now != value:
-                    problems.append(f"{file} {key} changed (stage '{name}' ran with {value!r}, now "
-                                    f"{'unset' if now is _MISSING else repr(now)})")
+                    was, became = describe_change(value, now)
+                    changes.setdefault((file, key, was, became), []).append(name)
         for dep in entry.get("deps") or []:
             path = _norm(dep["path"])
             source = produced.get(path)
             if source is not None and source[0] != name and source[1] != _hash_value(dep):
                 problems.append(f"{path} changed (written by stage '{source[0]}'; stage '{name}' has not run on it)")
+    for (file, key, was, became), names in changes.items():
+        who = f"stage '{names[0]}'" if len(names) == 1 else "stages " + ", ".join(f"'{n}'" for n in names)
+        problems.append(f"{file} {key} changed ({who} ran with {was}, now {became})")
     return problems
+
+
+def describe_change(old: Any, new: Any) -> tuple[str, str]:
+    """A params value before and after, each short enough for a one-line message: scalars as ``repr``; a list of
+    named entries (``defenders``) as what differs by name (``'mine' added``, ``'mlp' epochs=5``), never the whole
+    list; anything else capped. ``new`` may be ``_MISSING`` (``unset``)."""
+    if new is _MISSING:
+        return cap(repr(old), MAX_VALUE_CHARS), "unset"
+    if _named_entries(old) and _named_entries(new):
+        before, after = {e["name"]: e for e in old}, {e["name"]: e for e in new}
+        removed = [n for n in before if n not in after]
+        added = [n for n in after if n not in before]
+        edited = [n for n in after if n in before and after[n] != before[n]]
+        was: list[str] = []
+        became: list[str] = []
+        for n in edited:  # first, so that "ran with" and "now" line up
+            keys = sorted(k for k in set(before[n]) | set(after[n]) if before[n].get(k, _MISSING) != after[n].get(k, _MISSING))
+            was.append(f"{n!r} " + " ".join(f"{k}={_short(before[n].get(k, _MISSING))}" for k in keys))
+            became.append(f"{n!r} " + " ".join(f"{k}={_short(after[n].get(k, _MISSING))}" for k in keys))
+        if not (removed or added or edited):  # the same entries in another order
+            return ("entries " + ", ".join(repr(n) for n in before), "reordered " + ", ".join(repr(n) for n in after))
+        was += [f"{n!r}" for n in removed]
+        return (", ".join(was) or "without " + ", ".join(repr(n) for n in added),
+                ", ".join(became + [f"{n!r} added" for n in added] + [f"{n!r} removed" for n in removed]))
+    return cap(repr(old), MAX_VALUE_CHARS), cap(repr(new), MAX_VALUE_CHARS)
+
+
+def _named_entries(value: Any) -> bool:
+    """A list of mappings each with a distinct string ``name`` (the ``defenders`` list)."""
+    if not isinstance(value, list) or not value or not all(isinstance(e, Mapping) for e in value):
+        return False
+    names = [e.get("name") for e in value]
+    return all(isinstance(n, str) for n in names) and len(set(names)) == len(names)
+
+
+def _short(value: Any) -> str:
+    """One value inside a described change: ``unset`` or its capped ``repr``."""
+    return "unset" if value is _MISSING else cap(repr(value), MAX_VALUE_CHARS)
 
 
 def provenance_drift(provenance: Any, repo: Path) -> list[str]:
@@ -452,12 +496,29 @@ def provenance_drift(provenance: Any, repo: Path) -> list[str]:
             problems.append(f"{rel} was missing when the gate was computed")
         elif now != digest:
             problems.append(f"{rel} is missing" if now is None else f"{rel} changed since the gate was computed")
+    behind = lock_drift(repo, pipeline)
     if _params_digest(repo, files) != stamped_params:
-        keys = ", ".join(k for f, ks in files.items() for k in (ks or [f]))
-        problems.append(f"the gate's params changed since it was computed ({keys})")
-    return (problems + lock_drift(repo, pipeline) + dependency_drift(repo, pipeline, ignore=ignore)
-            + user_code_drift(repo, pipeline) + environment_drift(repo, pipeline)
-            + output_drift(repo, pipeline, ignore=ignore))
+        keys = [k for f, ks in files.items() for k in (ks or [f])]
+        # dvc.lock's line for the key says what changed; this line stands alone only when no such line names it
+        if not any(line.startswith(f"{f} {k} changed (") for f, ks in files.items() for k in (ks or [f])
+                   for line in behind):
+            some = "one or more of " if len(keys) > 1 else ""
+            problems.append(f"the gate's params changed since it was computed ({some}{', '.join(keys)})")
+    found = (problems + behind + dependency_drift(repo, pipeline, ignore=ignore)
+             + user_code_drift(repo, pipeline) + environment_drift(repo, pipeline)
+             + output_drift(repo, pipeline, ignore=ignore))
+    return _missing_once(found)
+
+
+def _missing_once(lines: Sequence[str]) -> list[str]:
+    """``lines`` with each file said to be missing said so once: of the checks' lines ``X is missing …`` about one
+    file, the one with the most detail (the longest) is kept, in its place."""
+    subjects = {line: line.split(" is missing", 1)[0] for line in lines if " is missing" in line}
+    best: dict[str, str] = {}
+    for line, subject in subjects.items():
+        if len(line) > len(best.get(subject, "")):
+            best[subject] = line
+    return [line for line in dict.fromkeys(lines) if line not in subjects or best[subjects[line]] == line]
 
 
 def dependency_drift(repo: Path, stages: Sequence[str], lock_file: str = "dvc.lock", ignore: Any = None) -> list[str]:
