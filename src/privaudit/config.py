@@ -19,7 +19,7 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, SerializeAsAny, ValidationError, field_validator, model_validator
 
-from privaudit.defenders.specs import DefenderSpecBase, validate_defender_spec
+from privaudit.defenders.specs import DefenderSpecBase, refuse_bool_numbers, validate_defender_spec
 from privaudit.claims.error_budget import DEFAULT_GATED, BudgetPlan, ErrorBudget, applicable_bounds, check_bound_kinds, plan_budget
 from privaudit.messages import MAX_VALUE_CHARS, cap
 
@@ -39,6 +39,7 @@ def available_cores() -> int:
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
+    numbers_are_not_booleans = field_validator("*", mode="before")(classmethod(refuse_bool_numbers))
 
 
 class BaseParams(_Strict):

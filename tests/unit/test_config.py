@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -61,6 +62,31 @@ def test_bad_params_name_the_key(raw: dict, needle: str) -> None:
     with pytest.raises(ParamsError) as err:
         parse_params(raw)
     assert needle in str(err.value)
+
+
+@pytest.mark.parametrize("raw, key", [
+    (_with(ltu__rounds=True), "ltu.rounds"),
+    (_with(lidp__trials=False), "lidp.trials"),
+    (_with(split__defender_fraction=True), "split.defender_fraction"),
+    (_with(base__seed=True), "base.seed"),
+    (_with(compute__n_jobs=True), "compute.n_jobs"),  # int | "auto"
+    ({"defenders": [{"name": "x", "kind": "torch_mlp", "epochs": True}]}, "defenders[0].epochs"),
+])
+def test_a_boolean_where_a_number_belongs_is_refused(raw: dict, key: str) -> None:
+    """``rounds: true`` was read as 1 without a word (pydantic's lax mode; the walkthrough found it)."""
+    with pytest.raises(ParamsError, match=rf"{re.escape(key)}: true|{re.escape(key)}: false") as err:
+        parse_params(raw)
+    assert "is a boolean where a number is expected" in str(err.value)
+
+
+def test_booleans_stay_booleans_and_numbers_numbers() -> None:
+    """A bool field still takes a bool, and a number written as an int, a float or PyYAML's string form of
+    ``1e-5`` still validates (numeric strings are not refused)."""
+    p = parse_params({**_with(ltu__rounds=7, split__defender_fraction=0.4),
+                      "gate": {"use_error_bars": False}})
+    assert p.ltu.rounds == 7 and p.split.defender_fraction == 0.4 and p.gate.use_error_bars is False
+    spec = parse_params({"defenders": [{"name": "d", "kind": "dp_sgd", "epsilon": 1, "delta": "1e-5"}]}).defenders[0]
+    assert spec.delta == 1e-5 and spec.epsilon == 1.0
 
 
 def test_missing_and_malformed_files(tmp_path: Path) -> None:

@@ -12,7 +12,9 @@ trainer); ``kind: python`` plugs in a user trainer without a new kind (:class:`P
 
 from __future__ import annotations
 
-from typing import Any, Literal
+import types
+import typing
+from typing import Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, SerializeAsAny, ValidationError, ValidationInfo, field_validator
 
@@ -30,10 +32,32 @@ BATCHED_KINDS: tuple[str, ...] = ("torch_mlp", "dp_sgd")
 HOST_ONLY_KINDS: tuple[str, ...] = ("sklearn", "logistic_regression")
 
 
+def _types_of(annotation: Any) -> list[Any]:
+    """The member types of a field's annotation (``Annotated`` unwrapped, unions flattened)."""
+    origin = typing.get_origin(annotation)
+    if origin is Annotated:
+        return _types_of(typing.get_args(annotation)[0])
+    if origin in (Union, types.UnionType):
+        return [t for arg in typing.get_args(annotation) for t in _types_of(arg)]
+    return [annotation]
+
+
+def refuse_bool_numbers(cls: type[BaseModel], value: Any, info: ValidationInfo) -> Any:
+    """A before-validator for every field of a params model: ``true``/``false`` where a number is expected is
+    refused (pydantic's lax mode reads ``rounds: true`` as 1 without a word). A field whose type admits a bool
+    is left alone; numeric strings stay accepted (PyYAML reads ``1e-5`` as a string)."""
+    if isinstance(value, bool) and info.field_name is not None and info.field_name in cls.model_fields:
+        kinds = _types_of(cls.model_fields[info.field_name].annotation)
+        if any(k in (int, float) for k in kinds) and bool not in kinds and Any not in kinds:
+            raise ValueError(f"{str(value).lower()} is a boolean where a number is expected; write the number")
+    return value
+
+
 class DefenderSpecBase(BaseModel):
     """Keys every ``defenders[i]`` entry has; kinds subclass this with their own keys."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
+    numbers_are_not_booleans = field_validator("*", mode="before")(classmethod(refuse_bool_numbers))
 
     name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_.-]+$")
     kind: str
