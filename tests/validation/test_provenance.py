@@ -79,3 +79,21 @@ def test_manifest_is_a_fixed_point_of_committing_the_audit(tmp_path: Path) -> No
     new = _commit(repo, {"src/m.py": "x = 2\n", "dvc.lock": lock.replace("cmd: x", "cmd: y")}, "code 2")
     later = build_manifest(repo, {}, 1, {})
     assert later["code_revision"] == new and later["upstream_lock_sha256"] != first["upstream_lock_sha256"]
+
+
+def test_a_stage_after_the_report_does_not_move_its_lock_hash(tmp_path: Path) -> None:
+    """The history stage runs after the report on every ``dvc repro``: when the report runs, dvc.lock still holds
+    the previous run's history entry. Hashing it made a fresh clone's ``make audit`` rewrite the committed report
+    (and dvc.lock) with every input the same; only the stages upstream of the report count."""
+    pipeline = ("stages:\n  ltu:\n    cmd: x\n    outs: [m/ltu.json]\n"
+                "  report:\n    cmd: r\n    deps: [m/ltu.json]\n    outs: [m/gate.json]\n"
+                "  history:\n    cmd: h\n    deps: [m/gate.json]\n")
+    (tmp_path / "dvc.yaml").write_text(pipeline)
+    lock = ("schema: '2.0'\nstages:\n  ltu:\n    cmd: x\n  report:\n    cmd: r\n"
+            "  history:\n    cmd: h\n    deps: [{path: m/gate.json, md5: aaa}]\n")
+    (tmp_path / "dvc.lock").write_text(lock)
+    first = upstream_lock_sha256(tmp_path / "dvc.lock")
+    (tmp_path / "dvc.lock").write_text(lock.replace("aaa", "bbb"))  # the history entry of another run
+    assert upstream_lock_sha256(tmp_path / "dvc.lock") == first
+    (tmp_path / "dvc.lock").write_text(lock.replace("cmd: x", "cmd: y"))  # an upstream entry still counts
+    assert upstream_lock_sha256(tmp_path / "dvc.lock") != first

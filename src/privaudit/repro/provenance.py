@@ -66,13 +66,22 @@ CODE_PATHS: tuple[str, ...] = ("src", "stages", "dvc.yaml", "params.yaml", "pypr
 
 
 def upstream_lock_sha256(lock: Path, own_stage: str = "report") -> str | None:
-    """sha256 of ``dvc.lock``'s stage entries except ``own_stage`` (canonical JSON); None without a lock."""
+    """sha256 of ``dvc.lock``'s entries of the stages upstream of ``own_stage`` in the ``dvc.yaml`` beside it
+    (canonical JSON; every entry but ``own_stage``'s without a ``dvc.yaml`` naming it); None without a lock.
+
+    Only upstream entries are final when ``own_stage`` runs: a stage after it (``history``, which runs last on
+    every ``dvc repro``) still holds the previous run's entry then, and hashing it made a fresh clone's report
+    differ from the committed one while every input was the same."""
     if not lock.is_file():
         return None
     import yaml
 
     data = yaml.safe_load(lock.read_text()) or {}
-    stages = {k: v for k, v in (data.get("stages") or {}).items() if k != own_stage}
+    entries = data.get("stages") or {}
+    pipeline = lock.with_name("dvc.yaml")
+    declared = ((yaml.safe_load(pipeline.read_text()) or {}).get("stages") or {}) if pipeline.is_file() else {}
+    keep = set(upstream_stages(declared, own_stage)) - {own_stage} if own_stage in declared else set(entries) - {own_stage}
+    stages = {k: v for k, v in entries.items() if k in keep}
     return hashlib.sha256(json.dumps(stages, sort_keys=True, default=str).encode()).hexdigest()
 
 
