@@ -343,3 +343,26 @@ def test_a_signal_before_a_refusal_is_the_clients_own(tmp_path: Path) -> None:
     send_message(conn, refused="a test refusal")
     conn.close()
     assert client.wait(timeout=10) == -signal.SIGTERM
+
+
+def test_privaudit_warm_runs_the_stages_with_its_own_python(toy: Path, tmp_path: Path) -> None:
+    """``.venv/bin/privaudit warm -- .venv/bin/dvc repro`` without an activated venv: DVC's ``python -m stages.x``
+    found the system's python (no privaudit: ModuleNotFoundError). warm puts its interpreter's folder first on
+    PATH, and says so; a PATH that already finds it is left as it is."""
+    from privaudit.repro.warm.session import stages_path
+
+    own = Path(sys.executable).parent
+    if not (own / "python").exists():
+        pytest.skip(f"no `python` beside {sys.executable} (not a venv-style layout)")
+    elsewhere = tmp_path / "otherbin"
+    elsewhere.mkdir()
+    (elsewhere / "python").write_text("#!/bin/sh\nexit 3\n")
+    (elsewhere / "python").chmod(0o755)
+    env = {**_env(toy), "PATH": os.pathsep.join([str(elsewhere), "/usr/bin", "/bin"])}
+    cmd = [sys.executable, "-m", "privaudit.cli", "warm", "--", "sh", "-c", "command -v python"]
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert Path(done.stdout.strip()).parent.resolve() == own.resolve()
+    assert f"`python` on PATH is {elsewhere / 'python'}, not this environment's" in done.stderr
+    fine = {"PATH": os.pathsep.join([str(own), "/usr/bin"])}
+    assert stages_path(fine) == (fine, None)

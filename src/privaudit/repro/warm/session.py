@@ -62,10 +62,29 @@ def warm_stages(env: dict[str, str] | None = None, preload: Sequence[str] | None
         shutil.rmtree(folder, ignore_errors=True)
 
 
+def stages_path(env: dict[str, str]) -> tuple[dict[str, str], str | None]:
+    """``env`` with this interpreter's folder first on ``PATH`` when the ``python`` found there is another
+    environment's (DVC runs every stage as ``python -m stages.<name>``: ``.venv/bin/privaudit warm --
+    .venv/bin/dvc repro`` without an activated venv ran them with the system's python, which has no privaudit),
+    and the note saying so (``None`` when ``PATH`` already finds this one)."""
+    own = Path(sys.executable).parent
+    if not (own / "python").exists():  # no ``python`` beside this interpreter (a bare python3.11): leave PATH be
+        return env, None
+    found = shutil.which("python", path=env.get("PATH", os.defpath))
+    if found is not None and Path(found).parent.resolve() == own.resolve():
+        return env, None
+    note = (f"privaudit warm: `python` on PATH is {found or 'missing'}, not this environment's; the stages run "
+            f"with {own / 'python'} ({own} put first on PATH)")
+    return {**env, "PATH": os.pathsep.join([str(own), env.get("PATH", os.defpath)])}, note
+
+
 def run_warm(command: Sequence[str], log: Path | None = None) -> int:
     """Run ``command`` with a warm stage server; its exit code (127 when it cannot be started). ``log``: as
-    :func:`warm_stages`."""
-    with warm_stages(log=log) as env:
+    :func:`warm_stages`. The command's stages run with this interpreter (:func:`stages_path`)."""
+    base, note = stages_path(dict(os.environ))
+    if note is not None:
+        print(note, file=sys.stderr)
+    with warm_stages(base, log=log) as env:
         try:
             return subprocess.call(list(command), env=env)
         except OSError as err:
