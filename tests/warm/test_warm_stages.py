@@ -210,6 +210,16 @@ def test_any_name_of_the_servers_interpreter_runs_warm_another_environment_does_
     assert "the server runs" in (refusal(other, startup_env(other.env)) or "")
 
 
+def test_a_symlinked_venv_is_the_same_environment(tmp_path: Path) -> None:
+    """A clone whose ``.venv`` is a symlink to another checkout's venv: the stages' ``sys.prefix`` names the link,
+    the server's the target; one environment, served warm (every stage ran cold)."""
+    link = tmp_path / "venv-link"
+    link.symlink_to(sys.prefix, target_is_directory=True)
+    request = this_request("stages.echo", [])
+    linked = dataclasses.replace(request, prefix=str(link))
+    assert refusal(linked, startup_env(linked.env)) is None
+
+
 def test_a_killed_client_takes_its_warm_stage_with_it(toy: Path) -> None:
     """SIGKILL cannot be passed on: the server sees the client's connection close and ends the stage, as the end of
     a cold stage's process would (no orphan left writing outputs)."""

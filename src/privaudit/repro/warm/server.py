@@ -81,7 +81,8 @@ def refusal(request: Request, server_env: dict[str, str]) -> str | None:
     if request.version != PROTOCOL_VERSION:
         return f"protocol {request.version}, the server speaks {PROTOCOL_VERSION}"
     # one interpreter by any of its names (a venv's python, python3, python3.11) in the same environment
-    if os.path.realpath(request.executable) != os.path.realpath(sys.executable) or request.prefix != sys.prefix:
+    if (os.path.realpath(request.executable) != os.path.realpath(sys.executable)
+            or os.path.realpath(request.prefix) != os.path.realpath(sys.prefix)):  # a symlinked venv is the same one
         return f"interpreter {request.executable} ({request.prefix}), the server runs {sys.executable} ({sys.prefix})"
     if not request.module.startswith(MODULE_PREFIX):
         return f"module {request.module} is not a stage ({MODULE_PREFIX}*)"
