@@ -1,19 +1,26 @@
 """The params reference of the user guide, generated from the pydantic models of :mod:`privaudit.config`.
 
 ``params_markdown()`` renders one table per ``params.yaml`` section (key, type, default, allowed range,
-description) and one per defender kind (:data:`privaudit.defenders.specs.SPEC_MODELS`). As an mkdocs hook
-(``mkdocs.yml``: ``hooks: [tools/params_reference.py]``) it replaces the marker ``<!-- params-reference -->``
-in ``docs/reference/params.md``, so the page always lists the keys the code accepts, with their defaults.
-``tests/docs/test_params_reference.py`` checks that every key of ``params.yaml`` is in it.
+description) and one per defender kind (:data:`privaudit.defenders.specs.SPEC_MODELS`). The tables are committed in
+``docs/reference/params.md`` between the markers ``<!-- params-reference -->`` and ``<!-- /params-reference -->``,
+so the page reads the same on a code host as in the built guide; ``python tools/params_reference.py --write``
+regenerates them, and ``tests/docs/test_params_reference.py`` fails while the committed tables differ from the
+code's. As an mkdocs hook (``mkdocs.yml``: ``hooks: [tools/params_reference.py]``) it fills the block afresh, so
+the built guide always lists the keys the code accepts, with their defaults.
 """
 
 from __future__ import annotations
 
 import re
+import sys
 import typing
+from pathlib import Path
 from typing import Any
 
 MARKER = "<!-- params-reference -->"
+END_MARKER = "<!-- /params-reference -->"
+#: the page holding the committed tables
+PAGE = Path(__file__).resolve().parents[1] / "docs" / "reference" / "params.md"
 _BOUNDS = {"ge": "≥", "gt": ">", "le": "≤", "lt": "<"}
 
 
@@ -157,8 +164,44 @@ def params_markdown() -> str:
     return "\n".join(out)
 
 
-def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
-    """mkdocs hook: fill the marker of the params reference page."""
+def filled(markdown: str, tables: str | None = None) -> str:
+    """``markdown`` with the block between :data:`MARKER` and :data:`END_MARKER` (or after a lone
+    :data:`MARKER`) replaced by ``tables`` (default: :func:`params_markdown`), markers kept."""
     if MARKER not in markdown:
         return markdown
-    return markdown.replace(MARKER, params_markdown())
+    head, _, rest = markdown.partition(MARKER)
+    _, found, tail = rest.partition(END_MARKER)
+    body = params_markdown() if tables is None else tables
+    return f"{head}{MARKER}\n\n{body}\n{END_MARKER}\n" + (tail.lstrip("\n") if found else "")
+
+
+def committed_tables(markdown: str) -> str | None:
+    """The tables committed between the markers of ``markdown`` (``None`` without both markers)."""
+    if MARKER not in markdown or END_MARKER not in markdown:
+        return None
+    return markdown.partition(MARKER)[2].partition(END_MARKER)[0].strip("\n")
+
+
+def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
+    """mkdocs hook: fill the params reference page's block afresh."""
+    return filled(markdown)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``--write``: regenerate the committed tables of :data:`PAGE`; ``--check``: exit 1 while they are stale."""
+    args = sys.argv[1:] if argv is None else argv
+    if args not in (["--write"], ["--check"]):
+        print("usage: python tools/params_reference.py --write | --check", file=sys.stderr)
+        return 2
+    page = PAGE.read_text(encoding="utf-8")
+    if args == ["--check"]:
+        current = committed_tables(page) == params_markdown().strip("\n")
+        if not current:
+            print(f"{PAGE} is stale: run python tools/params_reference.py --write", file=sys.stderr)
+        return 0 if current else 1
+    PAGE.write_text(filled(page), encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

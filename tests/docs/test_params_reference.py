@@ -35,12 +35,24 @@ def test_every_key_of_params_yaml_is_in_the_reference() -> None:
         assert (f"`{key}`" in text) if section != "defenders[]" else (f"`{name}`" in text), key
 
 
+def test_the_committed_tables_are_the_codes() -> None:
+    """The page carries the tables (a reader on a code host saw only the marker: the README's "every key" link
+    led to an empty page); they are what the code generates now, or this fails naming the command."""
+    page = (ROOT / "docs" / "reference" / "params.md").read_text(encoding="utf-8")
+    assert params_reference.committed_tables(page) == params_reference.params_markdown().strip("\n"), (
+        "docs/reference/params.md is stale: run python tools/params_reference.py --write")
+    assert params_reference.filled(page) == page  # the hook and --write give the committed page back unchanged
+    stale = params_reference.filled(page, tables="| `gone.key` | int | `1` |  |  |")
+    assert params_reference.committed_tables(stale) != params_reference.params_markdown().strip("\n")
+
+
 def test_the_page_holds_the_marker_the_hook_fills() -> None:
     page = (ROOT / "docs" / "reference" / "params.md").read_text(encoding="utf-8")
-    assert params_reference.MARKER in page
-    filled = params_reference.on_page_markdown(page, None, None, None)
-    assert params_reference.MARKER not in filled and "| `gate.beta` |" in filled
-    assert "#### `kind: python`" in filled and "| `claimed_epsilon` |" in filled
+    assert params_reference.MARKER in page and params_reference.END_MARKER in page
+    for source in (page, page.partition(params_reference.MARKER)[0] + params_reference.MARKER + "\n"):  # or a lone marker
+        filled = params_reference.on_page_markdown(source, None, None, None)
+        assert "| `gate.beta` |" in filled.partition(params_reference.MARKER)[2]
+        assert "#### `kind: python`" in filled and "| `claimed_epsilon` |" in filled
 
 
 def _models_in(annotation: Any) -> list[Any]:

@@ -54,6 +54,8 @@ COVERAGE: list[tuple[str, tuple[str, ...] | str]] = [
     (r"privaudit warm -- dvc (repro|exp run -S ltu\.rounds=2000)",
      ("tests/pipeline/test_end_to_end.py::test_pipeline_end_to_end",
       "tests/warm/test_warm_stages.py::test_privaudit_warm_runs_the_command_and_returns_its_exit_code")),
+    (r"\.venv/bin/privaudit warm -- \.venv/bin/dvc repro",
+     ("tests/warm/test_warm_stages.py::test_privaudit_warm_runs_the_stages_with_its_own_python",)),
     (r"(\.venv/bin/)?privaudit verdict", ("tests/report/test_cli.py::test_real_process_exit_code",
                                           "tests/pipeline/test_end_to_end.py::test_pipeline_end_to_end", WALK)),
     (r"make (audit|test|verdict|test-all|test-server|setup)( TORCH_INDEX=\S+)?", MAKE),
