@@ -18,9 +18,10 @@ refused by the verdict — the defender FAILED the gate, is NOT AUDITED, or make
 cannot be vouched for — the gate is missing, corrupt or stale (as for ``verdict``; a release made since the gate
 was computed makes it stale, since the next gate must compose it), the defender is not in the gate, the audit
 files (``dvc.lock``, ``params.yaml``, ``metrics/``) are modified or untracked in git (or there is no git work
-tree), the data stamp or the ledger cannot be read, the name is taken, this audit of the defender is already
-released, or ``--identity`` differs from the identity the gate's total budget was checked for. Each refusal
-names why and the fix.
+tree), the data stamp or the ledger cannot be read, the name is taken, this model of the defender (its model
+file's sha256) is already released, ``--identity`` is not the identity the audit ran with (a check, never an
+override), or the data's identity is not the one the gate's total budget was checked for. Each refusal names why
+and the fix.
 
 Stale: the gate's ``provenance`` block (written by the report stage,
 :func:`privaudit.repro.provenance.provenance_stamp`) no longer matches the workspace — an input of
@@ -294,8 +295,9 @@ def _release_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--name", default=None,
                         help="the release's name in the ledger (default: <defender>-<first 12 digits of the commit>)")
     parser.add_argument("--identity", default=None,
-                        help="the data set identity (default: the one the ingest stage recorded in "
-                             "data/source/meta.json, i.e. params dataset.identity or the data source)")
+                        help="refuse unless the audit ran with this data set identity (the one the ingest stage "
+                             "recorded in data/source/meta.json: params dataset.identity or the data source); "
+                             "a check, never an override")
     parser.add_argument("--repo", type=Path, default=None,
                         help="the repository root holding dvc.yaml, releases.yaml and metrics/ (default: the nearest "
                         "folder at or above the current one holding dvc.yaml)")
@@ -362,6 +364,13 @@ def _release(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return EXIT_PASS
 
 
+def _model_file(repo: Path, defender: str) -> Path | None:
+    """The released model file of ``defender`` (``data/defenders/<name>/model.*``, written by the defenders stage),
+    or ``None`` where there is not exactly one."""
+    found = sorted((repo / "data" / "defenders" / defender).glob("model.*"))
+    return found[0] if len(found) == 1 else None
+
+
 def _record_release(args: argparse.Namespace) -> str:
     """Check everything, then append the release; returns its name (:class:`ReleaseRefused` otherwise)."""
     from datetime import datetime, timezone
@@ -395,22 +404,31 @@ def _record_release(args: argparse.Namespace) -> str:
         ledger = read_ledger(repo / LEDGER_FILE)
     except (ValueError, OSError) as exc:
         raise ReleaseRefused(str(exc), EXIT_USAGE) from None
-    identity = args.identity if args.identity is not None else stamp.identity
+    identity = stamp.identity
+    if args.identity is not None and args.identity != identity:  # a release under another identity is never composed
+        raise ReleaseRefused(f"--identity {args.identity!r} is not the data set identity this audit ran with "
+                             f"({identity!r}, data/source/meta.json): the gate composes the releases of the audit's "
+                             f"identity only; set dataset.identity: {args.identity!r} in params.yaml and rerun "
+                             "`dvc repro`, or drop --identity", EXIT_USAGE)
     if gate.ledger is not None and gate.ledger.identity != identity:
         raise ReleaseRefused(f"the gate checked gate.total_budget for data set identity {gate.ledger.identity!r}, "
-                             f"not {identity!r}: set dataset.identity: {identity!r} in params.yaml and rerun "
-                             "`dvc repro`, or drop --identity", EXIT_USAGE)
+                             f"not {identity!r}: rerun `dvc repro`", EXIT_USAGE)
     gate_hash = file_digest(gate_path)
-    earlier = next((r for r in ledger.releases if r.defender == args.defender and r.audit.gate_hash == gate_hash), None)
-    if earlier is not None:
-        raise ReleaseRefused(f"this audit of {args.defender!r} is already released as {earlier.name!r}", EXIT_USAGE)
+    model = _model_file(repo, args.defender)
+    model_hash = file_digest(model, "sha256") if model is not None else None
+    earlier = next((r for r in ledger.releases if r.defender == args.defender and (
+        r.audit.gate_hash == gate_hash or (model_hash is not None and r.audit.model_sha256 == model_hash))), None)
+    if earlier is not None:  # the same model again (a later gate differs: it composed the earlier release)
+        raise ReleaseRefused(f"this model of {args.defender!r} ({model or 'its audit'}) is already released as "
+                             f"{earlier.name!r}; retrain (a change to its recipe, data or seed) before releasing "
+                             "again", EXIT_USAGE)
     release = Release(
         name=args.name or f"{args.defender}-{commit[:12]}", defender=args.defender,
         date=datetime.now(timezone.utc).replace(microsecond=0),
         dataset=LedgerDataset(identity=identity, digest=stamp.digest),
         claim=LedgerClaim(epsilon=claim.epsilon, delta=claim.delta, neighbourhood=claim.neighbourhood,
                           mechanism=claim.mechanism),
-        audit=LedgerAudit(commit=commit, gate_hash=gate_hash))
+        audit=LedgerAudit(commit=commit, gate_hash=gate_hash, model_sha256=model_hash))
     try:
         append_release(repo / LEDGER_FILE, release)
     except (ValueError, OSError) as exc:

@@ -90,11 +90,53 @@ def test_a_fresh_pass_with_a_claim_is_recorded(tmp_path: Path, capsys: pytest.Ca
     assert (entry.claim.epsilon, entry.claim.delta, entry.claim.neighbourhood.value) == (1.0, 0.0, "add_remove")
 
 
-def test_name_and_identity_can_be_given(tmp_path: Path) -> None:
+def test_name_and_identity_can_be_given(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``--identity`` checks the identity the audit ran with; another one is refused (a release recorded under an
+    identity the gate does not compose — a typo, ``patiens`` — was silently left out of every later budget)."""
     repo = make_repo(tmp_path, min_privacy=0.0)
-    assert release(repo, "dp_sgd", "--name", "model-2026-05", "--identity", "patients") == 0
+    assert release(repo, "dp_sgd", "--name", "model-2026-05", "--identity", "patients") == 2
+    err = capsys.readouterr().err
+    assert "--identity 'patients' is not the data set identity this audit ran with ('digits'" in err
+    assert "set dataset.identity: 'patients' in params.yaml" in err
+    assert read_ledger(repo / "releases.yaml").releases == ()
+    assert release(repo, "dp_sgd", "--name", "model-2026-05", "--identity", "digits") == 0
     (entry,) = read_ledger(repo / "releases.yaml").releases
-    assert entry.name == "model-2026-05" and entry.dataset.identity == "patients"
+    assert entry.name == "model-2026-05" and entry.dataset.identity == "digits"
+
+
+def test_the_same_model_is_not_released_twice(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Release, commit the ledger, recompute the gate (it composes the release: another gate hash), release the
+    same trained model again: refused by the model file's sha256 (the gate-hash guard alone never fired, and the
+    model was charged to the budget twice)."""
+    model = tmp_path / "data" / "defenders" / "dp_sgd" / "model.safetensors"
+    model.parent.mkdir(parents=True)
+    model.write_bytes(b"the released weights")
+    repo = make_repo(tmp_path, min_privacy=0.0)
+    assert release(repo, "dp_sgd") == 0
+    (first,) = read_ledger(repo / "releases.yaml").releases
+    assert first.audit.model_sha256 == file_digest(model)
+    git(repo, "add", "releases.yaml")
+    git(repo, "commit", "-qm", "release")
+    gate = json.loads((repo / "metrics" / "gate.json").read_text())
+    (repo / "metrics" / "gate.json").unlink()  # the next `dvc repro`: the report stage reran on the new ledger
+    write_consistent_lock(repo)
+    gate["provenance"] = provenance_stamp(repo, "report")
+    write_json(repo / "metrics" / "gate.json", {**gate, "warnings": ["composed 1 release"]})
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "audit after the release")
+    capsys.readouterr()
+    assert release(repo, "dp_sgd", "--name", "again") == 2
+    err = capsys.readouterr().err
+    assert "this model of 'dp_sgd' (" in err and "is already released as 'dp_sgd-" in err, err
+    assert len(read_ledger(repo / "releases.yaml").releases) == 1
+    model.write_bytes(b"retrained weights")  # a new model (retrained): released
+    (repo / "metrics" / "gate.json").unlink()
+    write_consistent_lock(repo)
+    gate["provenance"] = provenance_stamp(repo, "report")
+    write_json(repo / "metrics" / "gate.json", gate)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "retrained")
+    assert release(repo, "dp_sgd", "--name", "retrained") == 0, capsys.readouterr().err
 
 
 def test_the_next_release_needs_a_gate_that_composed_the_last(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -163,7 +205,11 @@ def test_an_identity_other_than_the_budgets_is_refused(tmp_path: Path, capsys: p
     metrics["audit"]["logreg"]["claimed_epsilon"] = 5.0  # (logreg is not released here)
     repo = make_repo(tmp_path, metrics, ledger=ctx, min_privacy=0.0)
     assert release(repo, "dp_sgd", "--identity", "patients") == 2
+    assert "is not the data set identity this audit ran with ('digits'" in capsys.readouterr().err
+    write_json(repo / "data" / "source" / "meta.json", {"name": "digits", "identity": "patients", "digest": "ab" * 32})
+    assert release(repo, "dp_sgd") == 2  # the data's identity moved since the gate checked its budget
     assert "checked gate.total_budget for data set identity 'digits', not 'patients'" in capsys.readouterr().err
+    write_json(repo / "data" / "source" / "meta.json", {"name": "digits", "identity": "digits", "digest": "ab" * 32})
     assert release(repo, "dp_sgd") == 0
 
 

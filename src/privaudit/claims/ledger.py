@@ -13,7 +13,8 @@ An entry (:class:`Release`)::
       date: '2026-05-04T09:12:44Z'
       dataset: {identity: digits, digest: <sha256 of the stored arrays, data/source/meta.json>}
       claim: {epsilon: 1.0, delta: 1.0e-05, neighbourhood: add_remove, mechanism: {kind: subsampled_gaussian, ...}}
-      audit: {commit: <the git commit of the audit files>, gate_hash: <sha256 of metrics/gate.json>}
+      audit: {commit: <the git commit of the audit files>, gate_hash: <sha256 of metrics/gate.json>,
+              model_sha256: <sha256 of the released model file>}
 
 :func:`read_ledger` validates the whole file (an error names the file and the key); :func:`append_release`
 appends one entry under an exclusive lock and replaces the file atomically
@@ -95,10 +96,12 @@ class LedgerClaim(_Frozen):
 
 
 class LedgerAudit(_Frozen):
-    """The audit that passed the release: the git commit holding its audit files and the sha256 of its gate."""
+    """The audit that passed the release: the git commit holding its audit files, the sha256 of its gate and of
+    the released model file (``data/defenders/<name>/model.*``; ``None`` in entries written before it was kept)."""
 
     commit: str = Field(pattern=_HEX40)
     gate_hash: str = Field(pattern=_HEX64)
+    model_sha256: str | None = Field(None, pattern=_HEX64)
 
 
 class Release(_Frozen):
