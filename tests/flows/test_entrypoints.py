@@ -87,6 +87,21 @@ def test_help_as_a_real_program_and_telemetry_off() -> None:
     assert proc.stdout.split() == ["1", "1", "False", "False", "False"]
 
 
+def test_importing_flows_gives_the_ephemeral_server_time_to_start() -> None:
+    """A first one-shot flow on 2 loaded cores died after Prefect's 20 s ("Timed out while attempting to connect to
+    ephemeral Prefect API server"; the server took 24 s): importing ``flows`` sets 120 s unless the user set it."""
+    env = {k: v for k, v in os.environ.items() if k != "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS"}
+    code = ("import flows\n"
+            "from prefect.settings import get_current_settings\n"
+            "print(get_current_settings().server.ephemeral.startup_timeout_seconds)\n")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["120"]
+    mine = {**env, "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "45"}
+    proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=mine, capture_output=True, text=True, timeout=300)
+    assert proc.stdout.split() == ["45"], proc.stderr
+
+
 def test_override_blocks_come_from_the_params_model() -> None:
     from flows.audit import STAGE_PREFIXES, AuditOverrides
     from privaudit.config import Params
