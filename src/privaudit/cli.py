@@ -348,8 +348,11 @@ def _check_releasable(defender: str, gate: GateResult, entry: AuditEntry | None)
                              "rerun `dvc repro`", EXIT_FAIL)
     if state == "pass-noclaim":
         raise ReleaseRefused(f"defender {defender!r} makes no DP claim: the ledger composes claims, and a release "
-                             "without one has an unbounded ε; declare its (epsilon, delta) in params.yaml and rerun "
-                             "`dvc repro`", EXIT_FAIL)
+                             "without one has an unbounded ε. Only a DP recipe claims one: a dp_sgd defender (its "
+                             "epsilon, delta) or a kind: python trainer that declares claimed_epsilon and "
+                             "claimed_delta in params.yaml (then rerun `dvc repro`); a recipe without a DP mechanism "
+                             "(torch_mlp, logistic_regression, sklearn) cannot be released under the ledger",
+                             EXIT_FAIL)
 
 
 def _release(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:

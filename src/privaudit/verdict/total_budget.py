@@ -98,7 +98,9 @@ def _defender(name: str, claim: PrivacyClaim | None, ctx: LedgerContext) -> tupl
     if claim is None:
         return DefenderLedger(composed_epsilon=None, within_budget=False), [
             f"{name}: no DP claim, so its composed ε with {composed_with} is unbounded (inf) under {budget}; "
-            "declare the DP claim of the recipe, or set gate.total_budget: null for an audit that releases nothing"]
+            "a kind: python trainer declares one with claimed_epsilon and claimed_delta; a recipe without a DP "
+            "mechanism (torch_mlp, logistic_regression, sklearn) has none: leave it out of the audit you release "
+            "from, or set gate.total_budget: null for an audit that releases nothing"]
     claims, lost = _in(claim.neighbourhood, ctx.releases)
     if lost:
         return DefenderLedger(composed_epsilon=None, within_budget=False), [
