@@ -47,7 +47,7 @@ from flows._dvc import (
     set_overrides_args,
 )
 from privaudit.config import Params
-from privaudit.verdict.metrics_files import AuditMetrics, GateResult
+from privaudit.verdict.metrics_files import AuditEntry, AuditMetrics, GateResult
 from privaudit.verdict.metrics_files import read_gate as read_gate_file
 from privaudit.verdict.metrics_files import read_metrics as read_metrics_files
 
@@ -146,29 +146,42 @@ def _num(value: float | None) -> float | None:
     return float(value) if value is not None and math.isfinite(value) else None
 
 
-#: the ε̂ lower bounds a row shows (Game 3, LiDP K = √n and K = 1), by source name
-ROW_EPSILONS: tuple[str, ...] = ("game3.eps_low", "lidp.eps_lower_bound", "lidp.eps_lower_bound_k1")
+def _largest_gated(audit: AuditEntry) -> tuple[float, str] | None:
+    """A defender without a claim: its largest gated ε lower bound and the audit's label (evidence of leakage)."""
+    from privaudit.claims.registry import BOUND_LABELS
+
+    gated = None if audit.budget is None else set(audit.budget.gated)
+    found = [(value, BOUND_LABELS.get(kind, kind)) for kind, _, _, value in audit.epsilon_lower_bounds()
+             if (gated is None or kind in gated) and _num(value) is not None]
+    return max(found, key=lambda f: f[0]) if found else None
 
 
 def defender_rows(gate: GateResult, metrics: AuditMetrics) -> list[dict[str, Any]]:
-    """One row per defender: gate, LTU privacy ± stderr, utility, claimed ε, ε̂ and its parts."""
+    """One row per defender, as ``privaudit verdict`` and the report's first screen show it: the state (``PASS``,
+    ``PASS (no DP claim)``, ``FAIL``, ``NOT AUDITED``), LTU privacy ± stderr, utility, claimed ε, and ε̂ — for a
+    claiming defender its strongest gated bound against the claim, for another its largest gated bound — with the
+    audit it came from. (The table showed Game 3 and LiDP only, and the ungated LiDP K = 1 view, so its ε̂ was not
+    the gate's: 0.000 where the verdict said 0.958.)"""
+    from privaudit.report.first_screen import defender_state, state_label, strongest_bound
+    from privaudit.verdict.gate import NOT_AUDITED
+
     rows = []
     for name, verdict in gate.defenders.items():
         ltu = metrics.ltu.get(name)
         audit = metrics.audit.get(name)
-        found = audit.epsilon_lower_bounds() if audit is not None else []
-        eps = {source: value for _, source, _, value in found if source in ROW_EPSILONS}
+        state = defender_state(audit, verdict, any(NOT_AUDITED in r for r in verdict.reasons))
+        strongest = strongest_bound(audit)
+        shown = ((strongest.epsilon, strongest.label) if strongest is not None
+                 else _largest_gated(audit) if audit is not None and audit.claim is None else None)
         rows.append({
             "defender": name,
-            "gate": "PASS" if verdict.passed else "FAIL",
+            "gate": state_label(state),
             "privacy": _num(ltu.privacy) if ltu else None,
             "privacy_stderr": _num(ltu.privacy_stderr) if ltu else None,
             "utility": _num(ltu.utility) if ltu else None,
             "claimed_epsilon": _num(audit.claimed_epsilon) if audit else None,
-            "epsilon_hat": max(eps.values()) if eps else None,
-            "game3_eps_low": eps.get("game3.eps_low"),
-            "lidp_eps_lower_bound": eps.get("lidp.eps_lower_bound"),
-            "lidp_eps_lower_bound_k1": eps.get("lidp.eps_lower_bound_k1"),
+            "epsilon_hat": shown[0] if shown is not None else None,
+            "epsilon_hat_audit": shown[1] if shown is not None else None,
             "reasons": "; ".join(verdict.reasons),
         })
     return rows
@@ -176,6 +189,12 @@ def defender_rows(gate: GateResult, metrics: AuditMetrics) -> list[dict[str, Any
 
 def _fmt(value: Any, digits: int = 3) -> str:
     return "—" if value is None else (f"{value:.{digits}f}" if isinstance(value, float) else str(value))
+
+
+def _eps_cell(row: dict[str, Any]) -> str:
+    """ε̂ and the audit it came from, e.g. ``0.958 (white-box DP-SGD audit)``."""
+    audit = row.get("epsilon_hat_audit")
+    return _fmt(row["epsilon_hat"]) + (f" ({audit})" if audit else "")
 
 
 def summary_markdown(gate: GateResult, rows: list[dict[str, Any]], report: Path) -> str:
@@ -186,8 +205,9 @@ def summary_markdown(gate: GateResult, rows: list[dict[str, Any]], report: Path)
     for r in rows:
         priv = _fmt(r["privacy"]) + (f" ± {_fmt(r['privacy_stderr'])}" if r["privacy_stderr"] is not None else "")
         lines.append(f"| {r['defender']} | {r['gate']} | {priv} | {_fmt(r['utility'])} | "
-                     f"{_fmt(r['claimed_epsilon'])} | {_fmt(r['epsilon_hat'])} |")
-    lines += ["", "ε̂ = the largest audited lower bound (Game 3 `eps_low`, LiDP `eps_lower_bound`, K=1 bound)."]
+                     f"{_fmt(r['claimed_epsilon'])} | {_eps_cell(r)} |")
+    lines += ["", "ε̂ = with a claim, the strongest gated ε lower bound against it (as `privaudit verdict` shows it); "
+              "without one, the largest gated ε lower bound (evidence of leakage, nothing to refute)."]
     if gate.reasons:
         lines += ["", "## Reasons", ""] + [f"- {reason}" for reason in gate.reasons]
     lines += ["", f"Report: `{report}`"]

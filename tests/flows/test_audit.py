@@ -71,10 +71,12 @@ def test_audit_flow_runs_pipeline_and_publishes_artifacts(micro_workspace: Path,
     assert [row["defender"] for row in table] == list(gate["defenders"]) == ["logreg"]
     row = table[0]
     entry = parse_entries("audit", audit_json)["logreg"]
-    eps = [e for _, source, _, e in entry.epsilon_lower_bounds() if source in audit.ROW_EPSILONS]
-    assert row["epsilon_hat"] == pytest.approx(max(eps))
+    gated = set(entry.budget.gated) if entry.budget is not None else None
+    eps = [e for kind, _, _, e in entry.epsilon_lower_bounds() if gated is None or kind in gated]
+    assert entry.claim is None and row["gate"] in ("PASS (no DP claim)", "FAIL")  # the verdict's own words
+    assert row["epsilon_hat"] == pytest.approx(max(eps))  # no claim: the largest gated bound
     assert row["privacy"] == pytest.approx(ltu["logreg"]["privacy"])
-    assert f"{row['privacy']:.3f}" in md and f"{row['epsilon_hat']:.3f}" in md
+    assert f"{row['privacy']:.3f}" in md and f"{row['epsilon_hat']:.3f} ({row['epsilon_hat_audit']})" in md
     report = ws / "reports" / "audit.html"
     assert report.is_file() and report.resolve().as_uri() in arts["privaudit-report"].data
 
@@ -169,7 +171,8 @@ def test_failed_gate_fails_the_flow_with_its_reasons(micro_workspace: Path, tmp_
     assert "**FAIL**" in md and all(r in md for r in FAILED_GATE["reasons"])
     rows = {r["defender"]: r for r in json.loads(arts["privaudit-defenders"].data)}
     assert rows["mlp"]["gate"] == "FAIL" and rows["mlp"]["epsilon_hat"] == 3.1 and rows["mlp"]["privacy"] == 0.1
-    assert rows["logreg"]["gate"] == "PASS" and rows["logreg"]["epsilon_hat"] is None
+    assert rows["mlp"]["epsilon_hat_audit"] == "Game 3"
+    assert rows["logreg"]["gate"] == "PASS (no DP claim)" and rows["logreg"]["epsilon_hat"] is None
 
 
 
