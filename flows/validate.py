@@ -125,16 +125,26 @@ def record_state(state_file: Path, state: dict[str, Any]) -> None:
     write_json(state_file, state)
 
 
+def _repo_path(repo: Path, path: str) -> str:
+    """``path`` as params.yaml would hold it: relative to ``repo`` (POSIX) when it lies inside, else absolute. The
+    data set's default identity (the release ledger's grouping) names the path, so a drop audited from here and the
+    same file set by hand in params.yaml must get the same one (an absolute path made them two identities, whose
+    releases were never composed)."""
+    full = (repo / Path(path).expanduser()).resolve()
+    root = repo.resolve()
+    return full.relative_to(root).as_posix() if full.is_relative_to(root) else str(full)
+
+
 def audit_parameters(repo: Path, name: str, path: str | None, label_column: str | None) -> dict[str, Any]:
     """Parameters of the triggered audit run: ``force=True`` plus the dataset keys that differ from params.yaml."""
     raw = yaml.safe_load((repo / "params.yaml").read_text(encoding="utf-8")) or {}
     current = raw.get("dataset") or {}
-    wanted = {"name": name, "path": str(Path(path).expanduser().resolve()) if path else None, "label_column": label_column}
+    wanted = {"name": name, "path": _repo_path(repo, path) if path else None, "label_column": label_column}
     overrides = {}
     for key, value in wanted.items():
         have = current.get(key)
         if key == "path" and have:
-            have = str((repo / have).resolve()) if not Path(have).is_absolute() else have
+            have = _repo_path(repo, have)
         if have != value:
             overrides[f"dataset_{key}"] = value
     params: dict[str, Any] = {"repo": str(repo), "force": True}

@@ -74,7 +74,9 @@ class DatasetParams(_Strict):
         from ``dataset.path``), the name the release ledger groups releases by."""
         if self.identity is not None:
             return self.identity
-        return f"{self.name}:{self.path}" if self.name in _FILE_SOURCES and self.path else self.name
+        if self.name in _FILE_SOURCES and self.path:  # ``./data/x.csv`` and ``data/x.csv``: one identity
+            return f"{self.name}:{os.path.normpath(str(self.path))}"
+        return self.name
 
     @field_validator("name")
     @classmethod

@@ -138,6 +138,22 @@ def test_audit_parameters_only_override_what_differs(micro_workspace: Path, tmp_
     assert p["overrides"] == {"dataset_label_column": "label"}
 
 
+def test_a_drop_inside_the_repository_is_named_as_params_yaml_would(micro_workspace: Path, tmp_path: Path) -> None:
+    """A drop under the repository is passed relative to it, so the data set's default identity (the ledger's
+    grouping) is the one a hand-edited params.yaml gives (``csv:data/external/own.csv``); outside, absolute."""
+    from privaudit.config import DatasetParams
+
+    inside = micro_workspace / "data" / "external" / "own.csv"
+    p = audit_parameters(micro_workspace, "csv", str(inside), "label")
+    assert p["overrides"]["dataset_path"] == "data/external/own.csv"
+    identity = DatasetParams(name="csv", path=p["overrides"]["dataset_path"], label_column="label").data_identity()
+    assert identity == DatasetParams(name="csv", path="./data/external/own.csv", label_column="label").data_identity()
+    assert identity == "csv:data/external/own.csv"
+    outside = tmp_path / "drop.csv"
+    assert audit_parameters(micro_workspace, "csv", str(outside), "label")["overrides"]["dataset_path"] == str(
+        outside.resolve())
+
+
 def test_content_hash_sees_any_change(tmp_path: Path) -> None:
     a = load_source("csv", str(write_drop(tmp_path / "a.csv")), "label")
     b = load_source("csv", str(write_drop(tmp_path / "b.csv")), "label")
