@@ -126,7 +126,9 @@ def canary_trials_flow(
     store = root / DEFAULT_SHARD_ROOT
     with exclusive_pipeline(root, timeout_s):
         # up to the plan stage: the budget is checked and the black-box runs are sized before any shard runs
-        run_dvc(root, ["repro", "plan"], timeout_s)
+        # the stages' own lines (the plan, the canaries stage's progress with its ETA) reach the run's log as they come
+        log_line = lambda line: logger.info("%s", line) if line.strip() else None  # noqa: E731
+        run_dvc(root, ["repro", "plan"], timeout_s, on_line=log_line)
         fs = load_feature_set(root / "data" / "features", root / "data" / "split")
         todo = missing_shards(store, CanaryPlan.of(params, root, sized_runs=read_sized_runs(root / "data" / "plan")), fs)
         address = scheduler_address(dask_address, params)
@@ -137,7 +139,7 @@ def canary_trials_flow(
             saved = shards_flow.with_options(task_runner=runner)(str(root), todo, device)
         if not run_pipeline:
             return Completed(message=f"computed {len(saved)} shard(s); pipeline not run", data={"shards": saved})
-        run_dvc(root, ["repro"], timeout_s)
+        run_dvc(root, ["repro"], timeout_s, on_line=log_line)
         gate = read_gate(root)
         metrics = read_metrics(root)
     rows = defender_rows(gate, metrics)

@@ -63,8 +63,15 @@ def test_shards_on_an_existing_dask_cluster_match_the_stage(micro_workspace: Pat
     shutil.rmtree(store)
 
     dvc_calls: list[list[str]] = []
+    logged: list[bool] = []
     real = ct.run_dvc
-    monkeypatch.setattr(ct, "run_dvc", lambda repo, args, t=None: dvc_calls.append(args) or real(repo, args, t))
+
+    def recorded(repo: Path, args: list[str], t: float | None = None, on_line: Any = None) -> str:
+        dvc_calls.append(args)
+        logged.append(on_line is not None)  # the stages' lines reach the run's log (they showed nothing)
+        return real(repo, args, t, on_line=on_line)
+
+    monkeypatch.setattr(ct, "run_dvc", recorded)
     with LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None) as cluster:
         state = canary_trials_flow(repo=str(ws), dask_address=cluster.scheduler_address, device="cpu",
                                    return_state=True)
@@ -73,7 +80,7 @@ def test_shards_on_an_existing_dask_cluster_match_the_stage(micro_workspace: Pat
     result = state.result(raise_on_failure=False)
     summary = result.summary if isinstance(result, GateFailed) else result
     assert len(summary["shards"]) == len(before)
-    assert dvc_calls == [["repro", "plan"], ["repro"]]
+    assert dvc_calls == [["repro", "plan"], ["repro"]] and logged == [True, True]
     after = _arrays(store)
     assert after.keys() == before.keys()
     for name, arrays in before.items():
