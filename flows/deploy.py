@@ -40,7 +40,7 @@ from prefect.schedules import Cron
 from flows._dvc import DVC_CONCURRENCY_LIMIT, resolve_repo
 from flows.audit import audit_flow
 from flows.canary_trials import canary_trials_flow
-from flows.validate import validate_flow
+from flows.validate import dataset_defaults, validate_flow
 
 AUDIT_DEPLOYMENT_NAME = "nightly-audit"
 VALIDATE_DEPLOYMENT_NAME = "hourly-data-validation"
@@ -49,16 +49,6 @@ DEFAULT_AUDIT_CRON = "0 2 * * *"
 DEFAULT_VALIDATE_CRON = "0 * * * *"
 DEFAULT_TIMEZONE = "UTC"
 TAGS = ["privaudit"]
-
-
-def dataset_defaults(repo: Path) -> dict[str, Any]:
-    """``path``/``dataset_name``/``label_column`` for the validation flow from ``params.yaml``'s ``dataset`` block."""
-    raw = yaml.safe_load((repo / "params.yaml").read_text(encoding="utf-8")) or {}
-    ds = raw.get("dataset") or {}
-    path = ds.get("path")
-    if path and not Path(path).is_absolute():
-        path = str((repo / path).resolve())
-    return {"path": path, "dataset_name": ds.get("name", "digits"), "label_column": ds.get("label_column")}
 
 
 def build_deployments(

@@ -50,6 +50,7 @@ from prefect.states import Completed, Failed, State
 from flows._dvc import resolve_repo
 from flows.audit import audit_flow
 from privaudit.artifacts import read_json, write_json
+from privaudit.config import FILE_SOURCES
 from privaudit.data.sources import DataSourceError, SourceData, load_source
 from privaudit.validation import ValidationFailed, validate_source
 
@@ -233,6 +234,16 @@ def validate_flow(
                      data={"sha256": digest, "audit_flow_run_id": run_id, "audit_passed": audit_passed})
 
 
+def dataset_defaults(repo: Path) -> dict[str, Any]:
+    """``path``/``dataset_name``/``label_column`` for the validation flow from ``params.yaml``'s ``dataset`` block."""
+    raw = yaml.safe_load((repo / "params.yaml").read_text(encoding="utf-8")) or {}
+    ds = raw.get("dataset") or {}
+    path = ds.get("path")
+    if path and not Path(path).is_absolute():
+        path = str((repo / path).resolve())
+    return {"path": path, "dataset_name": ds.get("name", "digits"), "label_column": ds.get("label_column")}
+
+
 def main(argv: list[str] | None = None) -> int:
     """``python -m flows.validate PATH --dataset-name csv --label-column label``: one run, exit 1 on Failed.
 
@@ -241,9 +252,13 @@ def main(argv: list[str] | None = None) -> int:
     """
     summary = (validate_flow.description or "").split("\n")[0]
     parser = argparse.ArgumentParser(prog="python -m flows.validate", description=summary)
-    parser.add_argument("path", nargs="?", default=None)
-    parser.add_argument("--dataset-name", default="csv")
-    parser.add_argument("--label-column", default=None)
+    parser.add_argument("path", nargs="?", default=None,
+                        help="the drop: a CSV, the Location .tgz, an image folder (default, with no --dataset-name: "
+                             "params.yaml's dataset block)")
+    parser.add_argument("--dataset-name", default=None,
+                        help="dataset.name of the drop (csv, location, imagefolder, digits, mnist5k, ...; "
+                             "default: csv with a PATH, else params.yaml's)")
+    parser.add_argument("--label-column", default=None, help="dataset.label_column of a csv drop")
     parser.add_argument("--repo", default=None)
     parser.add_argument("--state-file", default=None,
                         help="last validated hashes (default: <repo>/.dvc/tmp/privaudit-validated.json)")
@@ -251,6 +266,14 @@ def main(argv: list[str] | None = None) -> int:
                         help=f"start this deployment instead of auditing here (needs a Prefect server; the "
                              f"served one is {AUDIT_DEPLOYMENT})")
     args = parser.parse_args(argv)
+    if args.path is None and args.dataset_name is None:  # the data set params.yaml audits, as the deployment does
+        drop = dataset_defaults(resolve_repo(args.repo))
+        args.path, args.dataset_name = drop["path"], drop["dataset_name"]
+        args.label_column = args.label_column if args.label_column is not None else drop["label_column"]
+    elif args.dataset_name is None:
+        args.dataset_name = "csv"
+    elif args.path is None and args.dataset_name in FILE_SOURCES:
+        parser.error(f"--dataset-name {args.dataset_name} reads a file or folder: give its PATH")
     state = validate_flow(path=args.path, dataset_name=args.dataset_name, label_column=args.label_column,
                           repo=args.repo, audit_deployment=args.audit_deployment, state_file=args.state_file,
                           return_state=True)

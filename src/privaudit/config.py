@@ -56,7 +56,7 @@ _PATH_HINT = {
 
 
 #: the data sources read from ``dataset.path``: their default identity names the path too
-_FILE_SOURCES = frozenset({"location", "csv", "imagefolder"})
+FILE_SOURCES = frozenset({"location", "csv", "imagefolder"})
 
 
 class DatasetParams(_Strict):
@@ -74,7 +74,7 @@ class DatasetParams(_Strict):
         from ``dataset.path``), the name the release ledger groups releases by."""
         if self.identity is not None:
             return self.identity
-        if self.name in _FILE_SOURCES and self.path:  # ``./data/x.csv`` and ``data/x.csv``: one identity
+        if self.name in FILE_SOURCES and self.path:  # ``./data/x.csv`` and ``data/x.csv``: one identity
             return f"{self.name}:{os.path.normpath(str(self.path))}"
         return self.name
 

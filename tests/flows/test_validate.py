@@ -10,6 +10,7 @@ from uuid import UUID
 import numpy as np
 import pandas as pd
 import pytest
+import yaml
 
 import flows.validate as validate
 from flows.audit import audit_flow
@@ -214,3 +215,34 @@ def test_unregistered_deployment_fails_in_one_line(micro_workspace: Path, tmp_pa
     assert "'privaudit-audit/no-such-deployment' is not registered" in state.message
     assert "python -m flows.deploy" in state.message and "without --audit-deployment" in state.message
     assert "\n" not in state.message and not state_file.exists()
+
+
+def test_the_command_without_a_path_validates_the_data_set_params_yaml_names(
+        micro_workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``python -m flows.validate`` alone: the params.yaml data set (as the deployment does), not a csv without a
+    path reported as "data validation failed"; ``--dataset-name csv`` without a PATH is a usage error."""
+    import flows.validate as fv
+
+    seen: dict[str, Any] = {}
+
+    class _Done:
+        message = "validation passed"
+
+        def is_completed(self) -> bool:
+            return True
+
+        def result(self) -> dict[str, Any]:
+            return {}
+
+    def fake_flow(**kw: Any) -> _Done:
+        seen.update(kw)
+        return _Done()
+
+    fake_flow.description = fv.validate_flow.description  # type: ignore[attr-defined]
+    monkeypatch.setattr(fv, "validate_flow", fake_flow)
+    assert fv.main(["--repo", str(micro_workspace)]) == 0
+    params = yaml.safe_load((micro_workspace / "params.yaml").read_text())["dataset"]
+    assert (seen["dataset_name"], seen["path"]) == (params["name"], params.get("path"))
+    with pytest.raises(SystemExit) as usage:
+        fv.main(["--dataset-name", "csv", "--repo", str(micro_workspace)])
+    assert usage.value.code == 2
