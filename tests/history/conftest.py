@@ -43,7 +43,8 @@ def repo(tmp_path: Path) -> Iterator[Path]:
 
 def record(i: int = 0, *, eps: dict[str, dict[str, float]] | None = None, packages: dict[str, str] | None = None,
            commit: str | None = "a" * 40, user_code: dict[str, str] | None = None, digest: str = "d1",
-           params: str = "p1", trigger: str = "dvc repro", utility: float = 0.9) -> AuditRecord:
+           params: str = "p1", trigger: str = "dvc repro", utility: float = 0.9,
+           identity: str = "digits") -> AuditRecord:
     """A record of run ``i`` (one hour apart); ``eps`` = {defender: {bound kind: ε̂}}."""
     eps = eps if eps is not None else {"dpsgd": {"whitebox": 0.95, "one_run": 0.1}}
     defenders = {name: DefenderRecord(
@@ -52,7 +53,7 @@ def record(i: int = 0, *, eps: dict[str, dict[str, float]] | None = None, packag
                       for k, v in bounds.items()))
         for name, bounds in eps.items()}
     return AuditRecord(when=T0 + timedelta(hours=i), trigger=trigger, commit=commit, dirty=False,
-                       data=DataRecord(identity="digits", digest=digest), python="3.11.7",
+                       data=DataRecord(identity=identity, digest=digest), python="3.11.7",
                        packages=packages if packages is not None else dict(PACKAGES), params_sha256=params,
                        params_blocks={"defenders": params}, code_sha256="c1", user_code=user_code or {},
                        passed=True, defenders=defenders)

@@ -74,3 +74,17 @@ def test_the_fence_uses_a_robust_spread_and_its_floors() -> None:
     assert s == pytest.approx(1.4826) and fence == pytest.approx(3.0 + 3 * 1.4826)
     # a first run is never flagged, nor a bound seen for the first time
     assert find_regressions([record(0, eps={"d": {"one_run": 9.0}})]) == []
+
+
+def test_a_run_on_another_data_set_starts_its_own_series() -> None:
+    """Scheduled runs that switch between params.yaml's data set and a validated drop: the drop's larger ε̂ is not a
+    regression of the other data set's series (the walkthrough saw REGRESSION flags on every switch); a rise within
+    one data set still is, compared with that data set's runs only."""
+    digits = [record(i, eps={"dp": {"one_run": 0.3}}) for i in range(3)]
+    drop = record(3, eps={"dp": {"one_run": 2.0}}, identity="csv:data/external/drop.csv", digest="d9")
+    again = record(4, eps={"dp": {"one_run": 0.31}})
+    assert find_regressions([*digits, drop, again]) == []
+    risen = record(5, eps={"dp": {"one_run": 1.4}})
+    found = find_regressions([*digits, drop, again, risen])
+    assert [(g.record, g.earlier) for g in found] == [(5, 4)]  # the four digits runs, not the drop
+    assert found[0].changes == (NOTHING_CHANGED,)  # said against the last digits run, not against the drop

@@ -1,7 +1,9 @@
 """Regressions between audit runs: a gated ε̂ that rises beyond what the earlier runs' spread explains.
 
-For each record and each gated bound of a defender (same defender, same bound kind, e.g. ``one_run``),
-with ``x_1 … x_n`` the finite ε̂ of that bound in the **earlier** records (n ≥ 1):
+For each record and each gated bound of a defender (same defender, same bound kind, e.g. ``one_run``, and the
+same data set identity: a run on other people's data starts its own series, as scheduled runs that switch between a
+validated drop and ``params.yaml``'s data set would otherwise compare the two), with ``x_1 … x_n`` the finite ε̂ of
+that bound in the **earlier** records of that series (n ≥ 1):
 
     flag  iff  ε̂ > m + max(3·s, REL·m, ABS),    m = median(x),  s = 1.4826·median(|x − m|)
 
@@ -123,17 +125,20 @@ NOTHING_CHANGED = ("nothing recorded changed (same commit, code, data, params, t
 def find_regressions(records: Sequence[AuditRecord], *, rel: float = REL, abs_: float = ABS,
                      changed_files: Callable[[str, str], list[str] | None] | None = None) -> list[Regression]:
     """Every flagged gated ε̂ of ``records`` (oldest first), each compared with the earlier runs of its defender
-    and bound kind (see the module doc)."""
+    and bound kind on the same data set identity (see the module doc)."""
     found: list[Regression] = []
-    seen: dict[tuple[str, str], list[float]] = {}
+    seen: dict[tuple[str, str, str], list[float]] = {}
+    last: dict[str, int] = {}  # data set identity → its latest record so far (what changed is said against it)
     for i, record in enumerate(records):
+        before = records[last.get(record.data.identity, i - 1)] if i else record
+        last[record.data.identity] = i
         for name, defender in record.defenders.items():
             for bound in defender.eps_hat:
-                earlier = seen.setdefault((name, bound.kind), [])
+                earlier = seen.setdefault((name, bound.kind, record.data.identity), [])
                 if earlier and math.isfinite(bound.epsilon):
                     m, s, fence = threshold(earlier, rel, abs_)
                     if bound.epsilon > fence:
-                        what = changes(records[i - 1], record, changed_files) or [NOTHING_CHANGED]
+                        what = changes(before, record, changed_files) or [NOTHING_CHANGED]
                         found.append(Regression(record=i, defender=name, kind=bound.kind, audit=bound.audit,
                                                 epsilon=bound.epsilon, median=m, spread=s, threshold=fence,
                                                 earlier=len(earlier), changes=tuple(what)))
