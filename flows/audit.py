@@ -36,7 +36,7 @@ from typing import Any, Literal
 from prefect import flow, get_run_logger, task
 from prefect.artifacts import create_link_artifact, create_markdown_artifact, create_table_artifact
 from prefect.states import Completed, Failed, State
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from flows._dvc import (
     check_params,
@@ -47,6 +47,7 @@ from flows._dvc import (
     set_overrides_args,
 )
 from privaudit.config import Params
+from privaudit.messages import cap
 from privaudit.verdict.metrics_files import AuditEntry, AuditMetrics, GateResult
 from privaudit.verdict.metrics_files import read_gate as read_gate_file
 from privaudit.verdict.metrics_files import read_metrics as read_metrics_files
@@ -92,7 +93,7 @@ class AuditOverrides(BaseModel):
     gate_min_privacy: float | None = None
     gate_min_utility: float | None = None
     gate_max_epsilon_excess: float | None = None
-    extra: dict[str, str | int | float | bool | None] = Field(
+    extra: dict[str, str | int | float | bool | None | list[str | int | float | bool]] = Field(
         default_factory=dict, description="other dotted params keys, e.g. {'gate.beta': 0.01} (the audit's error budget)"
     )
 
@@ -281,7 +282,19 @@ def main(argv: list[str] | None = None) -> int:
         if not sep:
             parser.error(f"--set {item!r}: expected KEY=VALUE")
         extra[key] = yaml.safe_load(value)
-    state = audit_flow(repo=args.repo, overrides=AuditOverrides(extra=extra), force=args.force, return_state=True)
+    try:  # refused here, in one line, before a Prefect server starts (it was two tracebacks after one)
+        overrides = AuditOverrides(extra=extra)
+        check_params(resolve_repo(args.repo), overrides.as_dotted())
+    except ValidationError as exc:  # a value of no accepted type (a mapping): one line per key, not per union member
+        keys = dict.fromkeys(str(e["loc"][1]) for e in exc.errors() if len(e["loc"]) > 1)
+        problems = "; ".join(f"--set {k}={cap(repr(extra.get(k)), 80)}: a value is a number, a string, true/false, "
+                             "null or a list of those" for k in keys) or str(exc).splitlines()[0]
+        print(f"python -m flows.audit: error: {cap(problems)}", file=sys.stderr)
+        return 2
+    except ValueError as exc:  # ParamsError: names the key and what is allowed
+        print(f"python -m flows.audit: error: {cap(str(exc))}", file=sys.stderr)
+        return 2
+    state = audit_flow(repo=args.repo, overrides=overrides, force=args.force, return_state=True)
     print(state.message)
     return 0 if state.is_completed() else 1
 

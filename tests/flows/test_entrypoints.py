@@ -137,3 +137,37 @@ def test_deleted_external_data_folder_is_recreated(tmp_path: Path) -> None:
     (other / "dvc.yaml").write_text("stages: {}\n")
     ensure_external_data(other)
     assert not (other / "data").exists()
+
+
+@pytest.mark.parametrize(("sets", "words"), [
+    (["ltu.round=500"], "ltu.round: unknown key"),
+    (["ltu.rounds=0"], "ltu.rounds"),
+    (["nosuchblock.x=1"], "override key 'nosuchblock.x' must be '<block>.<key>'"),
+    (["ltu.attackers={a: 1}"], "--set ltu.attackers={'a': 1}: a value is a number, a string"),
+])
+def test_a_bad_override_is_one_line_before_any_flow_starts(sets: list[str], words: str,
+                                                          monkeypatch: pytest.MonkeyPatch,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    """``python -m flows.audit -S ltu.round=500`` printed two Prefect tracebacks (about 70 lines) after starting a
+    server; a list value (``-S 'ltu.attackers=[loss_gap, rmia]'``) a raw pydantic error. Now: exit 2, one line,
+    no flow run; a list is a value like any other."""
+    import flows.audit as fa
+
+    def no_flow(**kw: object) -> None:
+        pytest.fail("no flow may start on a bad override")
+
+    no_flow.description = fa.audit_flow.description  # type: ignore[attr-defined]
+    monkeypatch.setattr(fa, "audit_flow", no_flow)
+    argv = [x for s in sets for x in ("-S", s)] + ["--repo", str(REPO)]
+    assert fa.main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("python -m flows.audit: error: ") and words in err and err.count("\n") == 1, err
+
+
+def test_a_list_override_is_accepted_and_passed_to_dvc_as_a_list() -> None:
+    from flows._dvc import check_params, set_overrides_args
+    from flows.audit import AuditOverrides
+
+    dotted = AuditOverrides(extra={"ltu.attackers": ["loss_gap", "rmia"]}).as_dotted()
+    assert list(check_params(REPO, dotted).ltu.attackers) == ["loss_gap", "rmia"]
+    assert set_overrides_args(dotted) == ["-S", "ltu.attackers=[loss_gap, rmia]"]
