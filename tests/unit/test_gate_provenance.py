@@ -432,3 +432,14 @@ def test_a_missing_file_is_said_missing_once_with_the_most_detail() -> None:
         "params.yaml a changed (stage 'x' ran with 1, now 2)",
         "data/user_code.json is missing (the 'user_code' stage did not finish since the gate's pipeline ran)",
         "metrics/audit.json is missing (an output of stage 'audit' in dvc.lock)"]
+
+
+def test_a_changed_file_is_said_changed_once() -> None:
+    from privaudit.repro.provenance import _missing_once
+
+    lines = ["releases.yaml changed since the gate was computed",
+             "releases.yaml changed since the gate's pipeline ran (a dependency of stage(s) report)",
+             "data/x changed since the gate was computed"]
+    assert _missing_once(lines) == [
+        "releases.yaml changed since the gate's pipeline ran (a dependency of stage(s) report)",
+        "data/x changed since the gate was computed"]

@@ -519,10 +519,14 @@ def provenance_drift(provenance: Any, repo: Path) -> list[str]:
     return _missing_once(found)
 
 
+#: what two checks can both say of one file (``X is missing …``, ``X changed since …``): said once
+_SAID_OF_A_FILE = (" is missing", " changed since ")
+
+
 def _missing_once(lines: Sequence[str]) -> list[str]:
-    """``lines`` with each file said to be missing said so once: of the checks' lines ``X is missing …`` about one
-    file, the one with the most detail (the longest) is kept, in its place."""
-    subjects = {line: line.split(" is missing", 1)[0] for line in lines if " is missing" in line}
+    """``lines`` with what is said of one file said once: of the checks' lines ``X is missing …`` (or ``X changed
+    since …``) about one file, the one with the most detail (the longest) is kept, in its place."""
+    subjects = {line: (line.split(said, 1)[0], said) for line in lines for said in _SAID_OF_A_FILE if said in line}
     best: dict[str, str] = {}
     for line, subject in subjects.items():
         if len(line) > len(best.get(subject, "")):

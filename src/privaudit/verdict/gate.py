@@ -190,8 +190,9 @@ def _claim_reasons(defender: str, claim: PrivacyClaim, entry: AuditEntry, params
             f"(a failed or skipped audit stage); rerun `dvc repro` or remove them from gate.bounds {NOT_AUDITED}"
         )
     elif not comparable and (bounds or not unrun):
+        listed = list(entry.budget.gated) if entry.budget is not None else []
         notes = "; ".join(f.reason for f in findings if f.reason) or (
-            f"no bound is gated (gate.bounds gates {', '.join(gated) or 'none'}; the audits computed "
+            f"gate.bounds gates no ε lower bound (it gates {', '.join(listed) or 'nothing'}; the audits computed "
             f"{', '.join(b.kind for b in bounds) or 'none'})" if not findings else "")
         reasons.append(
             f"{defender}: no gated bound is comparable with the claim "
