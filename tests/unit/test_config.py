@@ -52,6 +52,7 @@ def test_defaults_fill_in() -> None:
         ({"defenders": [{"name": "x", "kind": "nope"}]}, "defenders[0].kind 'nope' is not a known defender kind"),
         ({"defenders": [{"name": "x", "kind": "torch_mlp", "lr": -1}]}, "defenders[0].lr"),
         ({"defenders": [{"name": "x", "kind": "torch_mlp", "lrr": 1}]}, "defenders[0].lrr: unknown key"),
+        ({"defenders": [{"name": "x", "kind": "torch_mlp", "lrr": 1}]}, "(a kind: torch_mlp entry takes batch_size,"),
         ({"defenders": [{"name": "a", "kind": "logistic_regression"}] * 2}, "used twice"),
         ({"defenders": []}, "defenders"),
         ({**MIN, "canaries": {"defenders": ["ghost"]}}, "canaries.defenders names 'ghost'"),

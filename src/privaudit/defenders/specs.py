@@ -106,7 +106,10 @@ def validate_defender_spec(raw: Any, where: str = "defenders[?]") -> DefenderSpe
         parts = []
         for e in err.errors():
             key = ".".join(str(p) for p in e["loc"])
-            msg = "unknown key" if e["type"] == "extra_forbidden" else e["msg"].removeprefix("Value error, ")
+            msg = e["msg"].removeprefix("Value error, ")
+            if e["type"] == "extra_forbidden":
+                known = sorted(model.model_fields) if len(e["loc"]) == 1 else None
+                msg = f"unknown key (a kind: {kind} entry takes {', '.join(known)})" if known else "unknown key"
             quoted = e["type"] not in {"extra_forbidden", "missing"} and not isinstance(e.get("input"), dict)
             got = f" (got {cap(repr(e['input']), MAX_VALUE_CHARS)})" if quoted else ""
             parts.append(f"{where}.{key}: {msg}{got}")
