@@ -45,8 +45,12 @@ def test_tsv_and_numeric_labels(tmp_path: Path) -> None:
 def test_label_column_required_and_must_exist(table: Path) -> None:
     with pytest.raises(ValueError, match=r"dataset\.label_column.*None"):
         load_source("csv", path=str(table))
-    with pytest.raises(ValueError, match=r"dataset\.label_column='label' is not a column.*'species'"):
+    with pytest.raises(ValueError, match=r"dataset\.label_column='label' is not a column.*'species'") as err:
         load_source("csv", path=str(table), label_column="label")
+    assert "did you mean" not in str(err.value)
+    with pytest.raises(ValueError, match=r"'Species' is not a column.* \(did you mean 'species'\? column names are "
+                                         r"case-sensitive\)"):
+        load_source("csv", path=str(table), label_column="Species")
 
 
 def test_non_numeric_columns_named(table: Path) -> None:
@@ -72,3 +76,11 @@ def test_empty_and_folder(tmp_path: Path) -> None:
 def test_subsample(table: Path) -> None:
     data = load_source("csv", path=str(table), label_column="species", max_samples=3, rng=np.random.default_rng(5))
     assert data.n == 3 and all(i.startswith("csv-") for i in data.ids)
+
+
+def test_missing_labels_name_their_rows(tmp_path: Path) -> None:
+    path = tmp_path / "t.csv"
+    path.write_text("label,a\n1,0.5\n,0.1\n0,0.2\n,0.3\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"missing label values in 2 row\(s\) \(data rows 1, 3, counted from 0 after "
+                                         r"the header\): fill them in or drop those rows"):
+        load_source("csv", path=str(path), label_column="label")

@@ -146,8 +146,11 @@ def encode_labels(raw: Sequence[Any] | np.ndarray, where: str) -> tuple[np.ndarr
     as_str = np.asarray([_tidy_number(str(v).strip()) for v in values], dtype=np.str_)
     if as_str.size == 0:
         raise DataSourceError(f"{where}: no labels")
-    if any(s in ("", "nan", "None") for s in np.unique(as_str)):
-        raise DataSourceError(f"{where}: missing label values")
+    missing = np.flatnonzero(np.isin(as_str, ["", "nan", "None"]))
+    if missing.size:
+        rows = ", ".join(str(int(r)) for r in missing[:5]) + (f" and {missing.size - 5} more" if missing.size > 5 else "")
+        raise DataSourceError(f"{where}: missing label values in {missing.size} row(s) (data rows {rows}, counted "
+                              "from 0 after the header): fill them in or drop those rows")
     uniques = np.unique(as_str).tolist()
     try:
         numeric = {u: float(u) for u in uniques}

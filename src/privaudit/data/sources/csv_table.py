@@ -75,8 +75,10 @@ def load_csv(path: Path, label_column: str | None) -> SourceData:
         raise DataSourceError(_separator_message(path, frame.columns[0], other))
     if label_column not in frame.columns:
         columns = cap(repr(list(frame.columns)), 300)
+        near = [c for c in frame.columns if c.strip().lower() == str(label_column).strip().lower()]
+        hint = f" (did you mean {near[0]!r}? column names are case-sensitive)" if near else ""
         raise DataSourceError(
-            f"dataset.label_column={label_column!r} is not a column of dataset.path={str(path)!r}: set it to "
+            f"dataset.label_column={label_column!r} is not a column of dataset.path={str(path)!r}{hint}: set it to "
             f"the label column's name; columns are {columns}"
         )
     if len(frame) == 0:
