@@ -48,7 +48,7 @@ from flows._dvc import (
 )
 from privaudit.config import Params
 from privaudit.messages import cap
-from privaudit.verdict.metrics_files import AuditEntry, AuditMetrics, GateResult
+from privaudit.verdict.metrics_files import AuditMetrics, GateResult
 from privaudit.verdict.metrics_files import read_gate as read_gate_file
 from privaudit.verdict.metrics_files import read_metrics as read_metrics_files
 
@@ -147,23 +147,13 @@ def _num(value: float | None) -> float | None:
     return float(value) if value is not None and math.isfinite(value) else None
 
 
-def _largest_gated(audit: AuditEntry) -> tuple[float, str] | None:
-    """A defender without a claim: its largest gated ε lower bound and the audit's label (evidence of leakage)."""
-    from privaudit.claims.registry import BOUND_LABELS
-
-    gated = None if audit.budget is None else set(audit.budget.gated)
-    found = [(value, BOUND_LABELS.get(kind, kind)) for kind, _, _, value in audit.epsilon_lower_bounds()
-             if (gated is None or kind in gated) and _num(value) is not None]
-    return max(found, key=lambda f: f[0]) if found else None
-
-
 def defender_rows(gate: GateResult, metrics: AuditMetrics) -> list[dict[str, Any]]:
     """One row per defender, as ``privaudit verdict`` and the report's first screen show it: the state (``PASS``,
     ``PASS (no DP claim)``, ``FAIL``, ``NOT AUDITED``), LTU privacy ± stderr, utility, claimed ε, and ε̂ — for a
     claiming defender its strongest gated bound against the claim, for another its largest gated bound — with the
     audit it came from. (The table showed Game 3 and LiDP only, and the ungated LiDP K = 1 view, so its ε̂ was not
     the gate's: 0.000 where the verdict said 0.958.)"""
-    from privaudit.report.first_screen import defender_state, state_label, strongest_bound
+    from privaudit.report.first_screen import defender_state, largest_gated_bound, state_label, strongest_bound
     from privaudit.verdict.gate import NOT_AUDITED
 
     rows = []
@@ -173,7 +163,7 @@ def defender_rows(gate: GateResult, metrics: AuditMetrics) -> list[dict[str, Any
         state = defender_state(audit, verdict, any(NOT_AUDITED in r for r in verdict.reasons))
         strongest = strongest_bound(audit)
         shown = ((strongest.epsilon, strongest.label) if strongest is not None
-                 else _largest_gated(audit) if audit is not None and audit.claim is None else None)
+                 else largest_gated_bound(audit) if audit is not None and audit.claim is None else None)
         rows.append({
             "defender": name,
             "gate": state_label(state),

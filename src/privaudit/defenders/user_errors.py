@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-__all__ = ["UserCodeError", "user_code"]
+__all__ = ["UserCodeError", "user_code", "user_frames"]
 
 _PRIVAUDIT = str(Path(__file__).resolve().parents[1])
 
@@ -44,6 +44,12 @@ def _is_user_frame(filename: str) -> bool:
                 or path.startswith(sys.base_prefix) or filename.startswith("<"))
 
 
+def user_frames(err: BaseException) -> list[traceback.FrameSummary]:
+    """The frames of ``err``'s traceback in the user's own code (outside privaudit, Python's import machinery, the
+    standard library and the installed packages), outermost first."""
+    return [f for f in traceback.extract_tb(err.__traceback__) if _is_user_frame(f.filename)]
+
+
 @contextmanager
 def user_code(defender: str, what: str) -> Iterator[None]:
     """Run a block that calls user code (``what``: e.g. ``"examples/x.py:train"``); any exception becomes a
@@ -61,7 +67,7 @@ def user_code(defender: str, what: str) -> Iterator[None]:
     except UserCodeError:
         raise
     except Exception as err:  # noqa: BLE001 - every exception of user code is reported the same way
-        frames = [f for f in traceback.extract_tb(err.__traceback__) if _is_user_frame(f.filename)]
+        frames = user_frames(err)
         where = f" at {frames[-1].filename}:{frames[-1].lineno} in {frames[-1].name}" if frames else ""
         text = str(err).splitlines()[0] if str(err) else ""
         summary = f"defender {defender!r}: {what} raised {type(err).__name__}: {text}{where}"

@@ -44,13 +44,11 @@ def _import(mod_name: str) -> ModuleType:
 
 
 def _user_frame(err: BaseException) -> str | None:
-    """``file line N`` of the innermost traceback frame of ``err`` in the user's own code (not this module,
-    Python's import machinery, the standard library or an installed package), or ``None``."""
-    import traceback
+    """``file line N`` of the innermost frame of ``err`` in the user's own code
+    (:func:`privaudit.defenders.user_errors.user_frames`), or ``None``."""
+    from privaudit.defenders.user_errors import user_frames
 
-    installed = tuple({sys.prefix, sys.base_prefix, sys.exec_prefix})
-    frames = [f for f in traceback.extract_tb(err.__traceback__)
-              if f.filename != __file__ and not f.filename.startswith("<") and not f.filename.startswith(installed)]
+    frames = user_frames(err)
     return f"{_shown(frames[-1].filename)} line {frames[-1].lineno}" if frames else None
 
 

@@ -28,6 +28,7 @@ __all__ = [
     "could_have_seen",
     "defender_state",
     "state_label",
+    "largest_gated_bound",
     "strongest_bound",
     "strongest_line",
     "whitebox_resolution",
@@ -94,6 +95,17 @@ def strongest_bound(entry: AuditEntry | None) -> StrongestBound | None:
         if best is None or cand.share > best.share:
             best = cand
     return best
+
+
+def largest_gated_bound(entry: AuditEntry | None) -> tuple[float, str] | None:
+    """A defender without a claim: its largest finite gated ε lower bound and the label of its audit (evidence of
+    leakage, nothing to refute); ``None`` without one."""
+    if entry is None:
+        return None
+    gated = _gated(entry)
+    found = [(value, BOUND_LABELS.get(kind, kind)) for kind, _, _, value in entry.epsilon_lower_bounds()
+             if (gated is None or kind in gated) and math.isfinite(value)]
+    return max(found, key=lambda f: f[0]) if found else None
 
 
 def _eps(x: float) -> str:

@@ -79,7 +79,7 @@ def upstream_lock_sha256(lock: Path, own_stage: str = "report") -> str | None:
     data = yaml.safe_load(lock.read_text()) or {}
     entries = data.get("stages") or {}
     pipeline = lock.with_name("dvc.yaml")
-    declared = ((yaml.safe_load(pipeline.read_text()) or {}).get("stages") or {}) if pipeline.is_file() else {}
+    declared = ((load_yaml(pipeline) or {}).get("stages") or {}) if pipeline.is_file() else {}
     keep = set(upstream_stages(declared, own_stage)) - {own_stage} if own_stage in declared else set(entries) - {own_stage}
     stages = {k: v for k, v in entries.items() if k in keep}
     return hashlib.sha256(json.dumps(stages, sort_keys=True, default=str).encode()).hexdigest()
@@ -507,12 +507,11 @@ def provenance_drift(provenance: Any, repo: Path) -> list[str]:
             problems.append(f"{rel} is missing" if now is None else f"{rel} changed since the gate was computed")
     behind = lock_drift(repo, pipeline)
     if _params_digest(repo, files) != stamped_params:
-        keys = [k for f, ks in files.items() for k in (ks or [f])]
+        pairs = [(f, k) for f, ks in files.items() for k in (ks or [f])]
         # dvc.lock's line for the key says what changed; this line stands alone only when no such line names it
-        if not any(line.startswith(f"{f} {k} changed (") for f, ks in files.items() for k in (ks or [f])
-                   for line in behind):
-            some = "one or more of " if len(keys) > 1 else ""
-            problems.append(f"the gate's params changed since it was computed ({some}{', '.join(keys)})")
+        if not any(line.startswith(f"{f} {k} changed (") for f, k in pairs for line in behind):
+            some = "one or more of " if len(pairs) > 1 else ""
+            problems.append(f"the gate's params changed since it was computed ({some}{', '.join(k for _, k in pairs)})")
     found = (problems + behind + dependency_drift(repo, pipeline, ignore=ignore)
              + user_code_drift(repo, pipeline) + environment_drift(repo, pipeline)
              + output_drift(repo, pipeline, ignore=ignore))
