@@ -79,7 +79,8 @@ def audited_what(inputs: ReportInputs) -> str | None:
     if man.get("seed") is not None:
         parts.append(f"base.seed {man['seed']}")
     if man.get("code_revision"):
-        parts.append(f"code {str(man['code_revision'])[:12]}" + (" (uncommitted changes to code or params)" if man.get("code_dirty") else ""))
+        dirty = " (uncommitted changes to code or params)" if man.get("code_dirty") else ""
+        parts.append(f"code {str(man['code_revision'])[:12]}{dirty}")
     return "Audited: " + ", ".join(parts) + " (params and data hashes: Provenance manifest)."
 
 

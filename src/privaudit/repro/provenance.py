@@ -80,7 +80,7 @@ def upstream_lock_sha256(lock: Path, own_stage: str = "report") -> str | None:
     entries = data.get("stages") or {}
     pipeline = lock.with_name("dvc.yaml")
     declared = ((load_yaml(pipeline) or {}).get("stages") or {}) if pipeline.is_file() else {}
-    keep = set(upstream_stages(declared, own_stage)) - {own_stage} if own_stage in declared else set(entries) - {own_stage}
+    keep = (set(upstream_stages(declared, own_stage)) if own_stage in declared else set(entries)) - {own_stage}
     stages = {k: v for k, v in entries.items() if k in keep}
     return hashlib.sha256(json.dumps(stages, sort_keys=True, default=str).encode()).hexdigest()
 
@@ -446,7 +446,8 @@ def describe_change(old: Any, new: Any) -> tuple[str, str]:
         was: list[str] = []
         became: list[str] = []
         for n in edited:  # first, so that "ran with" and "now" line up
-            keys = sorted(k for k in set(before[n]) | set(after[n]) if before[n].get(k, _MISSING) != after[n].get(k, _MISSING))
+            keys = sorted(k for k in set(before[n]) | set(after[n])
+                          if before[n].get(k, _MISSING) != after[n].get(k, _MISSING))
             was.append(f"{n!r} " + " ".join(f"{k}={_short(before[n].get(k, _MISSING))}" for k in keys))
             became.append(f"{n!r} " + " ".join(f"{k}={_short(after[n].get(k, _MISSING))}" for k in keys))
         if not (removed or added or edited):  # the same entries in another order

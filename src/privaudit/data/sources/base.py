@@ -148,7 +148,8 @@ def encode_labels(raw: Sequence[Any] | np.ndarray, where: str) -> tuple[np.ndarr
         raise DataSourceError(f"{where}: no labels")
     missing = np.flatnonzero(np.isin(as_str, ["", "nan", "None"]))
     if missing.size:
-        rows = ", ".join(str(int(r)) for r in missing[:5]) + (f" and {missing.size - 5} more" if missing.size > 5 else "")
+        rows = ", ".join(str(int(r)) for r in missing[:5])
+        rows += f" and {missing.size - 5} more" if missing.size > 5 else ""
         raise DataSourceError(f"{where}: missing label values in {missing.size} row(s) (data rows {rows}, counted "
                               "from 0 after the header): fill them in or drop those rows")
     uniques = np.unique(as_str).tolist()
